@@ -1,0 +1,14 @@
+"""URDF -> immutable kinematic model (flat arrays). No rclpy, no CuPy."""
+
+from .tree import MAX_BATCH, JointType, Model
+from .urdf import JOINT_TYPES, MAX_URDF_BYTES, JointDesc, RobotDesc, parse_urdf
+
+__all__ = ["Model", "JointType", "parse_urdf", "RobotDesc", "JointDesc", "JOINT_TYPES",
+           "MAX_URDF_BYTES", "MAX_BATCH", "load_robot"]
+
+
+def load_robot(name: str, **kwargs) -> Model:
+    """Load a bundled robot by name (see :data:`ros2_ik.robots.ROBOTS`)."""
+    from .. import robots  # noqa: PLC0415
+
+    return Model.from_urdf(robots.urdf_string(name), **kwargs)

@@ -1,0 +1,510 @@
+"""The immutable kinematic model: a tree of links as flat arrays.
+
+Layout (``L`` links, index 0 is the model's root/base link, parents come before children):
+
+- ``link_parent[l]``: parent link index (-1 for the root).
+- The joint *into* link ``l`` (``l >= 1``) is stored at index ``l`` of every per-joint array:
+  ``joint_type[l]``, ``origin[l]`` (4x4, parent link frame -> joint frame; URDF child frame == joint
+  frame), ``axis[l]`` (unit, joint frame), ``q_start[l]``/``nq[l]``, ``v_start[l]``/``nv[l]``.
+- Generalized coordinates ``q`` (size ``nq``) and velocities ``qd`` (size ``nv``): revolute,
+  continuous, prismatic 1/1; planar 3/3 (x, y along ``planar_e1/e2``, angle about ``axis``);
+  floating 7/6 (q = x y z qx qy qz qw, ROS quaternion order; qd = linear velocity of the child
+  origin and angular velocity, both in the joint (parent-side) frame); fixed 0/0.
+- Mimic joints have no coordinates of their own: value = ``mimic_multiplier * q[leader] +
+  mimic_offset``, where ``mimic_q[l]`` is the leader's q index (chains of mimics are resolved to
+  the first free leader).
+- Frozen (locked) joints keep their coordinates in ``q`` but are excluded from Jacobian columns:
+  ``v_active`` lists the velocity indices that remain, in order.
+
+Units: metres, radians. Continuous joints are unbounded (limits +-inf); use
+:func:`ros2_ik.kinematics.wrap_q` to bring them to (-pi, pi].
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from dataclasses import dataclass, field
+from typing import Iterable, Mapping, Sequence
+
+import numpy as np
+
+from ..errors import InvalidInputError, ShapeError, UnknownJointError, UnknownLinkError
+from .urdf import JointDesc, RobotDesc, parse_urdf
+
+__all__ = ["JointType", "Model"]
+
+
+class JointType(enum.IntEnum):
+    FIXED = 0
+    REVOLUTE = 1
+    CONTINUOUS = 2
+    PRISMATIC = 3
+    PLANAR = 4
+    FLOATING = 5
+
+
+_NQ = {JointType.FIXED: 0, JointType.REVOLUTE: 1, JointType.CONTINUOUS: 1,
+       JointType.PRISMATIC: 1, JointType.PLANAR: 3, JointType.FLOATING: 7}
+_NV = {JointType.FIXED: 0, JointType.REVOLUTE: 1, JointType.CONTINUOUS: 1,
+       JointType.PRISMATIC: 1, JointType.PLANAR: 3, JointType.FLOATING: 6}
+_BY_NAME = {"fixed": JointType.FIXED, "revolute": JointType.REVOLUTE,
+            "continuous": JointType.CONTINUOUS, "prismatic": JointType.PRISMATIC,
+            "planar": JointType.PLANAR, "floating": JointType.FLOATING}
+
+#: Largest batch any core entry point accepts in one call.
+MAX_BATCH = 50_000_000
+
+
+def _rpy_xyz_to_matrix(xyz, rpy) -> np.ndarray:
+    r, p, y = rpy
+    cr, sr, cp, sp, cy, sy = (math.cos(r), math.sin(r), math.cos(p), math.sin(p),
+                              math.cos(y), math.sin(y))
+    T = np.eye(4)
+    # URDF: R = Rz(yaw) @ Ry(pitch) @ Rx(roll)
+    T[:3, :3] = [[cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr],
+                 [sy * cp, sy * sp * sr + cy * cr, sy * sp * cr - cy * sr],
+                 [-sp, cp * sr, cp * cr]]
+    T[:3, 3] = xyz
+    return T
+
+
+def _plane_basis(n: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Two unit vectors spanning the plane normal to ``n`` (right-handed: e1 x e2 = n)."""
+    helper = np.array([1.0, 0.0, 0.0]) if abs(n[0]) < 0.9 else np.array([0.0, 1.0, 0.0])
+    e1 = helper - n * (helper @ n)
+    e1 /= np.linalg.norm(e1)
+    e2 = np.cross(n, e1)
+    return e1, e2
+
+
+@dataclass(frozen=True, eq=False)
+class Model:
+    """An immutable kinematic tree (see the module docstring for the array layout).
+
+    Build one with :meth:`from_urdf`; select a chain or a sub-tree with :meth:`chain` /
+    :meth:`subtree`; freeze joints with :meth:`lock`. All arrays are NumPy, read-only.
+    """
+
+    name: str
+    desc: RobotDesc = field(repr=False)
+    link_names: tuple[str, ...]
+    link_parent: np.ndarray = field(repr=False)       # (L,) int
+    joint_names: tuple[str, ...] = field(repr=False)  # (L,) name of the joint into link l ('' root)
+    joint_type: np.ndarray = field(repr=False)        # (L,) int (JointType)
+    origin: np.ndarray = field(repr=False)            # (L, 4, 4)
+    axis: np.ndarray = field(repr=False)              # (L, 3)
+    planar_e1: np.ndarray = field(repr=False)         # (L, 3)
+    planar_e2: np.ndarray = field(repr=False)         # (L, 3)
+    q_start: np.ndarray = field(repr=False)           # (L,) int, -1 if none
+    v_start: np.ndarray = field(repr=False)           # (L,) int, -1 if none
+    mimic_q: np.ndarray = field(repr=False)           # (L,) int leader q index, -1 if not mimic
+    mimic_multiplier: np.ndarray = field(repr=False)  # (L,)
+    mimic_offset: np.ndarray = field(repr=False)      # (L,)
+    nq: int
+    nv: int
+    q_names: tuple[str, ...] = field(repr=False)      # (nq,) coordinate names
+    v_names: tuple[str, ...] = field(repr=False)      # (nv,)
+    lower: np.ndarray = field(repr=False)             # (nq,) [m or rad], -inf where unbounded
+    upper: np.ndarray = field(repr=False)             # (nq,)
+    velocity_limit: np.ndarray = field(repr=False)    # (nv,)
+    q_joint: np.ndarray = field(repr=False)           # (nq,) link index of the joint owning q_i
+    v_joint: np.ndarray = field(repr=False)           # (nv,)
+    q_continuous: np.ndarray = field(repr=False)      # (nq,) bool: wraps modulo 2 pi
+    q_to_v: np.ndarray = field(repr=False)            # (nq,) v index for 1-DOF-like coords, -1 else
+    frozen: frozenset = field(default=frozenset())    # joint names excluded from the Jacobian
+    v_active: np.ndarray = field(repr=False, default=None)  # (nv_active,) int
+    tips: tuple[str, ...] = ()
+    _cache: dict = field(default_factory=dict, repr=False, compare=False)
+
+    # ------------------------------------------------------------------ construction
+    @classmethod
+    def from_urdf(cls, urdf: str, *, base: str | None = None,
+                  tips: Sequence[str] | str | None = None,
+                  frozen: Iterable[str] = ()) -> "Model":
+        """Parse URDF text into a model (whole robot, or the sub-tree ``base`` -> ``tips``)."""
+        desc = parse_urdf(urdf)
+        return cls._build(desc, base=base, tips=tips, frozen=frozen)
+
+    @classmethod
+    def from_file(cls, path, **kwargs) -> "Model":
+        with open(path, encoding="utf-8") as f:
+            return cls.from_urdf(f.read(), **kwargs)
+
+    @classmethod
+    def _build(cls, desc: RobotDesc, *, base: str | None, tips, frozen) -> "Model":
+        by_child = {j.child: j for j in desc.joints}
+        children: dict[str, list[JointDesc]] = {}
+        for j in desc.joints:
+            children.setdefault(j.parent, []).append(j)
+        base = desc.root if base is None else base
+        if base not in desc.links:
+            raise UnknownLinkError(base, desc.links)
+        if isinstance(tips, str):
+            tips = [tips]
+
+        # Links to keep: the whole sub-tree under base, or the union of base -> tip paths.
+        if tips:
+            keep = {base}
+            for tip in tips:
+                if tip not in desc.links:
+                    raise UnknownLinkError(tip, desc.links)
+                path, cur = [], tip
+                while cur != base:
+                    path.append(cur)
+                    j = by_child.get(cur)
+                    if j is None:
+                        raise InvalidInputError(
+                            f"tip link {tip!r} is not below base link {base!r} in the tree; "
+                            "a chain or sub-tree must go from an ancestor down to its tips "
+                            "(for the motion of one frame relative to another on a different "
+                            "branch use the frame-to-frame Jacobian)"
+                        )
+                    cur = j.parent
+                keep.update(path)
+            tips = tuple(tips)
+        else:
+            keep, stack = {base}, [base]
+            while stack:
+                for j in children.get(stack.pop(), ()):
+                    keep.add(j.child)
+                    stack.append(j.child)
+            tips = None
+
+        # Topological order (DFS pre-order, URDF order among siblings).
+        order: list[str] = []
+        stack = [base]
+        while stack:
+            ln = stack.pop()
+            order.append(ln)
+            kids = [j.child for j in children.get(ln, ()) if j.child in keep]
+            stack.extend(reversed(kids))
+        index = {n: i for i, n in enumerate(order)}
+        L = len(order)
+        if tips is None:
+            has_child = {by_child[n].parent for n in order[1:]}
+            tips = tuple(n for n in order if n not in has_child) or (base,)
+
+        jdesc: list[JointDesc | None] = [None] + [by_child[n] for n in order[1:]]
+        jindex = {j.name: l for l, j in enumerate(jdesc) if j is not None}
+
+        # Resolve mimic chains to their first free leader inside the selection.
+        def resolve(j: JointDesc):
+            mult, off, cur = 1.0, 0.0, j
+            while cur.mimic_joint is not None:
+                leader = next(x for x in desc.joints if x.name == cur.mimic_joint)
+                mult, off = mult * cur.mimic_multiplier, mult * cur.mimic_offset + off
+                if leader.name not in jindex:
+                    return None  # leader outside the selection: this joint becomes free
+                cur = leader
+            return cur, mult, off
+
+        frozen = frozenset(frozen)
+        for n in frozen:
+            if n not in jindex:
+                raise UnknownJointError(n, [j.name for j in jdesc[1:]])
+
+        link_parent = np.full(L, -1, dtype=np.int64)
+        jtype = np.zeros(L, dtype=np.int64)
+        origin = np.tile(np.eye(4), (L, 1, 1))
+        axis = np.zeros((L, 3))
+        e1 = np.zeros((L, 3))
+        e2 = np.zeros((L, 3))
+        q_start = np.full(L, -1, dtype=np.int64)
+        v_start = np.full(L, -1, dtype=np.int64)
+        mimic_q = np.full(L, -1, dtype=np.int64)
+        mimic_mult = np.ones(L)
+        mimic_off = np.zeros(L)
+        q_names: list[str] = []
+        v_names: list[str] = []
+        lower: list[float] = []
+        upper: list[float] = []
+        vel: list[float] = []
+        q_joint: list[int] = []
+        v_joint: list[int] = []
+        q_cont: list[bool] = []
+        q_to_v: list[int] = []
+        mimics: list[tuple[int, JointDesc, float, float]] = []
+        for l in range(1, L):
+            j = jdesc[l]
+            link_parent[l] = index[j.parent]
+            t = _BY_NAME[j.type]
+            jtype[l] = t
+            origin[l] = _rpy_xyz_to_matrix(j.xyz, j.rpy)
+            ax = np.asarray(j.axis, dtype=float)
+            axis[l] = ax
+            if t == JointType.PLANAR:
+                e1[l], e2[l] = _plane_basis(ax)
+            if j.mimic_joint is not None:
+                res = resolve(j)
+                if res is not None:
+                    mimics.append((l, res[0], res[1], res[2]))
+                    if j.name in frozen:
+                        raise InvalidInputError(
+                            f"joint {j.name!r} is a mimic of {res[0].name!r} and cannot be locked "
+                            f"on its own; lock {res[0].name!r} instead"
+                        )
+                    continue
+            nq_j, nv_j = _NQ[t], _NV[t]
+            if nq_j == 0:
+                continue
+            q_start[l], v_start[l] = len(q_names), len(v_names)
+            if t in (JointType.REVOLUTE, JointType.PRISMATIC, JointType.CONTINUOUS):
+                q_names.append(j.name)
+                v_names.append(j.name)
+                lo, hi = (j.lower, j.upper) if t != JointType.CONTINUOUS else (-math.inf, math.inf)
+                lower.append(lo)
+                upper.append(hi)
+                vel.append(j.velocity)
+                q_cont.append(t == JointType.CONTINUOUS)
+                q_to_v.append(v_start[l])
+            elif t == JointType.PLANAR:
+                for k, s in enumerate(("x", "y", "theta")):
+                    q_names.append(f"{j.name}/{s}")
+                    v_names.append(f"{j.name}/{s}")
+                    lower.append(-math.inf)
+                    upper.append(math.inf)
+                    vel.append(j.velocity)
+                    q_cont.append(s == "theta")
+                    q_to_v.append(v_start[l] + k)
+            else:  # floating
+                for k, s in enumerate(("x", "y", "z", "qx", "qy", "qz", "qw")):
+                    q_names.append(f"{j.name}/{s}")
+                    lower.append(-math.inf)
+                    upper.append(math.inf)
+                    q_cont.append(False)
+                    q_to_v.append(v_start[l] + k if k < 3 else -1)
+                for s in ("vx", "vy", "vz", "wx", "wy", "wz"):
+                    v_names.append(f"{j.name}/{s}")
+                    vel.append(j.velocity)
+            q_joint.extend([l] * nq_j)
+            v_joint.extend([l] * nv_j)
+        for l, leader, mult, off in mimics:
+            ll = jindex[leader.name]
+            if q_start[ll] < 0:  # leader itself became fixed? cannot happen (1-DOF types)
+                raise InvalidInputError(f"mimic leader {leader.name!r} has no coordinate")
+            mimic_q[l] = q_start[ll]
+            mimic_mult[l] = mult
+            mimic_off[l] = off
+
+        frozen_v = set()
+        for n in frozen:
+            l = jindex[n]
+            if v_start[l] >= 0:
+                frozen_v.update(range(v_start[l], v_start[l] + _NV[JointType(jtype[l])]))
+        v_active = np.array([i for i in range(len(v_names)) if i not in frozen_v], dtype=np.int64)
+
+        def ro(a):
+            a = np.asarray(a)
+            a.setflags(write=False)
+            return a
+
+        return cls(
+            name=desc.name, desc=desc, link_names=tuple(order), link_parent=ro(link_parent),
+            joint_names=tuple("" if j is None else j.name for j in jdesc),
+            joint_type=ro(jtype), origin=ro(origin), axis=ro(axis), planar_e1=ro(e1),
+            planar_e2=ro(e2), q_start=ro(q_start), v_start=ro(v_start), mimic_q=ro(mimic_q),
+            mimic_multiplier=ro(mimic_mult), mimic_offset=ro(mimic_off), nq=len(q_names),
+            nv=len(v_names), q_names=tuple(q_names), v_names=tuple(v_names),
+            lower=ro(np.array(lower, dtype=float)), upper=ro(np.array(upper, dtype=float)),
+            velocity_limit=ro(np.array(vel, dtype=float)),
+            q_joint=ro(np.array(q_joint, dtype=np.int64)),
+            v_joint=ro(np.array(v_joint, dtype=np.int64)),
+            q_continuous=ro(np.array(q_cont, dtype=bool)),
+            q_to_v=ro(np.array(q_to_v, dtype=np.int64)), frozen=frozen, v_active=ro(v_active),
+            tips=tips,
+        )
+
+    # ------------------------------------------------------------------ selection
+    def subtree(self, base: str, tips: Sequence[str] | str | None = None, *,
+                frozen: Iterable[str] | None = None) -> "Model":
+        """The model from ``base`` down to ``tips`` (all leaves when ``tips`` is None).
+
+        FK of the result is expressed in the ``base`` frame.
+        """
+        if frozen is None:
+            frozen = self.frozen
+        kept = self._build(self.desc, base=base, tips=tips, frozen=())
+        return self._build(self.desc, base=base, tips=tips,
+                           frozen=[n for n in frozen if n in kept.joint_names])
+
+    def chain(self, base: str, tip: str, **kwargs) -> "Model":
+        """The serial chain from ``base`` to ``tip`` (same kind of model as :meth:`subtree`)."""
+        return self.subtree(base, [tip], **kwargs)
+
+    def lock(self, joints: Iterable[str]) -> "Model":
+        """A copy of this model with the given joints frozen (added to those already frozen).
+
+        Frozen joints keep their coordinates in ``q`` (so each problem may hold them at its own
+        value) but drop out of the Jacobian's columns and are never moved by the solvers.
+        """
+        joints = set(joints)
+        for n in joints:
+            if n not in self.joint_names[1:]:
+                raise UnknownJointError(n, self.joint_names[1:])
+        return self._build(self.desc, base=self.link_names[0], tips=self.tips,
+                           frozen=self.frozen | joints)
+
+    # ------------------------------------------------------------------ look-ups
+    @property
+    def num_links(self) -> int:
+        return len(self.link_names)
+
+    @property
+    def base(self) -> str:
+        return self.link_names[0]
+
+    @property
+    def nv_active(self) -> int:
+        return int(self.v_active.shape[0])
+
+    @property
+    def actuated_joint_names(self) -> tuple[str, ...]:
+        """Names of joints that own coordinates (not fixed, not mimic), in q order."""
+        out = []
+        for l in range(1, self.num_links):
+            if self.q_start[l] >= 0:
+                out.append(self.joint_names[l])
+        return tuple(out)
+
+    @property
+    def mimic_joint_names(self) -> tuple[str, ...]:
+        return tuple(self.joint_names[l] for l in range(1, self.num_links) if self.mimic_q[l] >= 0)
+
+    def link_index(self, name: str) -> int:
+        """Index of a link; raises :class:`UnknownLinkError` listing the valid names."""
+        idx = self._cache.get("link_index")
+        if idx is None:
+            idx = self._cache["link_index"] = {n: i for i, n in enumerate(self.link_names)}
+        try:
+            return idx[name]
+        except KeyError:
+            raise UnknownLinkError(name, self.link_names) from None
+
+    def link_indices(self, names: Sequence[str] | str) -> np.ndarray:
+        if isinstance(names, str):
+            names = [names]
+        return np.array([self.link_index(n) for n in names], dtype=np.int64)
+
+    def joint_index(self, name: str) -> int:
+        """Link index of the joint named ``name`` (the joint's child link)."""
+        try:
+            return self.joint_names.index(name, 1)
+        except ValueError:
+            raise UnknownJointError(name, self.joint_names[1:]) from None
+
+    def ancestors(self, link: int) -> np.ndarray:
+        """Link indices from ``link`` up to (excluding) the root, child first."""
+        out = []
+        while link > 0:
+            out.append(link)
+            link = int(self.link_parent[link])
+        return np.array(out, dtype=np.int64)
+
+    def support_mask(self) -> np.ndarray:
+        """``S[f, l]`` is True when the joint into link ``l`` moves link ``f`` (l is an ancestor
+        of f or f itself); shape (L, L)."""
+        S = self._cache.get("support")
+        if S is None:
+            L = self.num_links
+            S = np.zeros((L, L), dtype=bool)
+            for f in range(L):
+                S[f, self.ancestors(f)] = True
+            S.setflags(write=False)
+            self._cache["support"] = S
+        return S
+
+    # ------------------------------------------------------------------ configurations
+    def neutral_q(self) -> np.ndarray:
+        """Mid-range configuration (nq,): bounded joints at the middle of their limits, others 0,
+        floating quaternions identity."""
+        bounded = np.isfinite(self.lower) & np.isfinite(self.upper)
+        q = np.zeros(self.nq)
+        q[bounded] = 0.5 * (self.lower[bounded] + self.upper[bounded])
+        for l in range(1, self.num_links):
+            if self.joint_type[l] == JointType.FLOATING and self.q_start[l] >= 0:
+                q[self.q_start[l] + 6] = 1.0
+        return q
+
+    def random_q(self, rng: np.random.Generator | int | None, batch: int = 1) -> np.ndarray:
+        """Uniform random configurations within limits, shape (batch, nq).
+
+        Unbounded coordinates: angles uniform in (-pi, pi], translations uniform in [-1, 1] m,
+        floating orientations uniform on SO(3).
+        """
+        rng = np.random.default_rng(rng)
+        lo = np.where(np.isfinite(self.lower), self.lower,
+                      np.where(self.q_continuous, -math.pi, -1.0))
+        hi = np.where(np.isfinite(self.upper), self.upper,
+                      np.where(self.q_continuous, math.pi, 1.0))
+        q = rng.uniform(lo, hi, size=(batch, self.nq))
+        for l in range(1, self.num_links):
+            if self.joint_type[l] == JointType.FLOATING and self.q_start[l] >= 0:
+                quat = rng.normal(size=(batch, 4))
+                quat /= np.linalg.norm(quat, axis=1, keepdims=True)
+                s = self.q_start[l]
+                q[:, s + 3:s + 7] = quat
+        return q
+
+    def check_q(self, q, *, name: str = "q"):
+        """Validate a configuration batch; returns it as a 2-D array (B, nq) of its own backend.
+
+        Raises :class:`ShapeError` for a wrong shape, :class:`InvalidInputError` for NaN/inf,
+        an empty or too large batch.
+        """
+        from ..backend import get_xp  # noqa: PLC0415
+
+        xp = get_xp(q)
+        q = xp.asarray(q, dtype=getattr(q, "dtype", None) if hasattr(q, "dtype") and
+                       xp.issubdtype(q.dtype, xp.floating) else xp.float64)
+        if q.ndim == 1:
+            q = q[None, :]
+        if q.ndim != 2 or q.shape[1] != self.nq:
+            raise ShapeError(
+                f"{name} must have shape (B, {self.nq}) or ({self.nq},) for model "
+                f"{self.name!r} (coordinates {list(self.q_names)}), got {tuple(q.shape)}"
+            )
+        if q.shape[0] == 0:
+            raise InvalidInputError(f"{name} is an empty batch (0 rows); pass at least one row")
+        if q.shape[0] > MAX_BATCH:
+            raise InvalidInputError(
+                f"{name} has {q.shape[0]} rows, more than the limit {MAX_BATCH}; split the batch"
+            )
+        if not bool(xp.all(xp.isfinite(q))):
+            bad = xp.argwhere(~xp.isfinite(q))[0]
+            raise InvalidInputError(
+                f"{name} contains NaN or infinity (first at row {int(bad[0])}, coordinate "
+                f"{self.q_names[int(bad[1])]!r}); give finite joint values"
+            )
+        return q
+
+    def q_from_dict(self, values: Mapping[str, float], base_q=None) -> np.ndarray:
+        """A (nq,) vector from ``{coordinate name: value}`` (partial allowed; the rest from
+        ``base_q`` or :meth:`neutral_q`). Unknown names raise :class:`UnknownJointError`."""
+        q = np.array(self.neutral_q() if base_q is None else base_q, dtype=float)
+        idx = {n: i for i, n in enumerate(self.q_names)}
+        for n, v in values.items():
+            if n not in idx:
+                raise UnknownJointError(n, self.q_names)
+            q[idx[n]] = float(v)
+        return q
+
+    def xp_arrays(self, xp, dtype=None) -> dict:
+        """The model's numeric arrays on backend ``xp`` (cached per backend and dtype)."""
+        key = ("xp", xp.__name__, str(dtype))
+        cached = self._cache.get(key)
+        if cached is None:
+            fdt = dtype or xp.float64
+            cached = {
+                "origin": xp.asarray(self.origin, dtype=fdt),
+                "axis": xp.asarray(self.axis, dtype=fdt),
+                "e1": xp.asarray(self.planar_e1, dtype=fdt),
+                "e2": xp.asarray(self.planar_e2, dtype=fdt),
+            }
+            self._cache[key] = cached
+        return cached
+
+    def __repr__(self) -> str:
+        return (f"Model({self.name!r}, base={self.base!r}, tips={list(self.tips)}, "
+                f"links={self.num_links}, nq={self.nq}, nv={self.nv}, "
+                f"frozen={sorted(self.frozen)})")
