@@ -1,0 +1,272 @@
+"""Batched forward kinematics and generalized <-> maximal coordinates.
+
+Reference implementation written once against ``xp`` (NumPy or CuPy). Shapes:
+``q (B, nq)``, link poses ``T (B, L, 4, 4)`` expressed in the model's base frame.
+
+The transform chain (per link l with parent p, URDF child frame == joint frame):
+``T_base_l = T_base_p @ T_p_joint(origin) @ M_joint(q)``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..backend import get_xp
+from ..errors import InvalidInputError, ShapeError
+from ..model import JointType, Model
+from .se3 import (axis_angle_matrix, matrix_to_quat, pose_inverse, quat_multiply,
+                  quat_normalize, quat_to_matrix, so3_exp)
+
+__all__ = ["joint_motion", "fk", "fk_frames", "frame_poses", "integrate", "difference",
+           "wrap_q", "maximal_to_generalized", "check_link_poses"]
+
+
+def _groups(model: Model) -> dict:
+    """Per-joint-type index arrays (cached on the model)."""
+    g = model._cache.get("fk_groups")
+    if g is not None:
+        return g
+    rot_l, rot_q, rot_m, rot_o = [], [], [], []
+    pri_l, pri_q, pri_m, pri_o = [], [], [], []
+    planar, floating = [], []
+    for l in range(1, model.num_links):
+        t = model.joint_type[l]
+        if model.mimic_q[l] >= 0:
+            qi, m, o = int(model.mimic_q[l]), float(model.mimic_multiplier[l]), float(
+                model.mimic_offset[l])
+        else:
+            qi, m, o = int(model.q_start[l]), 1.0, 0.0
+        if t in (JointType.REVOLUTE, JointType.CONTINUOUS):
+            rot_l.append(l), rot_q.append(qi), rot_m.append(m), rot_o.append(o)
+        elif t == JointType.PRISMATIC:
+            pri_l.append(l), pri_q.append(qi), pri_m.append(m), pri_o.append(o)
+        elif t == JointType.PLANAR:
+            planar.append(l)
+        elif t == JointType.FLOATING:
+            floating.append(l)
+    I = lambda a: np.array(a, dtype=np.int64)  # noqa: E731
+    F = lambda a: np.array(a, dtype=float)  # noqa: E731
+    g = dict(rot_l=I(rot_l), rot_q=I(rot_q), rot_m=F(rot_m), rot_o=F(rot_o),
+             pri_l=I(pri_l), pri_q=I(pri_q), pri_m=F(pri_m), pri_o=F(pri_o),
+             planar=I(planar), floating=I(floating))
+    model._cache["fk_groups"] = g
+    return g
+
+
+def joint_motion(model: Model, q):
+    """Joint motion transforms ``M (B, L, 4, 4)`` (identity for fixed joints and the root)."""
+    xp = get_xp(q)
+    B = q.shape[0]
+    g = _groups(model)
+    arr = model.xp_arrays(xp, q.dtype)
+    M = xp.zeros((B, model.num_links, 4, 4), dtype=q.dtype)
+    M[:, :, 0, 0] = M[:, :, 1, 1] = M[:, :, 2, 2] = M[:, :, 3, 3] = 1.0
+    if g["rot_l"].size:
+        rl = xp.asarray(g["rot_l"])
+        ang = q[:, xp.asarray(g["rot_q"])] * xp.asarray(g["rot_m"], dtype=q.dtype) + xp.asarray(
+            g["rot_o"], dtype=q.dtype)
+        M[:, rl, :3, :3] = axis_angle_matrix(arr["axis"][rl][None], ang)
+    if g["pri_l"].size:
+        pl = xp.asarray(g["pri_l"])
+        d = q[:, xp.asarray(g["pri_q"])] * xp.asarray(g["pri_m"], dtype=q.dtype) + xp.asarray(
+            g["pri_o"], dtype=q.dtype)
+        M[:, pl, :3, 3:4] = (arr["axis"][pl][None] * d[..., None])[..., None]
+    for l in g["planar"]:
+        s = int(model.q_start[l])
+        M[:, l, :3, :3] = axis_angle_matrix(arr["axis"][l], q[:, s + 2])
+        M[:, l, :3, 3] = q[:, s:s + 1] * arr["e1"][l] + q[:, s + 1:s + 2] * arr["e2"][l]
+    for l in g["floating"]:
+        s = int(model.q_start[l])
+        M[:, l, :3, 3] = q[:, s:s + 3]
+        M[:, l, :3, :3] = quat_to_matrix(q[:, s + 3:s + 7])
+    return M
+
+
+def fk(model: Model, q, *, check: bool = True):
+    """Poses of every link in the base frame.
+
+    Args:
+        q: (B, nq) or (nq,) joint coordinates (model.q_names order) [m, rad].
+    Returns:
+        T_base_link: (B, L, 4, 4), link order ``model.link_names`` (index 0 = base = identity).
+    """
+    if check:
+        q = model.check_q(q)
+    xp = get_xp(q)
+    A = model.xp_arrays(xp, q.dtype)["origin"][None] @ joint_motion(model, q)  # (B, L, 4, 4)
+    T = xp.empty_like(A)
+    T[:, 0] = A[:, 0]
+    parent = model.link_parent
+    for l in range(1, model.num_links):
+        T[:, l] = T[:, int(parent[l])] @ A[:, l]
+    return T
+
+
+def fk_frames(model: Model, q, frames):
+    """Poses (B, F, 4, 4) of the named frames (links), in the base frame."""
+    idx = model.link_indices(frames)
+    q = model.check_q(q)
+    xp = get_xp(q)
+    return fk(model, q, check=False)[:, xp.asarray(idx)]
+
+
+frame_poses = fk_frames
+
+
+def _angle_coords(model: Model) -> np.ndarray:
+    """Indices of q coordinates that are angles wrapping modulo 2 pi (continuous, planar theta)."""
+    return np.nonzero(model.q_continuous)[0]
+
+
+def wrap_angle(a, xp=None):
+    """Wrap angles to (-pi, pi]."""
+    xp = xp or get_xp(a)
+    return math.pi - xp.mod(math.pi - a, 2 * math.pi)
+
+
+def wrap_q(model: Model, q):
+    """Continuous-joint (and planar-angle) coordinates of q wrapped to (-pi, pi]."""
+    xp = get_xp(q)
+    idx = _angle_coords(model)
+    if idx.size == 0:
+        return q
+    q = q.copy()
+    ii = xp.asarray(idx)
+    q[..., ii] = wrap_angle(q[..., ii], xp)
+    return q
+
+
+def integrate(model: Model, q, v):
+    """``q (+) v``: move configuration q (B, nq) along velocity-space step v (B, nv).
+
+    Floating joints: position += v_lin; orientation = exp(w) * quat (w in the joint's parent-side
+    frame); the quaternion is re-normalized. Other coordinates add directly.
+    """
+    xp = get_xp(q, v)
+    q = xp.array(q, copy=True)
+    qv = model.q_to_v
+    simple = np.nonzero(qv >= 0)[0]
+    if simple.size:
+        q[..., xp.asarray(simple)] += v[..., xp.asarray(qv[simple])]
+    for l in _groups(model)["floating"]:
+        s, vs = int(model.q_start[l]), int(model.v_start[l])
+        R = so3_exp(v[..., vs + 3:vs + 6])
+        dq = matrix_to_quat(R)
+        q[..., s + 3:s + 7] = quat_normalize(quat_multiply(dq, q[..., s + 3:s + 7]))
+    return q
+
+
+def difference(model: Model, q0, q1):
+    """Velocity-space difference v (B, nv) with ``integrate(q0, v) == q1``; wrap-aware: angles of
+    continuous joints take the short way round."""
+    xp = get_xp(q0, q1)
+    B = q0.shape[:-1]
+    v = xp.zeros(B + (model.nv,), dtype=q0.dtype)
+    qv = model.q_to_v
+    simple = np.nonzero(qv >= 0)[0]
+    if simple.size:
+        d = q1[..., xp.asarray(simple)] - q0[..., xp.asarray(simple)]
+        cont = xp.asarray(model.q_continuous[simple])
+        d = xp.where(cont, wrap_angle(d, xp), d)
+        v[..., xp.asarray(qv[simple])] = d
+    from .se3 import so3_log  # noqa: PLC0415
+
+    for l in _groups(model)["floating"]:
+        s, vs = int(model.q_start[l]), int(model.v_start[l])
+        R0 = quat_to_matrix(q0[..., s + 3:s + 7])
+        R1 = quat_to_matrix(q1[..., s + 3:s + 7])
+        v[..., vs + 3:vs + 6] = so3_log(R1 @ xp.swapaxes(R0, -1, -2))
+    return v
+
+
+def check_link_poses(model: Model, T_links):
+    """Validate a (B, L, 4, 4) (or (L, 4, 4)) array of link poses; returns it 4-D."""
+    xp = get_xp(T_links)
+    T = xp.asarray(T_links, dtype=xp.float64 if not hasattr(T_links, "dtype") else None)
+    if T.ndim == 3:
+        T = T[None]
+    if T.ndim != 4 or T.shape[1:] != (model.num_links, 4, 4):
+        raise ShapeError(f"link poses must have shape (B, {model.num_links}, 4, 4) for model "
+                         f"{model.name!r}, got {tuple(T_links.shape)}")
+    if not bool(xp.all(xp.isfinite(T))):
+        raise InvalidInputError("link poses contain NaN or infinity")
+    return T
+
+
+def maximal_to_generalized(model: Model, T_links, q_ref=None):
+    """Recover q (B, nq) from link poses (B, L, 4, 4) consistent with the tree (eval_ik).
+
+    Each joint's motion is ``M = origin^-1 @ T_parent^-1 @ T_child``; its coordinates are read off
+    M (angle about the axis via atan2, displacement along the axis, planar x/y/theta, floating
+    position + quaternion). Angles come out in (-pi, pi]; with ``q_ref`` (B, nq) given they are
+    taken nearest to ``q_ref`` (mod 2 pi) and floating quaternions take q_ref's sign, which makes
+    ``q -> fk -> q`` exact for any q. Without q_ref, a revolute angle outside its limits is
+    shifted by 2 pi when that brings it inside. Mimic joints have no coordinates of their own.
+    """
+    T = check_link_poses(model, T_links)
+    xp = get_xp(T)
+    B = T.shape[0]
+    origin = model.xp_arrays(xp, T.dtype)["origin"]
+    parent = xp.asarray(np.maximum(model.link_parent, 0))
+    Tp = T[:, parent]
+    M = pose_inverse(Tp @ origin[None]) @ T  # (B, L, 4, 4); row 0 meaningless
+    q = xp.zeros((B, model.nq), dtype=T.dtype)
+    axis = model.xp_arrays(xp, T.dtype)["axis"]
+    for l in range(1, model.num_links):
+        s = int(model.q_start[l])
+        if s < 0:
+            continue
+        t = model.joint_type[l]
+        Ml = M[:, l]
+        if t in (JointType.REVOLUTE, JointType.CONTINUOUS):
+            R = Ml[:, :3, :3]
+            vee = xp.stack([R[:, 2, 1] - R[:, 1, 2], R[:, 0, 2] - R[:, 2, 0],
+                            R[:, 1, 0] - R[:, 0, 1]], axis=-1)
+            sn = 0.5 * (vee @ axis[l])
+            cs = 0.5 * (R[:, 0, 0] + R[:, 1, 1] + R[:, 2, 2] - 1.0)
+            q[:, s] = xp.arctan2(sn, cs)
+        elif t == JointType.PRISMATIC:
+            q[:, s] = Ml[:, :3, 3] @ axis[l]
+        elif t == JointType.PLANAR:
+            arr = model.xp_arrays(xp, T.dtype)
+            q[:, s] = Ml[:, :3, 3] @ arr["e1"][l]
+            q[:, s + 1] = Ml[:, :3, 3] @ arr["e2"][l]
+            R = Ml[:, :3, :3]
+            vee = xp.stack([R[:, 2, 1] - R[:, 1, 2], R[:, 0, 2] - R[:, 2, 0],
+                            R[:, 1, 0] - R[:, 0, 1]], axis=-1)
+            q[:, s + 2] = xp.arctan2(0.5 * (vee @ axis[l]),
+                                     0.5 * (R[:, 0, 0] + R[:, 1, 1] + R[:, 2, 2] - 1.0))
+        elif t == JointType.FLOATING:
+            q[:, s:s + 3] = Ml[:, :3, 3]
+            quat = matrix_to_quat(Ml[:, :3, :3])
+            if q_ref is not None:
+                ref = xp.asarray(q_ref)[..., s + 3:s + 7]
+                flip = xp.sum(quat * ref, axis=-1) < 0
+                quat = xp.where(flip[:, None], -quat, quat)
+            q[:, s + 3:s + 7] = quat
+    angles = np.nonzero(model.q_continuous | ((model.q_to_v >= 0) & _is_revolute_q(model)))[0]
+    if angles.size:
+        ai = xp.asarray(angles)
+        if q_ref is not None:
+            ref = xp.asarray(q_ref, dtype=T.dtype)
+            if ref.ndim == 1:
+                ref = ref[None]
+            ref = ref[:, ai]
+            q[:, ai] = ref + wrap_angle(q[:, ai] - ref, xp)
+        else:
+            lo = xp.asarray(model.lower[angles], dtype=T.dtype)
+            hi = xp.asarray(model.upper[angles], dtype=T.dtype)
+            a = q[:, ai]
+            a = xp.where(a < lo, a + 2 * math.pi, a)
+            a = xp.where(a > hi, a - 2 * math.pi, a)
+            q[:, ai] = xp.where((a >= lo) & (a <= hi), a, q[:, ai])
+    return q
+
+
+def _is_revolute_q(model: Model) -> np.ndarray:
+    out = np.zeros(model.nq, dtype=bool)
+    for i in range(model.nq):
+        out[i] = model.joint_type[model.q_joint[i]] in (JointType.REVOLUTE, JointType.CONTINUOUS)
+    return out
