@@ -1,0 +1,61 @@
+"""Shared helpers of the benchmarks: hardware/version banner and a robust timer."""
+
+from __future__ import annotations
+
+import os
+import platform
+import statistics
+import sys
+import time
+
+
+def banner(title: str) -> str:
+    import numpy as np
+
+    lines = [f"== {title}", f"python {sys.version.split()[0]} on {platform.platform()}"]
+    cpu = platform.processor() or "?"
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    lines.append(f"cpu {cpu} x{os.cpu_count()}")
+    libs = [f"numpy {np.__version__}"]
+    for mod in ("numba", "scipy", "cupy"):
+        try:
+            m = __import__(mod)
+            libs.append(f"{mod} {m.__version__}")
+        except Exception:
+            pass
+    lines.append("libs " + ", ".join(libs))
+    try:
+        import cupy
+
+        dev = cupy.cuda.runtime.getDeviceProperties(0)
+        lines.append(f"gpu {dev['name'].decode()} driver {cupy.cuda.runtime.driverGetVersion()}")
+    except Exception:
+        lines.append("gpu none")
+    return "\n".join(lines)
+
+
+def timeit(fn, *, min_time: float = 0.3, repeats: int = 5, sync=None) -> float:
+    """Median seconds per call of ``fn()`` over ``repeats`` rounds of at least ``min_time``."""
+    fn()
+    if sync:
+        sync()
+    times = []
+    for _ in range(repeats):
+        n, t0 = 0, time.perf_counter()
+        while True:
+            fn()
+            n += 1
+            if sync:
+                sync()
+            el = time.perf_counter() - t0
+            if el >= min_time / repeats:
+                break
+        times.append(el / n)
+    return statistics.median(times)
