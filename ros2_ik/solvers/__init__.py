@@ -1,0 +1,10 @@
+"""Batched IK solvers (core: no rclpy, no CuPy required)."""
+
+from .api import SOLVERS, solve_ik, solve_pose
+from .common import IKConfig, IKResult, SolveMode, Status
+from .objectives import (EvalContext, JointLimitObjective, Objective, OrientationObjective,
+                         PoseObjective, PositionObjective, PostureObjective)
+
+__all__ = ["solve_ik", "solve_pose", "SOLVERS", "IKConfig", "IKResult", "SolveMode", "Status",
+           "Objective", "EvalContext", "PoseObjective", "PositionObjective",
+           "OrientationObjective", "JointLimitObjective", "PostureObjective"]

@@ -1,0 +1,219 @@
+"""Public IK entry points: :func:`solve_ik` (any objectives) and :func:`solve_pose` (pose goals).
+
+Flow: validate -> expand problems into seeds (rows, ``problem_idx``) -> solver (``dls``) -> choose one converged row per problem by the solve mode -> wrap
+continuous joints near the seed -> verify by FK against the tolerances and the limits.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Callable, Sequence
+
+import numpy as np
+
+from ..backend import get_xp, to_numpy
+from ..errors import InvalidInputError, ShapeError
+from ..kinematics.jacobian import jacobians_all
+from ..model import MAX_BATCH, Model
+from .common import (IKConfig, IKResult, SolveMode, Status, expand_seeds, finalize_q,
+                     seed_distance)
+from .dls import evaluate, goal_errors, lm_solve_rows
+from .objectives import Objective, PoseObjective
+
+__all__ = ["solve_ik", "solve_pose", "SOLVERS"]
+
+SOLVERS = ("dls",)  # CCD ("ccd", "ccd+dls") is not built yet: see the solver issue
+SEED_LIMIT_SLACK = 1e-6  # a seed this far outside a limit is clipped; further out is invalid
+
+
+def _check_seeds(model: Model, seeds, P: int, xp):
+    if seeds is None:
+        return xp.asarray(np.tile(model.neutral_q(), (P, 1))), np.zeros(P, dtype=bool), {}
+    s = xp.asarray(seeds, dtype=xp.float64)
+    if s.ndim == 1:
+        s = xp.broadcast_to(s, (P, s.shape[0]))
+    if s.ndim != 2 or s.shape != (P, model.nq):
+        raise ShapeError(f"seeds must have shape ({model.nq},) or ({P}, {model.nq}) "
+                         f"(coordinates {list(model.q_names)}), got {tuple(xp.asarray(seeds).shape)}")
+    s = s.copy()
+    sn = to_numpy(s)
+    finite = np.all(np.isfinite(sn), axis=1)
+    lo, hi = model.lower, model.upper
+    with np.errstate(invalid="ignore"):
+        outside = (sn < lo - SEED_LIMIT_SLACK) | (sn > hi + SEED_LIMIT_SLACK)
+    bad = ~finite | np.any(outside, axis=1)
+    msgs = {}
+    for p in np.nonzero(bad)[0][:1000]:
+        if not finite[p]:
+            msgs[int(p)] = "seed contains NaN or infinity"
+        else:
+            i = int(np.nonzero(outside[p])[0][0])
+            msgs[int(p)] = (f"seed {model.q_names[i]}={sn[p, i]:.6g} is outside its limits "
+                            f"[{lo[i]:.6g}, {hi[i]:.6g}]; give a seed within limits")
+    s[xp.asarray(bad)] = xp.asarray(model.neutral_q())
+    return s, bad, msgs
+
+
+def solve_ik(model: Model, objectives: Sequence[Objective], *, seeds=None,
+             config: IKConfig | None = None, solver: str = "dls",
+             regularizers: Sequence[Objective] = (),
+             should_stop: Callable[[], bool] | None = None) -> IKResult:
+    """Solve P IK problems at once.
+
+    Args:
+        objectives: goal objectives (each holding per-problem data for the same P problems).
+        seeds: (P, nq) or (nq,) starting configurations; default mid-range.
+        config: :class:`IKConfig` (tolerances, iterations, timeout, seeds, solve mode).
+        solver: "dls" (Levenberg-Marquardt); one of :data:`SOLVERS`.
+        regularizers: extra objectives minimized alongside (posture, joint-limit avoidance);
+            they do not enter the success test.
+        should_stop: polled between iterations; returning True ends the solve (cancel).
+    Returns:
+        :class:`IKResult`; success is verified by FK against the tolerances and limits.
+    """
+    t0 = time.perf_counter()
+    cfg = config or IKConfig()
+    if solver not in SOLVERS:
+        raise InvalidInputError(f"unknown solver {solver!r}; use one of {SOLVERS}")
+    objectives = list(objectives)
+    if not objectives:
+        raise InvalidInputError("no goal objectives given; pass at least one (e.g. PoseObjective)")
+    sizes = {getattr(o, "num_problems", None) for o in objectives} - {None}
+    if len(sizes) != 1:
+        raise ShapeError(f"goal objectives disagree on the number of problems: {sorted(sizes)}")
+    P = sizes.pop()
+    if P == 0:
+        raise InvalidInputError("empty batch: no IK problems given")
+    K = int(cfg.num_seeds)
+    if P * K > MAX_BATCH:
+        raise InvalidInputError(f"{P} problems x {K} seeds = {P * K} rows exceeds the limit "
+                                f"{MAX_BATCH}; split the batch or use fewer seeds")
+    xp = get_xp(objectives[0].targets) if hasattr(objectives[0], "targets") else np
+    seeds_p, bad_seed, msgs = _check_seeds(model, seeds, P, xp)
+    invalid = bad_seed.copy()
+    for o in objectives:
+        m = o.invalid_problems()
+        if m is not None:
+            m = to_numpy(m)
+            for p in np.nonzero(m & ~invalid)[0][:1000]:
+                msgs[int(p)] = ("goal contains NaN/inf or a rotation that is not orthonormal "
+                                "(normalize the quaternion)")
+            invalid |= m
+    # Invalid problems get a harmless placeholder target so the batch math stays finite.
+    all_obj = objectives + list(regularizers)
+    if invalid.any():
+        all_obj = [_sanitized(o, invalid, xp) for o in all_obj]
+        objectives = all_obj[:len(objectives)]
+    deadline = None if cfg.timeout is None else t0 + cfg.timeout
+
+    from . import fast  # noqa: PLC0415
+
+    fast_plan = fast.plan(model, objectives, regularizers, cfg, solver, xp)
+    rows_seed = expand_seeds(model, seeds_p, K, cfg.rng_seed, xp)
+    problem_idx = xp.repeat(xp.arange(P), K)
+    active = xp.asarray(np.repeat(~invalid, K))
+    speed = cfg.solve_mode is SolveMode.SPEED
+    if fast_plan is not None:
+        q, conv, iters, pe, re, timed_out = fast_plan.solve(
+            rows_seed, problem_idx, cfg, deadline=deadline, active=active,
+            first_per_problem=speed, num_problems=P, should_stop=should_stop)
+    else:
+        q, conv, iters, pe, re, timed_out = lm_solve_rows(
+            model, all_obj, rows_seed, rows_seed, problem_idx, cfg, deadline=deadline,
+            active=active, first_per_problem=speed, num_problems=P, should_stop=should_stop)
+    return _select(model, objectives, cfg, q, rows_seed, problem_idx, conv, iters, pe, re,
+                   timed_out, invalid, msgs, P, K, t0)
+
+
+def _sanitized(obj, invalid, xp):
+    if isinstance(obj, PoseObjective):
+        T = obj.targets.copy()
+        T[xp.asarray(invalid)] = xp.eye(4)
+        return PoseObjective(obj.model, obj.link_name, T, obj.weights)
+    return obj
+
+
+def _select(model, objectives, cfg, q, rows_seed, problem_idx, conv, iters, pe, re, timed_out,
+            invalid, msgs, P, K, t0) -> IKResult:
+    xp = get_xp(q)
+    q = finalize_q(model, q, rows_seed)
+    conv_n = to_numpy(conv).reshape(P, K)
+    iters_n = to_numpy(iters).reshape(P, K)
+    if cfg.solve_mode is SolveMode.SPEED:
+        key = np.where(conv_n, iters_n * K + np.arange(K), np.iinfo(np.int64).max)
+    elif cfg.solve_mode is SolveMode.DISTANCE:
+        d = to_numpy(seed_distance(model, q, xp.repeat(rows_seed[::K], K, axis=0))).reshape(P, K)
+        key = np.where(conv_n, d, np.inf)
+    else:
+        J, _ = jacobians_all(model, q, [o.link_name for o in objectives
+                                        if hasattr(o, "link_name")][:1] or None)
+        Jm = J.reshape(J.shape[0], -1, J.shape[-1])
+        w = to_numpy(xp.sqrt(xp.clip(xp.linalg.det(Jm @ xp.swapaxes(Jm, 1, 2)), 0, None)))
+        key = np.where(conv_n, -w.reshape(P, K), np.inf)
+    # Problems with no converged seed: report the row with the smallest goal error.
+    err = (to_numpy(pe) / cfg.position_tolerance + to_numpy(re) / cfg.orientation_tolerance)
+    err = err.reshape(P, K)
+    any_conv = conv_n.any(axis=1)
+    win = np.where(any_conv, np.argmin(key, axis=1), np.argmin(err, axis=1))
+    rows = np.arange(P) * K + win
+    q_best = q[xp.asarray(rows)]
+    # Honest verification: FK at the returned q against the caller's tolerances and limits.
+    seeds0 = rows_seed[::K]
+    _, _, _, ctx = evaluate(model, objectives, q_best, seeds0, xp.arange(P),
+                            need_jacobian=False)
+    pe_f, re_f = (to_numpy(a) for a in goal_errors(objectives, ctx, xp.arange(P)))
+    qn = to_numpy(q_best)
+    in_limits = np.all((qn >= model.lower - 1e-12) & (qn <= model.upper + 1e-12), axis=1)
+    ok = (pe_f <= cfg.position_tolerance) & (re_f <= cfg.orientation_tolerance) & in_limits
+    ok &= ~invalid
+    status = np.where(ok, Status.CONVERGED,
+                      np.where(invalid, Status.INVALID_INPUT,
+                               Status.TIMED_OUT if timed_out else Status.NOT_CONVERGED))
+    messages = [""] * P
+    for p, m in msgs.items():
+        messages[p] = m
+    nc = np.nonzero(~ok & ~invalid)[0]
+    for p in nc[:1000]:
+        messages[p] = (f"{'timed out' if timed_out else 'no solution'}: best error "
+                       f"{pe_f[p]:.3g} m / {re_f[p]:.3g} rad (tolerances "
+                       f"{cfg.position_tolerance:g} m / {cfg.orientation_tolerance:g} rad)")
+    pe_f[invalid] = np.nan
+    re_f[invalid] = np.nan
+    return IKResult(q=qn, success=ok, position_error=pe_f, orientation_error=re_f,
+                    iterations=iters_n[np.arange(P), win], seed_index=win,
+                    status=status.astype(np.int64), messages=messages,
+                    solve_time=time.perf_counter() - t0)
+
+
+def solve_pose(model: Model, targets, *, tips: Sequence[str] | str | None = None,
+               weights=(1, 1, 1, 1, 1, 1), seeds=None, config: IKConfig | None = None,
+               solver: str = "dls", regularizers: Sequence[Objective] = (),
+               should_stop=None) -> IKResult:
+    """Pose IK for one or several tips.
+
+    Args:
+        targets: (P, 4, 4) or (P, 7) [x y z qx qy qz qw] for one tip; for K tips (P, K, 4, 4)
+            or (P, K, 7). Expressed in the model's base frame.
+        tips: link name(s); default ``model.tips``.
+        weights: (6,) per-axis weights in the target frame (x y z rx ry rz); 0 frees an axis.
+    """
+    tips = list(model.tips if tips is None else ([tips] if isinstance(tips, str) else tips))
+    if not tips:
+        raise InvalidInputError("no tip links given")
+    xp = get_xp(targets)
+    t = xp.asarray(targets, dtype=xp.float64)
+    if len(tips) == 1 and t.ndim in (2, 3) and t.shape[-2:] != (1, 7) and not (
+            t.ndim == 3 and t.shape[1] == 1):
+        t = t[:, None] if t.ndim == 2 else t[:, None]
+    if t.ndim == 2 and len(tips) > 1:
+        raise ShapeError(f"targets for {len(tips)} tips must have shape (P, {len(tips)}, 4, 4) "
+                         f"or (P, {len(tips)}, 7), got {tuple(t.shape)}")
+    if t.ndim < 3 or t.shape[1] != len(tips) or t.shape[2:] not in ((4, 4), (7,)):
+        raise ShapeError(f"targets must have shape (P, 4, 4) / (P, 7) for one tip or "
+                         f"(P, {len(tips)}, 4, 4) / (P, {len(tips)}, 7) for tips {tips}, got "
+                         f"{tuple(xp.asarray(targets).shape)}")
+    if t.shape[0] == 0:
+        raise InvalidInputError("empty batch: no targets given")
+    objs = [PoseObjective(model, tip, t[:, k], weights) for k, tip in enumerate(tips)]
+    return solve_ik(model, objs, seeds=seeds, config=config, solver=solver,
+                    regularizers=regularizers, should_stop=should_stop)

@@ -1,0 +1,148 @@
+"""What every solver shares: configuration, status codes, results, seeds, selection."""
+
+from __future__ import annotations
+
+import enum
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..backend import get_xp
+from ..errors import InvalidInputError
+from ..kinematics.fk import difference, wrap_angle
+from ..model import JointType, Model
+
+__all__ = ["Status", "SolveMode", "IKConfig", "IKResult", "expand_seeds", "finalize_q"]
+
+
+class Status(enum.IntEnum):
+    """Per-problem outcome; values equal the ROS error codes the node reports."""
+
+    CONVERGED = 1
+    NOT_CONVERGED = -31      # NO_IK_SOLUTION
+    TIMED_OUT = -6
+    INVALID_INPUT = -16      # INVALID_GOAL
+
+
+class SolveMode(str, enum.Enum):
+    """How the winning seed of a problem is chosen among its converged seeds."""
+
+    SPEED = "speed"                    # the first to converge (lowest seed index on ties)
+    DISTANCE = "distance"              # closest to the seed (wrap-aware L-infinity)
+    MANIPULABILITY = "manipulability"  # largest sqrt(det(J J^T)) at the solution
+
+
+@dataclass(frozen=True)
+class IKConfig:
+    """Options of one IK solve (validated on construction).
+
+    Tolerances are on the errors the objectives report: position [m], orientation [rad].
+    ``timeout`` [s] bounds wall-clock time (None: no limit); ``max_iterations`` bounds iterations.
+    """
+
+    position_tolerance: float = 1e-4
+    orientation_tolerance: float = 1e-3
+    max_iterations: int = 100
+    timeout: float | None = None
+    num_seeds: int = 1
+    solve_mode: SolveMode | str = SolveMode.SPEED
+    rng_seed: int = 0
+    lambda_initial: float = 1e-3
+    lambda_min: float = 1e-9
+    lambda_max: float = 1e6
+    lambda_up: float = 4.0
+    lambda_down: float = 0.3
+    use_fast_path: bool = True
+
+    def __post_init__(self):
+        object.__setattr__(self, "solve_mode", SolveMode(self.solve_mode))
+        for name in ("position_tolerance", "orientation_tolerance"):
+            v = getattr(self, name)
+            if not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
+                raise InvalidInputError(f"{name} must be a positive number, got {v!r}")
+        if int(self.max_iterations) < 1:
+            raise InvalidInputError(f"max_iterations must be >= 1, got {self.max_iterations}")
+        if int(self.num_seeds) < 1 or int(self.num_seeds) > 100_000:
+            raise InvalidInputError(f"num_seeds must be in [1, 100000], got {self.num_seeds}")
+        if self.timeout is not None and not (math.isfinite(self.timeout) and self.timeout >= 0):
+            raise InvalidInputError(f"timeout must be >= 0 seconds or None, got {self.timeout}")
+        if not (0 < self.lambda_min <= self.lambda_initial <= self.lambda_max):
+            raise InvalidInputError("need 0 < lambda_min <= lambda_initial <= lambda_max")
+
+
+@dataclass
+class IKResult:
+    """Per-problem results (P problems). Success is computed by FK against the tolerances."""
+
+    q: np.ndarray                 # (P, nq) best configuration found (inside limits)
+    success: np.ndarray           # (P,) bool
+    position_error: np.ndarray    # (P,) [m]
+    orientation_error: np.ndarray  # (P,) [rad]
+    iterations: np.ndarray        # (P,) iterations used by the winning seed
+    seed_index: np.ndarray        # (P,) which seed won (0 = the given seed)
+    status: np.ndarray            # (P,) Status values
+    messages: list = field(default_factory=list)  # (P,) str, empty when nothing to say
+    solve_time: float = 0.0       # [s] wall clock of the whole call
+
+    def __len__(self):
+        return int(self.success.shape[0])
+
+    @property
+    def success_rate(self) -> float:
+        return float(np.mean(self.success)) if len(self) else 0.0
+
+
+def _angle_mask(model: Model) -> np.ndarray:
+    return model.q_continuous.copy()
+
+
+def expand_seeds(model: Model, seeds, num_seeds: int, rng_seed: int, xp):
+    """Rows (P*K, nq): for each problem its own seed, then K-1 random seeds within limits.
+
+    The K-1 random seeds are drawn once from ``rng_seed`` and shared by every problem, so a
+    problem's result does not depend on its position in the batch (batched == loop of singles).
+    Frozen, floating-base and unbounded translational coordinates are kept from the problem's
+    seed.
+    """
+    P = seeds.shape[0]
+    K = int(num_seeds)
+    if K == 1:
+        return seeds.copy()
+    rnd = model.random_q(np.random.default_rng(rng_seed), K - 1)[None].repeat(P, axis=0)
+    keep = ~(np.isfinite(model.lower) & np.isfinite(model.upper)) & ~model.q_continuous
+    frozen_links = {model.joint_index(n) for n in model.frozen}
+    keep |= np.array([int(l) in frozen_links for l in model.q_joint], dtype=bool)
+    for l in range(1, model.num_links):
+        if model.joint_type[l] == JointType.FLOATING and model.q_start[l] >= 0:
+            s = int(model.q_start[l])
+            keep[s:s + 7] = True
+    rnd = xp.asarray(rnd, dtype=seeds.dtype)
+    keepx = xp.asarray(keep)
+    rnd = xp.where(keepx, seeds[:, None, :], rnd)
+    rows = xp.concatenate([seeds[:, None, :], rnd], axis=1)
+    return rows.reshape(P * K, model.nq)
+
+
+def clip_to_limits(model: Model, q):
+    xp = get_xp(q)
+    lo = xp.asarray(model.lower, dtype=q.dtype)
+    hi = xp.asarray(model.upper, dtype=q.dtype)
+    return xp.clip(q, lo, hi)
+
+
+def finalize_q(model: Model, q, seed):
+    """Continuous joints wrapped to within pi of the seed (no 2 pi flips), then limits."""
+    xp = get_xp(q)
+    if model.q_continuous.any():
+        c = xp.asarray(np.nonzero(model.q_continuous)[0])
+        q = q.copy()
+        q[:, c] = seed[:, c] + wrap_angle(q[:, c] - seed[:, c], xp)
+    return clip_to_limits(model, q)
+
+
+def seed_distance(model: Model, q, seed):
+    """Wrap-aware L-infinity distance between rows of q and seed (N,)."""
+    xp = get_xp(q)
+    d = difference(model, seed, q)
+    return xp.max(xp.abs(d), axis=1) if d.shape[1] else xp.zeros(q.shape[0])

@@ -1,0 +1,121 @@
+"""Damped least squares / Levenberg-Marquardt IK, batched over problems x seeds.
+
+Per row, with the stacked residual ``r`` and Jacobian ``J`` of all objectives (Buss, "Introduction
+to Inverse Kinematics with Jacobian Transpose, Pseudoinverse and Damped Least Squares methods",
+2004; Marquardt's diagonal scaling)::
+
+    (J^T J + lambda (diag(J^T J) + eps I)) dq = -J^T r
+
+``dq`` is applied with ``q (+) dq`` (frozen coordinates untouched), the result clipped to the hard
+joint limits, and accepted only if the cost ``0.5 |r|^2`` decreases; lambda then shrinks
+(``lambda_down``), otherwise it grows (``lambda_up``, capped at ``lambda_max``) and the row retries from the same point.
+A row stops when its goal errors meet the tolerances (converged; never touched again), at the
+iteration cap, or at the deadline.
+"""
+
+from __future__ import annotations
+
+import time
+
+
+from ..backend import get_xp
+from ..kinematics.fk import integrate
+from ..model import Model
+from .common import IKConfig, clip_to_limits
+from .objectives import EvalContext
+
+__all__ = ["lm_solve_rows", "evaluate", "goal_errors"]
+
+
+def evaluate(model: Model, objectives, q, seed_q, problem_idx, *, need_jacobian: bool = True):
+    """Stacked residual (N, m), Jacobian (N, m, nv_active), cost (N,), and the context."""
+    xp = get_xp(q)
+    ctx = EvalContext(model, q, seed_q)
+    rs, Js = [], []
+    for obj in objectives:
+        r, J = obj.residual(ctx, problem_idx)
+        rs.append(r)
+        Js.append(J)
+    r = xp.concatenate(rs, axis=1)
+    J = xp.concatenate(Js, axis=1) if need_jacobian else None
+    return r, J, 0.5 * xp.sum(r * r, axis=1), ctx
+
+
+def goal_errors(objectives, ctx, problem_idx):
+    """Largest position and orientation error over the goal objectives, (N,) each."""
+    xp = ctx.xp
+    N = ctx.q.shape[0]
+    pe = xp.zeros(N)
+    re = xp.zeros(N)
+    for obj in objectives:
+        e = obj.errors(ctx, problem_idx)
+        if e is not None:
+            pe = xp.maximum(pe, e[0])
+            re = xp.maximum(re, e[1])
+    return pe, re
+
+
+def lm_solve_rows(model: Model, objectives, q0, seed_q, problem_idx, cfg: IKConfig, *,
+                  deadline: float | None, active=None, first_per_problem: bool = False,
+                  num_problems: int | None = None, should_stop=None):
+    """Run LM on rows q0 (N, nq). Returns (q, converged, iterations, pos_err, rot_err, timed_out).
+
+    ``active`` (N,) masks rows to solve; ``first_per_problem`` stops all rows of a problem as
+    soon as one of them converged (speed mode). ``should_stop()`` is polled every iteration
+    (cancellation); it and the deadline end the loop between iterations.
+    """
+    xp = get_xp(q0)
+    N = q0.shape[0]
+    va = xp.asarray(model.v_active)
+    nva = model.nv_active
+    q = clip_to_limits(model, q0)
+    active = xp.ones(N, dtype=bool) if active is None else active.copy()
+    lam = xp.full(N, cfg.lambda_initial)
+    iters = xp.zeros(N, dtype=xp.int64)
+    r, J, cost, ctx = evaluate(model, objectives, q, seed_q, problem_idx)
+    pe, re = goal_errors(objectives, ctx, problem_idx)
+    converged = (pe <= cfg.position_tolerance) & (re <= cfg.orientation_tolerance)
+    timed_out = False
+    eye = xp.eye(nva)
+    for _ in range(cfg.max_iterations):
+        if first_per_problem:
+            done_p = xp.zeros(num_problems, dtype=bool)
+            done_p[problem_idx[converged]] = True
+            active &= ~done_p[problem_idx]
+        active &= ~converged
+        if not bool(xp.any(active)):
+            break
+        if (deadline is not None and time.perf_counter() >= deadline) or (
+                should_stop is not None and should_stop()):
+            timed_out = deadline is not None and time.perf_counter() >= deadline
+            break
+        JtJ = xp.swapaxes(J, 1, 2) @ J
+        g = (xp.swapaxes(J, 1, 2) @ r[..., None])[..., 0]
+        diag = xp.diagonal(JtJ, axis1=1, axis2=2)
+        H = JtJ + lam[:, None, None] * (diag[:, :, None] * eye + 1e-9 * eye)
+        dq = -xp.linalg.solve(H, g[..., None])[..., 0]
+        dv = xp.zeros((N, model.nv))
+        dv[:, va] = xp.where(active[:, None], dq, 0.0)
+        q_try = clip_to_limits(model, integrate(model, q, dv))
+        r2, J2, cost2, ctx2 = evaluate(model, objectives, q_try, seed_q, problem_idx)
+        better = active & (cost2 < cost)
+        b = better[:, None]
+        q = xp.where(b, q_try, q)
+        r = xp.where(b, r2, r)
+        J = xp.where(b[:, :, None], J2, J)
+        cost = xp.where(better, cost2, cost)
+        lam = xp.where(better, xp.maximum(lam * cfg.lambda_down, cfg.lambda_min),
+                       xp.where(active, xp.minimum(lam * cfg.lambda_up, cfg.lambda_max), lam))
+        iters = iters + active
+        pe2, re2 = goal_errors(objectives, ctx2, problem_idx)
+        pe = xp.where(better, pe2, pe)
+        re = xp.where(better, re2, re)
+        converged = converged | (better & (pe <= cfg.position_tolerance)
+                                 & (re <= cfg.orientation_tolerance))
+    else:
+        if deadline is not None and time.perf_counter() >= deadline and bool(
+                xp.any(active & ~converged)):
+            timed_out = True
+    return q, converged, iters, pe, re, timed_out
+
+
