@@ -1,0 +1,216 @@
+#!/usr/bin/env bash
+# Build the ros2_ik development environment in .venv at the repository root:
+#   1. a venv with the ROS 2 Kilted PyPI wheels and the Python dependencies
+#      (scripts/requirements.txt, locked by scripts/constraints.txt), with the include
+#      paths in the wheels' CMake exports pointed at this venv;
+#   2. ros2_ik_interfaces, built with cmake/make in build/ros2_ik_interfaces and installed
+#      into the venv (the venv is a ROS install prefix);
+#   3. ros2_ik, installed editable, laid out like a colcon --symlink-install: console scripts
+#      in .venv/bin and .venv/lib/ros2_ik, and share/ros2_ik + the ament index entry.
+# Each step is skipped when a stamp keyed on a hash of its inputs is current, so a second
+# run takes a few seconds. Afterwards: `. scripts/env.sh`.
+#
+# Usage: scripts/setup.sh [--force] [--lock]
+#   --force  redo every step (keeps the pip cache)
+#   --lock   rewrite scripts/constraints.txt from the current .venv, then exit
+# Environment: PYTHON (base interpreter for the venv, default python3), JOBS (make -j, default 2).
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+VENV=$ROOT/.venv
+VPY=$VENV/bin/python
+BUILD=$ROOT/build
+LOG_DIR=$BUILD/setup-logs
+STAMPS=$VENV/.ros2_ik-stamps
+REQS=$ROOT/scripts/requirements.txt
+LOCK=$ROOT/scripts/constraints.txt
+IFC_SRC=$ROOT/ros2_ik_interfaces
+IFC_BUILD=$BUILD/ros2_ik_interfaces
+PYTHON=${PYTHON:-python3}
+JOBS=${JOBS:-2}
+
+force=0
+for arg in "$@"; do
+  case $arg in
+    --force) force=1 ;;
+    --lock) lock=1 ;;
+    -h|--help) sed -n '2,17p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "setup.sh: unknown argument '$arg' (try --help)" >&2; exit 2 ;;
+  esac
+done
+
+t_start=$SECONDS
+die() { echo "setup.sh: FAILED: $*" >&2; exit 1; }
+say() { echo "==> $*"; }
+
+# step NAME COMMAND...: run quietly into $LOG_DIR/NAME.log; on failure show its tail and stop.
+# COMMAND runs in a subshell with errexit on, so a shell function fails at its first failure.
+step() {
+  local name=$1; shift
+  local log=$LOG_DIR/$name.log t0=$SECONDS rc
+  mkdir -p "$LOG_DIR"
+  set +e
+  (set -e; "$@") >"$log" 2>&1
+  rc=$?
+  set -e
+  if [[ $rc != 0 ]]; then
+    echo "---- last lines of $log ----" >&2
+    grep -v "is ignored: it is neither a file nor a directory" "$log" | tail -n 40 >&2 || true
+    echo "----" >&2
+    die "step '$name' (full log: $log)"
+  fi
+  echo "    $name done in $((SECONDS - t0)) s"
+}
+
+# key FILE...: short hash of the given files' names and contents (plus KEY_EXTRA).
+key() {
+  { printf '%s\n' "${KEY_EXTRA:-}"; for f in "$@"; do printf '%s\n' "${f#"$ROOT"/}"; cat "$f"; done; } \
+    | sha256sum | cut -c1-16
+}
+current() { [[ $force == 0 && -f $STAMPS/$1 && $(cat "$STAMPS/$1") == "$2" ]]; }
+stamp() { mkdir -p "$STAMPS"; echo "$2" >"$STAMPS/$1"; }
+
+if [[ ${lock:-0} == 1 ]]; then
+  [[ -x $VPY ]] || die "no $VENV yet; run scripts/setup.sh first"
+  {
+    sed -n '/^#/p;/^$/q' "$LOCK"
+    echo
+    "$VPY" - <<'EOF'
+from importlib import metadata
+rows = set()
+for dist in metadata.distributions():
+    path = getattr(dist, '_path', None)
+    # Wheels install *.dist-info; the ROS wheels also carry egg-info metadata of their inner
+    # Python packages, which are no PyPI distributions and must not be pinned.
+    if path is None or path.suffix != '.dist-info':
+        continue
+    name = dist.metadata['Name']
+    if name.lower().replace('_', '-') not in ('pip', 'ros2-ik'):
+        rows.add(f'{name}=={dist.version}')
+print('\n'.join(sorted(rows, key=str.lower)))
+EOF
+  } >"$LOCK.new"
+  mv "$LOCK.new" "$LOCK"
+  echo "wrote $LOCK ($(grep -c '==' "$LOCK") pins)"
+  exit 0
+fi
+
+# One set-up at a time (e.g. parallel make targets that all depend on it).
+mkdir -p "$BUILD"
+if command -v flock >/dev/null 2>&1; then
+  exec 9>"$BUILD/.setup.lock"
+  flock 9
+fi
+
+# ---- 0. tools the build needs ---------------------------------------------------------------
+for tool in "$PYTHON" cmake make cc c++ sha256sum; do
+  command -v "$tool" >/dev/null 2>&1 || die "'$tool' not found on PATH (needed: $PYTHON >= 3.10 with the venv module, cmake >= 3.8, make, a C and a C++ compiler)"
+done
+# The base interpreter, also when python3 is this very venv's (env.sh sourced): the venv may be rebuilt.
+PYTHON=$("$PYTHON" -c 'import sys; print(getattr(sys, "_base_executable", sys.executable))') \
+  || die "cannot run $PYTHON"
+"$PYTHON" -c 'import sys; sys.exit(sys.version_info < (3, 10))' \
+  || die "$PYTHON is $("$PYTHON" -V 2>&1); the ROS 2 Kilted wheels need CPython >= 3.10 (verified on 3.11; set PYTHON=...)"
+"$PYTHON" -c 'import venv, ensurepip' 2>/dev/null \
+  || die "$PYTHON cannot create venvs (on Debian/Ubuntu: apt-get install python3-venv)"
+py_version=$("$PYTHON" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+
+# shellcheck source=env.sh
+. "$ROOT/scripts/env.sh" --quiet
+
+# ---- 1. venv + wheels ------------------------------------------------------------------------
+KEY_EXTRA="$ROOT $PYTHON $py_version"
+deps_key=$(key "$REQS" "$LOCK" "$ROOT/scripts/setup.sh")
+if current deps "$deps_key" && "$VPY" -c '' 2>/dev/null; then
+  say "venv: up to date ($VENV)"
+else
+  say "venv: building $VENV (Python $py_version; first run downloads ~300 MB of wheels)"
+  # A venv is tied to its interpreter and its absolute path: start over rather than patch.
+  rm -rf "$VENV" "$IFC_BUILD"
+  step venv "$PYTHON" -m venv "$VENV"
+  step pip-install "$VPY" -m pip install --disable-pip-version-check \
+    -r "$REQS" -c "$LOCK"
+
+  # The wheels' exported CMake targets name the include dirs of the machine that built them
+  # (/opt/python/cpXY-cpXY/...); CMake rejects them as missing. Point them at this venv.
+  py_include=$("$VPY" -c 'import sysconfig; print(sysconfig.get_paths()["include"])')
+  np_include=$("$VPY" -c 'import numpy; print(numpy.get_include())')
+  fix_cmake_exports() {
+    grep -rlE '/opt/python/cp[0-9]+-cp[0-9]+t?/' "$VENV"/share/*/cmake 2>/dev/null \
+      | xargs -r sed -i -E \
+        -e "s#/opt/python/cp[0-9]+-cp[0-9]+t?/include/python[0-9.]+t?#$py_include#g" \
+        -e "s#/opt/python/cp[0-9]+-cp[0-9]+t?/lib/python[0-9.]+t?/site-packages/numpy/_core/include#$np_include#g"
+    ! grep -rqE '/opt/python/cp[0-9]+-cp[0-9]+t?/(include|lib)' "$VENV"/share/*/cmake
+  }
+  step fix-cmake-exports fix_cmake_exports
+  stamp deps "$deps_key"
+fi
+
+# ---- 2. ros2_ik_interfaces -------------------------------------------------------------------
+mapfile -t ifc_files < <(find "$IFC_SRC" -maxdepth 2 -type f \( -name package.xml \
+  -o -name CMakeLists.txt -o -name '*.msg' -o -name '*.srv' -o -name '*.action' -o -name '*.idl' \) \
+  | LC_ALL=C sort)
+KEY_EXTRA=$deps_key
+ifc_key=$(key "${ifc_files[@]}")
+if current interfaces "$ifc_key" && [[ -f $VENV/share/ros2_ik_interfaces/package.xml ]]; then
+  say "ros2_ik_interfaces: up to date"
+else
+  say "ros2_ik_interfaces: building in ${IFC_BUILD#"$ROOT"/} (make -j$JOBS)"
+  rm -rf "$IFC_BUILD"
+  mkdir -p "$IFC_BUILD"
+  step ifc-cmake cmake -S "$IFC_SRC" -B "$IFC_BUILD" \
+    -DCMAKE_INSTALL_PREFIX="$VENV" -DPython3_EXECUTABLE="$VPY" -DBUILD_TESTING=OFF
+  step ifc-make make -C "$IFC_BUILD" -j"$JOBS"
+  step ifc-install make -C "$IFC_BUILD" install
+  stamp interfaces "$ifc_key"
+fi
+
+# ---- 3. ros2_ik (editable) -------------------------------------------------------------------
+KEY_EXTRA=$deps_key
+pkg_key=$(key "$ROOT/package.xml" "$ROOT/setup.py" "$ROOT/setup.cfg")
+if current package "$pkg_key" && [[ -d $VENV/lib/ros2_ik ]]; then
+  say "ros2_ik: up to date (editable: edits under ros2_ik/ need no re-run)"
+else
+  say "ros2_ik: installing editable"
+  step pip-editable "$VPY" -m pip install --disable-pip-version-check \
+    --no-deps --no-build-isolation -e "$ROOT"
+
+  # What colcon build --symlink-install makes of setup.py/setup.cfg, so that `ros2 run`,
+  # launch_ros and get_package_share_directory('ros2_ik') find the package under the venv
+  # prefix. Mirrors data_files in setup.py; launch/ and config/ are linked as directories
+  # (the links may dangle until those directories exist).
+  layout() {
+    local share=$VENV/share scripts
+    rm -rf "$VENV/lib/ros2_ik" "$share/ros2_ik"
+    mkdir -p "$VENV/lib/ros2_ik" "$share/ros2_ik" "$share/ament_index/resource_index/packages"
+    ln -sfn "$ROOT/resource/ros2_ik" "$share/ament_index/resource_index/packages/ros2_ik"
+    ln -sfn "$ROOT/package.xml" "$share/ros2_ik/package.xml"
+    ln -sfn "$ROOT/launch" "$share/ros2_ik/launch"
+    ln -sfn "$ROOT/config" "$share/ros2_ik/config"
+    scripts=$("$VPY" -c 'from importlib.metadata import distribution
+print(" ".join(e.name for e in distribution("ros2_ik").entry_points if e.group == "console_scripts"))')
+    for exe in $scripts; do
+      [[ -x $VENV/bin/$exe ]] || { echo "console script $exe missing from $VENV/bin"; return 1; }
+      ln -sfn "../../bin/$exe" "$VENV/lib/ros2_ik/$exe"
+      echo "lib/ros2_ik/$exe -> bin/$exe"
+    done
+  }
+  step ament-layout layout
+  stamp package "$pkg_key"
+fi
+
+# ---- check -----------------------------------------------------------------------------------
+check() {
+  # From / so that the repository itself is not on sys.path: the venv alone must provide all.
+  (cd / && "$VPY" - <<'EOF'
+import importlib.util
+import rclpy  # noqa: F401
+from ament_index_python.packages import get_package_share_directory
+from ros2_ik_interfaces.srv import ComputeIK  # noqa: F401
+assert importlib.util.find_spec('ros2_ik') is not None, 'ros2_ik is not importable'
+get_package_share_directory('ros2_ik')
+EOF
+  )
+}
+step check check
+say "ready in $((SECONDS - t_start)) s. Use it with:  . scripts/env.sh"

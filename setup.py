@@ -1,0 +1,38 @@
+"""ament_python build of ros2_ik (colcon in a ROS 2 workspace, or pip; see scripts/setup.sh)."""
+
+from glob import glob
+
+from setuptools import find_packages, setup
+
+package_name = 'ros2_ik'
+
+setup(
+    name=package_name,
+    version='0.1.0',
+    packages=find_packages(exclude=['test', 'test.*']),
+    package_data={package_name: ['robots/*.urdf']},
+    data_files=[
+        ('share/ament_index/resource_index/packages', ['resource/' + package_name]),
+        ('share/' + package_name, ['package.xml']),
+        ('share/' + package_name + '/launch', glob('launch/*.py')),
+        ('share/' + package_name + '/config', glob('config/*.yaml') + glob('config/*.rviz')),
+    ],
+    python_requires='>=3.10',
+    install_requires=['numpy', 'urdfdom-py', 'defusedxml'],
+    extras_require={
+        'fast': ['numba'],
+        'test': ['pytest'],
+        'bench': [],
+    },
+    zip_safe=True,
+    maintainer='ros2_ik maintainers',
+    maintainer_email='maintainers@ros2-ik.dev',
+    description='Batched inverse and forward kinematics for ROS 2 (NumPy / Numba / CuPy).',
+    license='Apache-2.0',
+    entry_points={
+        'console_scripts': [
+            'ros2_ik_node = ros2_ik.ros.node:main',
+            'ros2_ik_demo = ros2_ik.demo:main',
+        ],
+    },
+)
