@@ -30,7 +30,7 @@ from ..backend import get_xp
 from ..errors import InvalidInputError, ShapeError
 from ..model import JointType, Model
 from .fk import fk, integrate
-from .se3 import quat_conjugate, quat_multiply, so3_log
+from .se3 import pose_inverse, quat_conjugate, quat_multiply, skew, so3_log
 
 __all__ = ["jacobian", "jacobians_all", "numerical_jacobian", "jacobian_dot", "pose_gradient",
            "q_active"]
@@ -132,8 +132,6 @@ def _relative(model, T, Jfull, ia, ib, expressed_in):
     """Relative Jacobian of link ib w.r.t. link ia, given their world Jacobians."""
     xp = get_xp(T)
     JA, JB = Jfull[:, 0], Jfull[:, 1]
-    from .se3 import skew  # noqa: PLC0415
-
     d = T[:, ib, :3, 3] - T[:, ia, :3, 3]
     Jv = JB[:, :3] - JA[:, :3] + skew(d) @ JA[:, 3:]
     Jw = JB[:, 3:] - JA[:, 3:]
@@ -142,6 +140,17 @@ def _relative(model, T, Jfull, ia, ib, expressed_in):
         return J
     R = T[:, ib, :3, :3] if expressed_in == "local" else T[:, ia, :3, :3]
     return _express(J, R)
+
+
+def _relative_full(model, q, link, reference, expressed_in):
+    """Checked q and the all-columns (nv) Jacobian of ``link`` relative to ``reference``."""
+    q = model.check_q(q)
+    ib = model.link_index(link)
+    ia = 0 if reference is None else model.link_index(reference)
+    T = fk(model, q, check=False)
+    a, p = _screws(model, T)
+    Jfull = _world_jac_from_screws(model, T, a, p, [ia, ib])
+    return q, _relative(model, T, Jfull, ia, ib, expressed_in)
 
 
 def jacobian(model: Model, q, link: str, *, reference: str | None = None,
@@ -163,15 +172,8 @@ def jacobian(model: Model, q, link: str, *, reference: str | None = None,
         return numerical_jacobian(model, q, link, reference=reference, expressed_in=expressed_in)
     if method != "analytic":
         raise InvalidInputError(f"method must be 'analytic' or 'numerical', got {method!r}")
-    q = model.check_q(q)
-    xp = get_xp(q)
-    ib = model.link_index(link)
-    ia = 0 if reference is None else model.link_index(reference)
-    T = fk(model, q, check=False)
-    a, p = _screws(model, T)
-    Jfull = _world_jac_from_screws(model, T, a, p, [ia, ib])
-    J = _relative(model, T, Jfull, ia, ib, expressed_in)
-    return J[:, :, xp.asarray(model.v_active)]
+    q, J = _relative_full(model, q, link, reference, expressed_in)
+    return J[:, :, get_xp(q).asarray(model.v_active)]
 
 
 def jacobians_all(model: Model, q, frames=None):
@@ -218,7 +220,7 @@ def numerical_jacobian(model: Model, q, link: str, *, reference: str | None = No
     st = xp.tile(steps, (B, 1))
     qp = integrate(model, qq, st) if wrt == "v" else qq + st
     T = fk(model, qp, check=False)
-    Trel = _inv(T[:, ia]) @ T[:, ib]                                   # pose of B in A
+    Trel = pose_inverse(T[:, ia]) @ T[:, ib]                                   # pose of B in A
     Trel = Trel.reshape(B, n, 2, 4, 4)
     dp = (Trel[:, :, 0, :3, 3] - Trel[:, :, 1, :3, 3]) / (2 * eps)     # (B, n, 3) in A
     Rp, Rm = Trel[:, :, 0, :3, :3], Trel[:, :, 1, :3, :3]
@@ -232,12 +234,6 @@ def numerical_jacobian(model: Model, q, link: str, *, reference: str | None = No
         return _express(J, R)
     Rrel = xp.swapaxes(T0[:, ia, :3, :3], -1, -2) @ T0[:, ib, :3, :3]
     return _express(J, Rrel)
-
-
-def _inv(T):
-    from .se3 import pose_inverse  # noqa: PLC0415
-
-    return pose_inverse(T)
 
 
 def jacobian_dot(model: Model, q, qd, link: str):
@@ -293,14 +289,8 @@ def pose_gradient(model: Model, q, link: str, *, reference: str | None = None,
     if expressed_in is None:
         expressed_in = "world" if reference is None else "reference"
     _check_express(expressed_in, reference)
-    q = model.check_q(q)
+    q, J = _relative_full(model, q, link, reference, expressed_in)      # (B, 6, nv)
     xp = get_xp(q)
-    ib = model.link_index(link)
-    ia = 0 if reference is None else model.link_index(reference)
-    T = fk(model, q, check=False)
-    a, p = _screws(model, T)
-    Jfull = _world_jac_from_screws(model, T, a, p, [ia, ib])
-    J = _relative(model, T, Jfull, ia, ib, expressed_in)               # (B, 6, nv)
     B = q.shape[0]
     E = xp.zeros((B, model.nv, model.nq), dtype=q.dtype)               # qd = E(q) dq
     qv = model.q_to_v

@@ -93,10 +93,6 @@ class IKResult:
         return float(np.mean(self.success)) if len(self) else 0.0
 
 
-def _angle_mask(model: Model) -> np.ndarray:
-    return model.q_continuous.copy()
-
-
 def expand_seeds(model: Model, seeds, num_seeds: int, rng_seed: int, xp):
     """Rows (P*K, nq): for each problem its own seed, then K-1 random seeds within limits.
 
