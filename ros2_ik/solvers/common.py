@@ -23,6 +23,7 @@ class Status(enum.IntEnum):
     NOT_CONVERGED = -31      # NO_IK_SOLUTION
     TIMED_OUT = -6
     INVALID_INPUT = -16      # INVALID_GOAL
+    PREEMPTED = -7           # cancelled before this problem was solved
 
 
 class SolveMode(str, enum.Enum):

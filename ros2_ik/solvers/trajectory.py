@@ -1,0 +1,220 @@
+"""Trajectory seeds: IK along a path interpolated between keyframe poses.
+
+Keyframe poses sit at node indices ``0 = n_0 < n_1 < ... < n_M-1``; every node in between gets a
+target whose position is interpolated linearly and whose orientation by slerp between the two
+keyframes around it (the ``ik_interpolation`` idea). IK then runs at every node:
+
+- ``parallel``: all nodes at once in one batch, every node from the same seed;
+- ``sequential``: node by node, each seeded by the previous node's solution (the last converged
+  one), which keeps neighbouring nodes on the same IK branch.
+
+The result flags every node that failed and reports the largest wrap-aware joint jump between
+neighbouring nodes, so a caller sees at once whether the seed is smooth enough to hand to a
+trajectory optimizer.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+import numpy as np
+
+from ..errors import InvalidInputError, ShapeError
+from ..kinematics.se3 import matrix_to_quat, pq_to_pose, quat_to_matrix, slerp
+from ..model import MAX_BATCH, Model
+from .api import solve_pose
+from .common import IKConfig, SolveMode, Status, seed_distance
+
+__all__ = ["trajectory_seed", "interpolate_keyframes", "TrajectoryResult", "MODES"]
+
+MODES = ("parallel", "sequential")
+PARALLEL_CHUNK = 256  # nodes per solver call in parallel mode (progress and cancel between)
+
+
+@dataclass
+class TrajectoryResult:
+    """Per-node results of a trajectory seed (N nodes)."""
+
+    q: np.ndarray                  # (N, nq)
+    success: np.ndarray            # (N,) bool, verified by FK
+    status: np.ndarray             # (N,) Status values
+    position_error: np.ndarray     # (N,) [m]
+    orientation_error: np.ndarray  # (N,) [rad]
+    targets: np.ndarray            # (N, 4, 4) the interpolated targets
+    jumps: np.ndarray              # (N-1,) wrap-aware L-inf joint change between neighbours
+    max_joint_jump: float          # max of jumps (0 for a single node)
+    cancelled: bool = False
+    messages: list = field(default_factory=list)
+    solve_time: float = 0.0
+
+    @property
+    def failed_nodes(self) -> np.ndarray:
+        return np.nonzero(~self.success)[0]
+
+
+def _keyframes(keyframes) -> np.ndarray:
+    k = np.asarray(keyframes, dtype=np.float64)
+    if k.ndim == 2 and k.shape[1] == 7:
+        if not np.all(np.isfinite(k)):
+            bad = int(np.nonzero(~np.all(np.isfinite(k), axis=1))[0][0])
+            raise InvalidInputError(f"keyframe {bad} contains NaN or infinity")
+        n = np.linalg.norm(k[:, 3:], axis=1)
+        if np.any(np.abs(n - 1.0) > 1e-3):
+            bad = int(np.nonzero(np.abs(n - 1.0) > 1e-3)[0][0])
+            raise InvalidInputError(f"keyframe {bad} has a quaternion of norm {n[bad]:.6g}; "
+                                    f"give a unit quaternion (x y z w)")
+        return pq_to_pose(k)
+    if k.ndim != 3 or k.shape[1:] != (4, 4):
+        raise ShapeError(f"keyframes must have shape (M, 4, 4) or (M, 7) [x y z qx qy qz qw], "
+                         f"got {k.shape}")
+    if not np.all(np.isfinite(k)):
+        raise InvalidInputError("keyframes contain NaN or infinity")
+    R = k[:, :3, :3]
+    err = np.abs(R @ np.swapaxes(R, 1, 2) - np.eye(3)).max(axis=(1, 2))
+    if np.any(err > 1e-6) or np.any(np.linalg.det(R) < 0):
+        bad = int(np.nonzero((err > 1e-6) | (np.linalg.det(R) < 0))[0][0])
+        raise InvalidInputError(f"keyframe {bad} has a rotation that is not orthonormal")
+    return k
+
+
+def _node_indices(node_indices, M: int) -> np.ndarray:
+    n = np.asarray(node_indices)
+    if n.ndim != 1 or n.shape[0] != M:
+        raise ShapeError(f"node_indices must have one entry per keyframe ({M}), got shape "
+                         f"{n.shape}")
+    if not np.issubdtype(n.dtype, np.integer):
+        if not np.all(np.isfinite(n)) or np.any(n != np.round(n)):
+            raise InvalidInputError(f"node_indices must be integers, got {n.tolist()[:10]}")
+        n = n.astype(np.int64)
+    if n[0] != 0:
+        raise InvalidInputError(f"node_indices must start at 0 (the first keyframe is node 0), "
+                                f"got {int(n[0])}")
+    if np.any(np.diff(n) <= 0):
+        raise InvalidInputError(f"node_indices must be strictly increasing, got "
+                                f"{n.tolist()[:10]}")
+    if n[-1] + 1 > MAX_BATCH:
+        raise InvalidInputError(f"{int(n[-1]) + 1} nodes exceed the limit {MAX_BATCH}")
+    return n.astype(np.int64)
+
+
+def interpolate_keyframes(keyframes, node_indices) -> np.ndarray:
+    """Targets (N, 4, 4) for nodes 0..node_indices[-1]: linear positions, slerp orientations."""
+    K = _keyframes(keyframes)
+    n = _node_indices(node_indices, K.shape[0])
+    N = int(n[-1]) + 1
+    if K.shape[0] == 1:
+        return K.copy()
+    nodes = np.arange(N)
+    seg = np.clip(np.searchsorted(n, nodes, side="right") - 1, 0, K.shape[0] - 2)
+    t = (nodes - n[seg]) / (n[seg + 1] - n[seg])
+    p0, p1 = K[seg, :3, 3], K[seg + 1, :3, 3]
+    q0, q1 = matrix_to_quat(K[seg, :3, :3]), matrix_to_quat(K[seg + 1, :3, :3])
+    out = np.zeros((N, 4, 4))
+    out[:, :3, 3] = (1.0 - t)[:, None] * p0 + t[:, None] * p1
+    out[:, :3, :3] = quat_to_matrix(slerp(q0, q1, t))
+    out[:, 3, 3] = 1.0
+    out[n] = K  # keyframes exactly
+    return out
+
+
+def trajectory_seed(model: Model, keyframes, node_indices: Sequence[int], *,
+                    tip: str | None = None, mode: str = "parallel", seed=None,
+                    config: IKConfig | None = None, solver: str = "dls",
+                    weights=(1, 1, 1, 1, 1, 1),
+                    should_stop: Callable[[], bool] | None = None,
+                    progress: Callable[[int, int, int], None] | None = None) -> TrajectoryResult:
+    """IK at every node of a path between keyframe poses (in the model's base frame).
+
+    Args:
+        keyframes: (M, 4, 4) or (M, 7) [x y z qx qy qz qw] poses of ``tip``.
+        node_indices: (M,) strictly increasing ints starting at 0; N = node_indices[-1] + 1.
+        mode: "parallel" (all nodes from ``seed``, batched) or "sequential" (each node seeded by
+            the previous solution).
+        seed: (nq,) start configuration; default mid-range.
+        config: solver options; default :class:`IKConfig` with ``solve_mode="distance"``. Its
+            ``timeout`` bounds the whole trajectory.
+        should_stop: polled between chunks and solver iterations; True cancels (nodes not solved
+            get status PREEMPTED and ``cancelled`` is set).
+        progress: called as ``progress(nodes_done, nodes_total, nodes_failed)`` between chunks.
+    """
+    t0 = time.perf_counter()
+    if mode not in MODES:
+        raise InvalidInputError(f"unknown trajectory mode {mode!r}; use one of {MODES}")
+    tip = tip or (model.tips[0] if model.tips else None)
+    if tip is None:
+        raise InvalidInputError("no tip link given and the model has no default tip")
+    model.link_index(tip)  # raises UnknownLinkError naming the valid links
+    cfg = config or IKConfig(solve_mode=SolveMode.DISTANCE)
+    targets = interpolate_keyframes(keyframes, node_indices)
+    N = targets.shape[0]
+    if seed is None:
+        seed = model.neutral_q()
+    seed = np.asarray(seed, dtype=np.float64)
+    if seed.shape != (model.nq,):
+        raise ShapeError(f"seed must have shape ({model.nq},) (coordinates "
+                         f"{list(model.q_names)}), got {seed.shape}")
+    deadline = None if cfg.timeout is None else t0 + cfg.timeout
+
+    q = np.tile(seed, (N, 1))
+    success = np.zeros(N, dtype=bool)
+    status = np.full(N, int(Status.PREEMPTED), dtype=np.int64)
+    pe = np.full(N, np.nan)
+    re = np.full(N, np.nan)
+    messages = ["not solved: cancelled"] * N
+    done = failed = 0
+    cancelled = False
+
+    def remaining_cfg():
+        if deadline is None:
+            return cfg
+        left = max(0.0, deadline - time.perf_counter())
+        return IKConfig(**{**cfg.__dict__, "timeout": left})
+
+    def stopped() -> bool:
+        return should_stop is not None and bool(should_stop())
+
+    chunks = ([np.arange(s, min(s + PARALLEL_CHUNK, N)) for s in range(0, N, PARALLEL_CHUNK)]
+              if mode == "parallel" else [np.array([i]) for i in range(N)])
+    current = seed
+    for idx in chunks:
+        if stopped():
+            cancelled = True
+            break
+        if deadline is not None and time.perf_counter() >= deadline:
+            status[idx[0]:] = int(Status.TIMED_OUT)
+            for i in range(int(idx[0]), N):
+                messages[i] = "not solved: the trajectory's timeout was reached"
+            break
+        r = solve_pose(model, targets[idx], tips=[tip], weights=weights,
+                       seeds=seed if mode == "parallel" else current, config=remaining_cfg(),
+                       solver=solver, should_stop=should_stop)
+        q[idx] = r.q
+        success[idx] = r.success
+        status[idx] = r.status
+        pe[idx] = r.position_error
+        re[idx] = r.orientation_error
+        for j, i in enumerate(idx):
+            messages[int(i)] = r.messages[j]
+        if stopped():  # cancelled inside the solver: unfinished nodes were pre-empted
+            status[idx[~r.success]] = int(Status.PREEMPTED)
+            for i in idx[~r.success]:
+                messages[int(i)] = "not solved: cancelled"
+        if mode == "sequential" and r.success[0]:
+            current = r.q[0]
+        done += idx.shape[0]
+        failed += int(np.sum(~r.success))
+        if progress is not None:
+            progress(done, N, failed)
+    if stopped() and done < N:
+        cancelled = True
+    if N > 1:
+        jumps = np.asarray(seed_distance(model, q[1:], q[:-1]))
+    else:
+        jumps = np.zeros(0)
+    return TrajectoryResult(q=q, success=success, status=status, position_error=pe,
+                            orientation_error=re, targets=targets, jumps=jumps,
+                            max_joint_jump=float(jumps.max()) if jumps.size else 0.0,
+                            cancelled=cancelled, messages=messages,
+                            solve_time=time.perf_counter() - t0)
