@@ -1,0 +1,178 @@
+"""Message <-> NumPy conversions, in one place.
+
+Two forms exist for the batched interfaces (see ``ComputeIK.srv`` / ``ComputeFK.srv``):
+
+- friendly: one ``geometry_msgs/PoseStamped`` / ``sensor_msgs/JointState`` per item; converting
+  them costs a Python loop over the items (about a microsecond per field), and
+- compact: flat ``float64[]`` fields. rosidl hands those to Python as ``array.array('d')`` and
+  takes ``array.array`` back without a per-element check, so the compact path here is a
+  zero-copy ``np.frombuffer`` on the way in and one buffer copy on the way out: 100,000 goals
+  convert in milliseconds (``bench/bench_node.py`` measures it).
+
+Poses as 7-vectors ``(x, y, z, qx, qy, qz, qw)`` (ROS quaternion order), metres.
+Only the functions that build message objects import message packages (lazily).
+"""
+
+from __future__ import annotations
+
+import array
+from typing import Sequence
+
+import numpy as np
+
+__all__ = ["QUAT_NORM_TOL", "f64_array", "i32_array", "u32_array", "as_f64", "pose_to_pq",
+           "poses_to_pq", "pq_to_pose", "pq_to_pose_stamped", "check_poses", "describe_bad_pose",
+           "duration_to_sec",
+           "sec_to_duration", "joint_states"]
+
+#: A goal quaternion whose norm differs from 1 by more than this is rejected (INVALID_GOAL);
+#: within it, the quaternion is normalized.
+QUAT_NORM_TOL = 1e-3
+
+
+# ---------------------------------------------------------------------- flat array fields
+def f64_array(a) -> array.array:
+    """Any array-like -> ``array.array('d')`` (C order), for ``float64[]`` message fields."""
+    out = array.array("d")
+    out.frombytes(np.ascontiguousarray(a, dtype=np.float64).reshape(-1).data.cast("B"))
+    return out
+
+
+def i32_array(a) -> array.array:
+    """-> ``array.array('i')`` for ``int32[]`` fields."""
+    out = array.array("i")
+    out.frombytes(np.ascontiguousarray(a, dtype=np.int32).reshape(-1).data.cast("B"))
+    return out
+
+
+def u32_array(a) -> array.array:
+    """-> ``array.array('I')`` for ``uint32[]`` fields."""
+    out = array.array("I")
+    out.frombytes(np.ascontiguousarray(a, dtype=np.uint32).reshape(-1).data.cast("B"))
+    return out
+
+
+def as_f64(field) -> np.ndarray:
+    """A ``float64[]`` field (``array.array('d')``, list or ndarray) -> 1-D float64 ndarray.
+
+    For ``array.array('d')`` this is a view of its buffer (no copy): do not keep it past the
+    message's lifetime if the message is reused.
+    """
+    if isinstance(field, array.array) and field.typecode == "d":
+        return np.frombuffer(field, dtype=np.float64) if len(field) else np.zeros(0)
+    return np.asarray(field, dtype=np.float64).reshape(-1)
+
+
+# ---------------------------------------------------------------------- poses
+def pose_to_pq(pose) -> tuple:
+    """``geometry_msgs/Pose`` -> (x, y, z, qx, qy, qz, qw)."""
+    p, o = pose.position, pose.orientation
+    return (p.x, p.y, p.z, o.x, o.y, o.z, o.w)
+
+
+def poses_to_pq(poses: Sequence) -> tuple[np.ndarray, list[str]]:
+    """``PoseStamped`` list -> ((n, 7) array, list of the n frame_ids)."""
+    if not poses:
+        return np.zeros((0, 7)), []
+    pq = np.array([pose_to_pq(ps.pose) for ps in poses], dtype=np.float64)
+    return pq, [ps.header.frame_id for ps in poses]
+
+
+def pq_to_pose(pq, pose=None):
+    """(7,) -> ``geometry_msgs/Pose`` (filled into ``pose`` if given)."""
+    if pose is None:
+        from geometry_msgs.msg import Pose  # noqa: PLC0415
+
+        pose = Pose()
+    v = [float(x) for x in pq]
+    pose.position.x, pose.position.y, pose.position.z = v[0], v[1], v[2]
+    o = pose.orientation
+    o.x, o.y, o.z, o.w = v[3], v[4], v[5], v[6]
+    return pose
+
+
+def pq_to_pose_stamped(pq: np.ndarray, frame_id: str, stamp=None) -> list:
+    """(n, 7) -> list of ``geometry_msgs/PoseStamped`` in ``frame_id``."""
+    from geometry_msgs.msg import PoseStamped  # noqa: PLC0415
+
+    out = []
+    for row in np.asarray(pq, dtype=np.float64).reshape(-1, 7).tolist():
+        ps = PoseStamped()
+        ps.header.frame_id = frame_id
+        if stamp is not None:
+            ps.header.stamp = stamp
+        pq_to_pose(row, ps.pose)
+        out.append(ps)
+    return out
+
+
+def check_poses(pq: np.ndarray, *, position_only: bool = False
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Validate and normalize poses (..., 7), vectorized.
+
+    Returns ``(pq_clean, ok, reason)``: ``pq_clean`` has unit quaternions (identity where the
+    pose is invalid or ``position_only``), ``ok`` (...) bool, ``reason`` (...) int8 with
+    0 = ok, 1 = non-finite value, 2 = quaternion norm not 1 (beyond :data:`QUAT_NORM_TOL`).
+    """
+    pq = np.array(pq, dtype=np.float64)  # own copy
+    pos_ok = np.all(np.isfinite(pq[..., :3]), axis=-1)
+    if position_only:
+        ok = pos_ok
+        reason = np.where(pos_ok, 0, 1).astype(np.int8)
+        pq[..., 3:] = (0.0, 0.0, 0.0, 1.0)
+    else:
+        quat = pq[..., 3:]
+        fin = pos_ok & np.all(np.isfinite(quat), axis=-1)
+        with np.errstate(invalid="ignore"):
+            norm = np.sqrt(np.einsum("...i,...i->...", quat, quat))
+            unit = fin & (np.abs(norm - 1.0) <= QUAT_NORM_TOL)
+        ok = unit
+        reason = np.where(~fin, 1, np.where(~unit, 2, 0)).astype(np.int8)
+        safe = np.where(ok, norm, 1.0)
+        pq[..., 3:] = np.where(ok[..., None], quat / safe[..., None], (0.0, 0.0, 0.0, 1.0))
+    pq[..., :3] = np.where(ok[..., None], pq[..., :3], 0.0)
+    return pq, ok, reason
+
+
+def describe_bad_pose(pq_raw: np.ndarray, reason: int) -> str:
+    """Why one pose (7,) was rejected, and what to do."""
+    if reason == 1:
+        return "pose contains NaN or infinity; give finite position and orientation values"
+    n = float(np.linalg.norm(np.asarray(pq_raw, dtype=float)[3:7]))
+    return (f"orientation quaternion (x y z w) {np.round(np.asarray(pq_raw)[3:7], 6).tolist()} "
+            f"has norm {n:.6g}, not 1; send a unit quaternion (normalize it)")
+
+
+# ---------------------------------------------------------------------- time
+def duration_to_sec(d) -> float:
+    """``builtin_interfaces/Duration`` -> seconds (may be negative when sec < 0)."""
+    return float(d.sec) + float(d.nanosec) * 1e-9
+
+
+def sec_to_duration(t: float, d=None):
+    """Seconds (>= 0) -> ``builtin_interfaces/Duration``."""
+    if d is None:
+        from builtin_interfaces.msg import Duration  # noqa: PLC0415
+
+        d = Duration()
+    ns = int(round(float(t) * 1e9))
+    d.sec, d.nanosec = ns // 1_000_000_000, ns % 1_000_000_000
+    return d
+
+
+# ---------------------------------------------------------------------- joint states
+def joint_states(names: Sequence[str], Q: np.ndarray, stamp=None, frame_id: str = "") -> list:
+    """(N, n) joint values -> N ``sensor_msgs/JointState`` (positions only)."""
+    from sensor_msgs.msg import JointState  # noqa: PLC0415
+
+    names = list(names)
+    out = []
+    for row in np.asarray(Q, dtype=np.float64).reshape(-1, len(names)):
+        js = JointState()
+        js.name = names
+        js.position = f64_array(row)
+        js.header.frame_id = frame_id
+        if stamp is not None:
+            js.header.stamp = stamp
+        out.append(js)
+    return out

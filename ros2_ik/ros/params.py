@@ -1,0 +1,209 @@
+"""Every ROS parameter of the node, declared in one place (name, type, default, range, units,
+description), its validation, and the one function that maps parameters to :class:`IKConfig`.
+
+``config/ros2_ik.yaml`` holds the same defaults for ``--params-file``; a test checks that the
+two agree. No rclpy at import time: ``descriptor()`` imports ``rcl_interfaces`` lazily, so the
+table and the validation are testable without ROS.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, fields
+from typing import Any, Mapping
+
+from ..solvers import IKConfig, SolveMode
+
+__all__ = ["ParamSpec", "PARAMS", "SPECS", "Settings", "validate", "descriptor", "ik_config",
+           "BACKENDS", "TRAJECTORY_MODES", "MODEL_PARAMS"]
+
+BACKENDS = ("auto", "numpy", "cupy")
+TRAJECTORY_MODES = ("parallel", "sequential")
+SOLVE_MODES = tuple(m.value for m in SolveMode)
+#: parameters whose change rebuilds the robot model
+MODEL_PARAMS = ("robot", "urdf_file", "robot_description", "base_link", "tip_link")
+
+
+@dataclass(frozen=True)
+class ParamSpec:
+    name: str
+    default: Any
+    description: str
+    range: tuple[float, float] | None = None   # inclusive, numeric parameters
+    choices: tuple[str, ...] | None = None     # string parameters with a fixed set of values
+    units: str = ""
+
+    @property
+    def type_name(self) -> str:
+        return {bool: "bool", int: "int", float: "double", str: "string"}[type(self.default)]
+
+
+PARAMS: tuple[ParamSpec, ...] = (
+    # --- robot model (the robot_description topic, when it publishes, replaces these) ---
+    ParamSpec("robot", "", "Bundled robot to load at start-up when no URDF is given: one of "
+              "panda, ur, dual_arm, misc; '' = none (wait for robot_description)."),
+    ParamSpec("urdf_file", "", "Path of a URDF file to load at start-up; '' = none."),
+    ParamSpec("robot_description", "", "URDF text to load at start-up (takes precedence over "
+              "urdf_file and robot); '' = none. The robot_description topic overrides it."),
+    ParamSpec("base_link", "", "Root link of the kinematic model: goals, FK poses and Jacobians "
+              "are in this frame; '' = the URDF's root link."),
+    ParamSpec("tip_link", "", "Default tip link for requests that name none; '' = the end of the "
+              "longest chain (the leaf link with the most moving joints above it)."),
+    # --- solver defaults (a request's non-zero / non-empty fields override them) ---
+    ParamSpec("backend", "auto", "Array backend: auto (CuPy when a GPU is usable, else NumPy), "
+              "numpy, or cupy.", choices=BACKENDS),
+    ParamSpec("solver", "dls", "Default IK solver; one of ros2_ik.solvers.SOLVERS "
+              "(dls; ccd and ccd+dls where built)."),
+    ParamSpec("solve_mode", "speed", "Which converged seed wins: speed (first), distance (closest "
+              "to the seed), manipulability (largest).", choices=SOLVE_MODES),
+    ParamSpec("position_tolerance", 1e-4, "Default success tolerance on tip position error.",
+              range=(1e-9, 1.0), units="m"),
+    ParamSpec("orientation_tolerance", 1e-3, "Default success tolerance on tip orientation error "
+              "(rotation angle).", range=(1e-9, math.pi), units="rad"),
+    ParamSpec("max_iterations", 100, "Solver iterations per seed.", range=(1, 100_000)),
+    ParamSpec("num_seeds", 8, "Default seeds per problem (the request's seed first, then random "
+              "ones within the joint limits).", range=(1, 10_000)),
+    ParamSpec("timeout", 5.0, "Default time budget of one request (whole batch or trajectory); "
+              "0 = no limit.", range=(0.0, 3600.0), units="s"),
+    ParamSpec("rng_seed", 0, "Default seed of the random generator for the extra seeds "
+              "(reproducible results).", range=(0, 2**31 - 1)),
+    ParamSpec("max_batch", 100_000, "Largest number of problems in one ComputeIK request "
+              "(states x links for ComputeFK, nodes for a trajectory); bigger requests are "
+              "rejected with INVALID_REQUEST.", range=(1, 50_000_000)),
+    # --- trajectory seed action ---
+    ParamSpec("trajectory.mode", "sequential", "Default trajectory mode: sequential (each node "
+              "seeded from the previous one; smooth) or parallel (all nodes from the seed).",
+              choices=TRAJECTORY_MODES),
+    ParamSpec("trajectory.time_step", 0.1, "Default time between trajectory nodes "
+              "(time_from_start of node i = i * time_step).", range=(1e-6, 3600.0), units="s"),
+    # --- rviz and diagnostics ---
+    ParamSpec("markers.enabled", True, "Publish goal / reached-pose markers on ~/markers "
+              "(only built while someone subscribes)."),
+    ParamSpec("markers.max_goals", 200, "Most problems of one request shown as markers.",
+              range=(0, 100_000)),
+    ParamSpec("diagnostics.period", 1.0, "Period of the diagnostic_msgs/DiagnosticArray on "
+              "/diagnostics.", range=(0.1, 60.0), units="s"),
+)
+
+SPECS: dict[str, ParamSpec] = {p.name: p for p in PARAMS}
+
+
+def _field(name: str) -> str:
+    return name.replace(".", "_")
+
+
+@dataclass(frozen=True)
+class Settings:
+    """A consistent snapshot of every parameter (a handler reads one snapshot per request)."""
+
+    robot: str
+    urdf_file: str
+    robot_description: str
+    base_link: str
+    tip_link: str
+    backend: str
+    solver: str
+    solve_mode: str
+    position_tolerance: float
+    orientation_tolerance: float
+    max_iterations: int
+    num_seeds: int
+    timeout: float
+    rng_seed: int
+    max_batch: int
+    trajectory_mode: str
+    trajectory_time_step: float
+    markers_enabled: bool
+    markers_max_goals: int
+    diagnostics_period: float
+
+    @classmethod
+    def from_values(cls, values: Mapping[str, Any] | None = None) -> "Settings":
+        """Defaults of :data:`PARAMS`, overridden by ``values`` (ROS names, dotted)."""
+        values = dict(values or {})
+        kw = {}
+        for spec in PARAMS:
+            v = values.get(spec.name, spec.default)
+            kw[_field(spec.name)] = type(spec.default)(v)
+        return cls(**kw)
+
+    def replace(self, **ros_values) -> "Settings":
+        d = {spec.name: getattr(self, _field(spec.name)) for spec in PARAMS}
+        d.update(ros_values)
+        return Settings.from_values(d)
+
+
+assert {f.name for f in fields(Settings)} == {_field(p.name) for p in PARAMS}
+
+
+def validate(name: str, value: Any) -> str | None:
+    """None if ``value`` is acceptable for parameter ``name``, else the reason (for the
+    on-set-parameters callback). Type and range are also enforced by the descriptor; the
+    checks here cover choices and what the descriptor cannot say."""
+    spec = SPECS.get(name)
+    if spec is None:
+        return None  # not ours (e.g. use_sim_time)
+    want = type(spec.default)
+    if want is float and isinstance(value, int) and not isinstance(value, bool):
+        value = float(value)
+    if not isinstance(value, want) or (want is int and isinstance(value, bool)):
+        return (f"parameter {name!r} must be of type {spec.type_name}, got "
+                f"{type(value).__name__} {value!r}")
+    if spec.range is not None:
+        lo, hi = spec.range
+        if not (isinstance(value, (int, float)) and math.isfinite(value) and lo <= value <= hi):
+            return f"parameter {name!r} = {value!r} is outside [{lo:g}, {hi:g}] {spec.units}".strip()
+    if spec.choices is not None and value not in spec.choices:
+        return f"parameter {name!r} = {value!r} is not one of {list(spec.choices)}"
+    if name == "solver":
+        from .. import solvers  # noqa: PLC0415  (read at call time: solvers may be added)
+
+        if value not in solvers.SOLVERS:
+            return f"parameter 'solver' = {value!r} is not one of {list(solvers.SOLVERS)}"
+    if name == "robot" and value:
+        from .. import robots  # noqa: PLC0415
+
+        if value not in robots.ROBOTS:
+            return (f"parameter 'robot' = {value!r} is not a bundled robot; use one of "
+                    f"{robots.names()} (or set urdf_file / robot_description)")
+    return None
+
+
+def descriptor(spec: ParamSpec):
+    """``rcl_interfaces/ParameterDescriptor`` with type, description (units, choices) and range."""
+    from rcl_interfaces.msg import (FloatingPointRange, IntegerRange,  # noqa: PLC0415
+                                    ParameterDescriptor, ParameterType)
+
+    ptype = {bool: ParameterType.PARAMETER_BOOL, int: ParameterType.PARAMETER_INTEGER,
+             float: ParameterType.PARAMETER_DOUBLE,
+             str: ParameterType.PARAMETER_STRING}[type(spec.default)]
+    text = spec.description + (f" [{spec.units}]" if spec.units else "")
+    d = ParameterDescriptor(name=spec.name, type=ptype, description=text)
+    if spec.choices:
+        d.additional_constraints = "one of: " + ", ".join(spec.choices)
+    if spec.range is not None:
+        lo, hi = spec.range
+        if isinstance(spec.default, float):
+            d.floating_point_range = [FloatingPointRange(from_value=float(lo), to_value=float(hi),
+                                                         step=0.0)]
+        else:
+            d.integer_range = [IntegerRange(from_value=int(lo), to_value=int(hi), step=1)]
+    return d
+
+
+def ik_config(s: Settings, *, position_tolerance: float = 0.0, orientation_tolerance: float = 0.0,
+              timeout: float = 0.0, num_seeds: int = 0, solve_mode: str = "",
+              rng_seed: int = -1) -> IKConfig:
+    """The one mapping from parameters (+ a request's overrides; 0 / '' / -1 = the parameter)
+    to :class:`IKConfig`. ``timeout`` 0 takes the parameter, whose 0 means no limit."""
+    t = timeout if timeout > 0 else s.timeout
+    return IKConfig(
+        position_tolerance=position_tolerance if position_tolerance > 0 else s.position_tolerance,
+        orientation_tolerance=(orientation_tolerance if orientation_tolerance > 0
+                               else s.orientation_tolerance),
+        max_iterations=s.max_iterations,
+        timeout=t if t > 0 else None,
+        num_seeds=num_seeds if num_seeds > 0 else s.num_seeds,
+        solve_mode=solve_mode or s.solve_mode,
+        rng_seed=rng_seed if rng_seed >= 0 else s.rng_seed,
+    )

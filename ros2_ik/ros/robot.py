@@ -1,0 +1,222 @@
+"""The robot model as the node holds it: one immutable :class:`LoadedRobot`, built completely
+before it replaces the previous one (a single reference assignment), so a request that started
+with a model finishes with it even if a new ``robot_description`` arrives meanwhile.
+
+No rclpy here: building, name matching and frame look-ups are plain NumPy and testable alone.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from ..errors import UnknownLinkError
+from ..kinematics import fk_frames
+from ..model import JointType, Model
+from .codes import (FRAME_TRANSFORM_FAILURE, INVALID_LINK_NAME, INVALID_ROBOT_STATE,
+                    RequestError)
+
+__all__ = ["LoadedRobot", "build_robot", "default_tip_of"]
+
+SEED_LIMIT_SLACK = 1e-3  # [rad or m] an explicit seed this far past a limit is clipped, further is an error
+
+
+def default_tip_of(model: Model) -> str:
+    """The leaf link with the most moving joints above it (first in the model's order on ties):
+    the end of the longest kinematic chain, e.g. the flange or TCP of an arm."""
+    best, best_n = model.tips[0] if model.tips else model.base, -1
+    for tip in model.tips:
+        n = sum(1 for l in model.ancestors(model.link_index(tip)) if model.joint_type[l] !=
+                JointType.FIXED)
+        if n > best_n:
+            best, best_n = tip, n
+    return best
+
+
+@dataclass(frozen=True)
+class LoadedRobot:
+    """A model plus what the ROS layer needs around it, computed once per model.
+
+    ``out_names`` are the joint names of every solution the node sends: the model's coordinates
+    (``model.q_names``; multi-DOF joints as ``joint/x`` ...) followed by the mimic joints, whose
+    values are filled from their leaders.
+    """
+
+    model: Model
+    source: str                      # where it came from, for logs and diagnostics
+    default_tip: str
+    digest: str                      # sha256 prefix of the URDF text (same text -> same model)
+    out_names: tuple[str, ...]
+    mimic_leader: np.ndarray = field(repr=False)      # (n_mimic,) q index of each mimic's leader
+    mimic_multiplier: np.ndarray = field(repr=False)  # (n_mimic,)
+    mimic_offset: np.ndarray = field(repr=False)      # (n_mimic,)
+    q_index: Mapping[str, int] = field(repr=False)    # coordinate name -> q index
+    zero_q: np.ndarray = field(repr=False)            # (nq,) 0 clamped into limits (FK default)
+
+    @property
+    def name(self) -> str:
+        return self.model.name
+
+    @property
+    def nq(self) -> int:
+        return self.model.nq
+
+    @property
+    def base(self) -> str:
+        return self.model.base
+
+    @property
+    def jacobian_columns(self) -> tuple[str, ...]:
+        """Names of the Jacobian's columns (active velocity coordinates)."""
+        return tuple(self.model.v_names[int(i)] for i in self.model.v_active)
+
+    # ------------------------------------------------------------------ links and frames
+    def check_link(self, name: str, what: str = "link") -> str:
+        """``name`` if it is a link of the model, else INVALID_LINK_NAME listing the valid ones."""
+        try:
+            self.model.link_index(name)
+        except UnknownLinkError as exc:
+            raise RequestError(INVALID_LINK_NAME,
+                               f"{what} {name!r} is not a link of robot {self.name!r}: {exc}"
+                               ) from None
+        return name
+
+    def frame_transforms(self, frame_ids: Sequence[str], q: np.ndarray,
+                         what: str = "frame_id") -> dict[str, np.ndarray]:
+        """``{frame_id: T_base_frame (4, 4)}`` at configuration ``q`` (nq,).
+
+        '' and the base link are the identity; any other link of the model is placed by FK at
+        ``q`` (the seed). Anything else: FRAME_TRANSFORM_FAILURE naming the valid frames.
+        """
+        out: dict[str, np.ndarray] = {}
+        others = []
+        for f in dict.fromkeys(frame_ids):
+            if f in ("", self.base):
+                out[f] = np.eye(4)
+            else:
+                try:
+                    self.model.link_index(f)
+                except UnknownLinkError as exc:
+                    raise RequestError(
+                        FRAME_TRANSFORM_FAILURE,
+                        f"{what} {f!r} is not a frame of robot {self.name!r}; use '' or "
+                        f"{self.base!r} (the base link) or another link of the model "
+                        f"(a goal in a link frame is placed by FK at the seed). {exc}") from None
+                others.append(f)
+        if others:
+            T = fk_frames(self.model, q, others)[0]
+            for k, f in enumerate(others):
+                out[f] = np.array(T[k])
+        return out
+
+    # ------------------------------------------------------------------ joint values
+    def full_q(self, q: np.ndarray) -> np.ndarray:
+        """(N, nq) -> (N, len(out_names)): coordinates followed by the mimic joints' values."""
+        q = np.atleast_2d(np.asarray(q, dtype=np.float64))
+        if not self.mimic_leader.size:
+            return q
+        mim = q[:, self.mimic_leader] * self.mimic_multiplier + self.mimic_offset
+        return np.concatenate([q, mim], axis=1)
+
+    def apply_joint_values(self, base_q: np.ndarray, names: Sequence[str],
+                           positions: Sequence[float], *, what: str, strict: bool,
+                           clip: bool) -> np.ndarray:
+        """A copy of ``base_q`` (nq,) with the named coordinates replaced.
+
+        Mimic joints are accepted and ignored (they follow their leader). With ``strict``,
+        a name that is no coordinate of the model, a length mismatch or a non-finite value is an
+        INVALID_ROBOT_STATE error naming it; without, such entries are skipped (a joint_states
+        topic may carry other robots' joints). ``clip``: values past a limit by at most
+        SEED_LIMIT_SLACK are clamped; further out is an error (strict) or clamped (not strict).
+        """
+        names = list(names)
+        pos = np.asarray(positions, dtype=np.float64).reshape(-1)
+        if len(names) != pos.shape[0]:
+            if strict:
+                raise RequestError(INVALID_ROBOT_STATE,
+                                   f"{what} has {len(names)} names but {pos.shape[0]} positions; "
+                                   "give one position per name")
+            n = min(len(names), pos.shape[0])
+            names, pos = names[:n], pos[:n]
+        q = np.array(base_q, dtype=np.float64)
+        mimic = set(self.model.mimic_joint_names)
+        unknown = []
+        for n, v in zip(names, pos):
+            i = self.q_index.get(n)
+            if i is None:
+                if n not in mimic:
+                    unknown.append(n)
+                continue
+            if not np.isfinite(v):
+                if strict:
+                    raise RequestError(INVALID_ROBOT_STATE,
+                                       f"{what}: joint {n!r} has non-finite position {v}; "
+                                       "give finite joint values")
+                continue
+            q[i] = v
+        if unknown and strict:
+            shown = ", ".join(repr(n) for n in unknown[:10])
+            raise RequestError(
+                INVALID_ROBOT_STATE,
+                f"{what} names joints that robot {self.name!r} does not have: {shown}"
+                f"{' ...' if len(unknown) > 10 else ''}; valid joint names are "
+                f"{list(self.q_index)}" + (f" (mimic joints {sorted(mimic)} are accepted and "
+                                          "ignored)" if mimic else ""))
+        if clip:
+            lo, hi = self.model.lower, self.model.upper
+            with np.errstate(invalid="ignore"):
+                far = (q < lo - SEED_LIMIT_SLACK) | (q > hi + SEED_LIMIT_SLACK)
+            if strict and far.any():
+                i = int(np.nonzero(far)[0][0])
+                raise RequestError(
+                    INVALID_ROBOT_STATE,
+                    f"{what}: joint {self.model.q_names[i]!r} = {q[i]:.6g} is outside its limits "
+                    f"[{lo[i]:.6g}, {hi[i]:.6g}]; give a value within the limits")
+            q = np.clip(q, lo, hi)
+        return q
+
+
+def build_robot(urdf: str, *, source: str, base_link: str = "", tip_link: str = "",
+                log=None) -> LoadedRobot:
+    """Parse ``urdf`` into a :class:`LoadedRobot` (raises :class:`ros2_ik.errors.UrdfError`).
+
+    ``base_link``: root of the kinematic model ('' = the URDF's root link); ``tip_link``: the
+    default tip ('' = :func:`default_tip_of`). A ``base_link`` or ``tip_link`` the URDF does not
+    have is reported through ``log(msg)`` and replaced by the default, so that swapping in a
+    different robot on ``robot_description`` works with the same parameters.
+    """
+    warn = log or (lambda msg: None)
+    try:
+        model = Model.from_urdf(urdf, base=base_link or None)
+    except UnknownLinkError as exc:
+        warn(f"base_link {base_link!r} is not a link of the new robot description ({exc}); "
+             "using the URDF's root link instead")
+        model = Model.from_urdf(urdf)
+    tip = tip_link
+    if tip:
+        try:
+            model.link_index(tip)
+        except UnknownLinkError:
+            tip = default_tip_of(model)
+            warn(f"tip_link {tip_link!r} is not a link of robot {model.name!r}; using {tip!r}")
+    else:
+        tip = default_tip_of(model)
+    mim_links = [l for l in range(1, model.num_links) if model.mimic_q[l] >= 0]
+    zero = np.clip(np.zeros(model.nq), model.lower, model.upper)
+    for l in range(1, model.num_links):
+        if model.joint_type[l] == JointType.FLOATING and model.q_start[l] >= 0:
+            zero[model.q_start[l] + 3:model.q_start[l] + 7] = (0.0, 0.0, 0.0, 1.0)
+    zero.setflags(write=False)
+    return LoadedRobot(
+        model=model, source=source, default_tip=tip,
+        digest=hashlib.sha256(urdf.encode("utf-8", "replace")).hexdigest()[:16],
+        out_names=tuple(model.q_names) + tuple(model.joint_names[l] for l in mim_links),
+        mimic_leader=np.array([model.mimic_q[l] for l in mim_links], dtype=np.int64),
+        mimic_multiplier=np.array([model.mimic_multiplier[l] for l in mim_links], dtype=float),
+        mimic_offset=np.array([model.mimic_offset[l] for l in mim_links], dtype=float),
+        q_index={n: i for i, n in enumerate(model.q_names)},
+        zero_q=zero,
+    )

@@ -1,0 +1,492 @@
+"""Request handling: convert the request, call the core, convert back.
+
+Each handler takes a :class:`Context` (the model and parameter snapshot the request started
+with, the default seed, a stop flag) and a request message, fills the response (or result)
+message and returns a small outcome record for markers and statistics. A request that cannot be
+served raises :class:`RequestError` with an IKErrorCode value and a message saying what was wrong
+and what to do; the node turns that (and any other exception) into the response's
+``error_code`` and ``message``. Handlers fill the response only once everything succeeded, so a
+rejected request carries empty arrays.
+"""
+
+from __future__ import annotations
+
+import math
+import types
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from .. import solvers
+from ..backend import to_numpy
+from ..kinematics import fk_frames, jacobian, pose_inverse, pose_to_pq, pq_to_pose
+from ..solvers import IKConfig, SolveMode
+from . import codes
+from .codes import RequestError
+from .conversions import (as_f64, check_poses, describe_bad_pose, duration_to_sec, f64_array,
+                          i32_array, joint_states, poses_to_pq, pq_to_pose_stamped,
+                          sec_to_duration, u32_array)
+from .params import TRAJECTORY_MODES, Settings, ik_config
+from .robot import LoadedRobot
+
+__all__ = ["Context", "IKOutcome", "compute_ik", "compute_fk", "compute_jacobian",
+           "trajectory_seed_goal", "overall_code", "NO_MODEL_MESSAGE"]
+
+NO_MODEL_MESSAGE = ("no robot model loaded yet: publish the URDF on the robot_description topic "
+                    "(std_msgs/String, transient local, as robot_state_publisher does) or start "
+                    "the node with one of the parameters robot_description, urdf_file or robot")
+
+
+@dataclass
+class Context:
+    """What one request works with, fixed when it starts."""
+
+    robot: LoadedRobot | None
+    settings: Settings
+    xp: types.ModuleType = np
+    seed_base: Callable[[LoadedRobot], np.ndarray] | None = None  # latest joint_states, or None
+    should_stop: Callable[[], bool] | None = None
+
+    def require_robot(self) -> LoadedRobot:
+        if self.robot is None:
+            raise RequestError(codes.NO_ROBOT_MODEL, NO_MODEL_MESSAGE)
+        return self.robot
+
+    def seed_q(self, robot: LoadedRobot, js, what: str = "seed") -> np.ndarray:
+        """Seed (nq,): mid-range, then the latest joint_states, then the request's JointState."""
+        base = self.seed_base(robot) if self.seed_base else robot.model.neutral_q()
+        names = list(js.name) if js is not None else []
+        pos = as_f64(js.position) if js is not None else np.zeros(0)
+        if not names and pos.size == 0:
+            return base
+        return robot.apply_joint_values(base, names, pos, what=what, strict=True, clip=True)
+
+
+@dataclass
+class IKOutcome:
+    """What a ComputeIK request produced (for markers and statistics)."""
+
+    robot: LoadedRobot
+    tips: list[str]
+    targets: np.ndarray           # (N, K, 7) in the base frame (identity where invalid)
+    q: np.ndarray                 # (N, nq)
+    status: np.ndarray            # (N,) IKErrorCode values
+    code: int
+    solve_time: float = 0.0
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def problems(self) -> int:
+        return int(self.status.shape[0])
+
+    @property
+    def solved(self) -> int:
+        return int(np.sum(self.status == codes.SUCCESS))
+
+
+# ---------------------------------------------------------------------- shared option parsing
+def _tolerance(value: float, name: str) -> float:
+    v = float(value)
+    if not math.isfinite(v) or v < 0:
+        raise RequestError(codes.INVALID_REQUEST,
+                           f"{name} = {v!r} is invalid; give a positive tolerance, or 0 for the "
+                           "node default")
+    return v
+
+
+def _timeout(d) -> float:
+    t = duration_to_sec(d)
+    if not math.isfinite(t) or t < 0:
+        raise RequestError(codes.INVALID_REQUEST,
+                           f"timeout = {t:g} s is negative; give a positive duration, or 0 for "
+                           "the node default")
+    return t
+
+
+def _solver(name: str, s: Settings) -> str:
+    solver = name or s.solver
+    if solver not in solvers.SOLVERS:  # read at call time: solvers may be added
+        raise RequestError(codes.INVALID_REQUEST,
+                           f"unknown solver {solver!r}; use one of {list(solvers.SOLVERS)} or '' "
+                           "for the node default")
+    return solver
+
+
+def _config(s: Settings, *, position_tolerance, orientation_tolerance, timeout, num_seeds,
+            solve_mode="", rng_seed=-1) -> IKConfig:
+    modes = [m.value for m in SolveMode]
+    if solve_mode and solve_mode not in modes:
+        raise RequestError(codes.INVALID_REQUEST,
+                           f"unknown solve_mode {solve_mode!r}; use one of {modes} or '' for the "
+                           "node default")
+    if int(rng_seed) < -1:
+        raise RequestError(codes.INVALID_REQUEST,
+                           f"rng_seed = {rng_seed} is invalid; give -1 (node default) or a value "
+                           ">= 0")
+    if int(num_seeds) > 100_000:
+        raise RequestError(codes.INVALID_REQUEST,
+                           f"num_seeds = {num_seeds} is too large; give at most 100000 (0 = node "
+                           "default)")
+    return ik_config(s, position_tolerance=_tolerance(position_tolerance, "position_tolerance"),
+                     orientation_tolerance=_tolerance(orientation_tolerance,
+                                                      "orientation_tolerance"),
+                     timeout=_timeout(timeout), num_seeds=int(num_seeds), solve_mode=solve_mode,
+                     rng_seed=int(rng_seed))
+
+
+def _weights(axis_weights, position_only: bool) -> np.ndarray:
+    w = as_f64(axis_weights).copy()
+    if w.size == 0:
+        w = np.ones(6)
+    elif w.size != 6 or not np.all(np.isfinite(w)) or np.any(w < 0):
+        raise RequestError(codes.INVALID_REQUEST,
+                           f"axis_weights must be empty or 6 finite values >= 0 (x y z rx ry rz), "
+                           f"got {np.round(w, 6).tolist()}")
+    if position_only:
+        w[3:] = 0.0
+    if not np.any(w > 0):
+        raise RequestError(codes.INVALID_REQUEST,
+                           "every axis weight is 0 (after position_only), so nothing would be "
+                           "solved; give at least one positive weight")
+    return w
+
+
+def _to_base(robot: LoadedRobot, pq: np.ndarray, frames: list[str] | str, seed: np.ndarray,
+             what: str) -> np.ndarray:
+    """Goals pq (..., 7) in their frames -> pq (..., 7) in the base frame.
+
+    ``frames`` is one frame for all, or a list with one frame per goal (flattened order).
+    """
+    uniq = [frames] if isinstance(frames, str) else list(dict.fromkeys(frames))
+    T_frames = robot.frame_transforms(uniq, seed, what=what)
+    moving = [f for f in uniq if f not in ("", robot.base)]
+    if not moving:
+        return pq
+    flat = pq.reshape(-1, 7)
+    T = pq_to_pose(flat)
+    if isinstance(frames, str):
+        T = T_frames[frames] @ T
+    else:
+        farr = np.asarray(frames, dtype=object)
+        for f in moving:
+            m = farr == f
+            T[m] = T_frames[f] @ T[m]
+    return pose_to_pq(T).reshape(pq.shape)
+
+
+def overall_code(status: np.ndarray) -> int:
+    """Whole-request code from per-problem codes: SUCCESS if all succeeded, else the most
+    telling failure (an invalid goal, then a time-out, then no solution)."""
+    st = np.asarray(status)
+    if st.size and np.all(st == codes.SUCCESS):
+        return codes.SUCCESS
+    for c in (codes.INVALID_GOAL, codes.PREEMPTED, codes.TIMED_OUT, codes.NO_IK_SOLUTION):
+        if np.any(st == c):
+            return c
+    return codes.FAILURE
+
+
+def _summary(status: np.ndarray, messages: dict[int, str], what: str = "problem") -> str:
+    N = int(status.shape[0])
+    ok = int(np.sum(status == codes.SUCCESS))
+    if ok == N:
+        return ""
+    parts = [f"{ok}/{N} {what}s solved"]
+    for c, label, hint in (
+            (codes.INVALID_GOAL, "invalid goal", "fix these goals"),
+            (codes.TIMED_OUT, "timed out", "raise timeout or lower num_seeds / batch size"),
+            (codes.NO_IK_SOLUTION, "without a solution within the tolerances",
+             "the goal may be unreachable; try more num_seeds, another seed or looser "
+             "tolerances"),
+            (codes.PREEMPTED, "cancelled", "")):
+        idx = np.nonzero(status == c)[0]
+        if idx.size:
+            first = int(idx[0])
+            detail = messages.get(first, "")
+            parts.append(f"{idx.size} {label} (first: {what} {first}"
+                         f"{': ' + detail if detail else ''})" + (f"; {hint}" if hint else ""))
+    return "; ".join(parts)
+
+
+# ---------------------------------------------------------------------- ComputeIK
+def compute_ik(ctx: Context, req, resp) -> IKOutcome:
+    robot = ctx.require_robot()
+    s = ctx.settings
+    model = robot.model
+    tips = list(req.tip_links) or [robot.default_tip]
+    for t in tips:
+        robot.check_link(t, "tip link")
+    if len(set(tips)) != len(tips):
+        raise RequestError(codes.INVALID_REQUEST,
+                           f"tip_links {tips} names a link twice; give each tip once")
+    K = len(tips)
+    n_friendly, n_compact = len(req.goals), len(req.compact_goals)
+    if n_friendly and n_compact:
+        raise RequestError(codes.INVALID_REQUEST,
+                           "both `goals` and `compact_goals` are filled; use exactly one form")
+    if not n_friendly and not n_compact:
+        raise RequestError(codes.INVALID_REQUEST,
+                           "empty batch: no goals given; fill `goals` (one PoseStamped per "
+                           "problem and tip) or `compact_goals` (N*K*7 values)")
+    if n_compact:
+        if n_compact % (7 * K):
+            raise RequestError(codes.INVALID_REQUEST,
+                               f"compact_goals has {n_compact} values, not a multiple of 7 x "
+                               f"{K} tip(s); give N*{K}*7 values (x y z qx qy qz qw per goal)")
+        N = n_compact // (7 * K)
+    else:
+        if n_friendly % K:
+            raise RequestError(codes.INVALID_REQUEST,
+                               f"{n_friendly} goals are not a multiple of the {K} tip links "
+                               f"{tips}; give one goal per problem and tip (index p*K + k)")
+        N = n_friendly // K
+    if N > s.max_batch:
+        raise RequestError(codes.INVALID_REQUEST,
+                           f"{N} problems exceed the node's max_batch = {s.max_batch}; split the "
+                           "request into batches of at most max_batch problems (or raise the "
+                           "max_batch parameter)")
+    solver = _solver(req.solver, s)
+    cfg = _config(s, position_tolerance=req.position_tolerance,
+                  orientation_tolerance=req.orientation_tolerance, timeout=req.timeout,
+                  num_seeds=req.num_seeds, solve_mode=req.solve_mode, rng_seed=req.rng_seed)
+    weights = _weights(req.axis_weights, req.position_only)
+    seed = ctx.seed_q(robot, req.seed, "seed")
+
+    if n_compact:
+        raw = as_f64(req.compact_goals).reshape(N, K, 7)
+        frames: list[str] | str = req.compact_frame_id
+        what = "compact_frame_id"
+    else:
+        raw, frames = poses_to_pq(req.goals)
+        raw = raw.reshape(N, K, 7)
+        what = "goal header.frame_id"
+    pq, ok, reason = check_poses(raw, position_only=req.position_only)
+    pq = _to_base(robot, pq, frames, seed, what)
+    ok_p = ok.all(axis=1)
+    messages: dict[int, str] = {}
+    for p in np.nonzero(~ok_p)[0][:100]:
+        k = int(np.nonzero(~ok[p])[0][0])
+        messages[int(p)] = f"tip {tips[k]!r}: {describe_bad_pose(raw[p, k], int(reason[p, k]))}"
+
+    q = np.tile(seed, (N, 1))
+    status = np.full(N, codes.INVALID_GOAL, dtype=np.int32)
+    pe = np.full(N, np.nan)
+    re = np.full(N, np.nan)
+    iters = np.zeros(N, dtype=np.uint32)
+    solve_time = 0.0
+    idx = np.nonzero(ok_p)[0]
+    if idx.size:
+        targets = pq if idx.size == N else pq[idx]
+        res = solvers.solve_pose(model, ctx.xp.asarray(targets), tips=tips, weights=weights,
+                                 seeds=seed, config=cfg, solver=solver,
+                                 should_stop=ctx.should_stop)
+        q[idx] = to_numpy(res.q)
+        status[idx] = np.asarray(res.status, dtype=np.int32)
+        pe[idx] = res.position_error
+        re[idx] = res.orientation_error
+        iters[idx] = np.asarray(res.iterations).astype(np.uint32)
+        solve_time = res.solve_time
+        for j in np.nonzero(~np.asarray(res.success))[0][:100]:
+            messages[int(idx[j])] = res.messages[j]
+
+    full = robot.full_q(q)
+    resp.joint_names = list(robot.out_names)
+    if req.compact_response:
+        resp.compact_solutions = f64_array(full)
+    else:
+        resp.solutions = joint_states(robot.out_names, full)
+    resp.status = i32_array(status)
+    resp.position_errors = f64_array(pe)
+    resp.orientation_errors = f64_array(re)
+    resp.iterations = u32_array(iters)
+    code = overall_code(status)
+    resp.error_code.val = code
+    resp.message = _summary(status, messages)
+    return IKOutcome(robot=robot, tips=tips, targets=pq, q=q, status=status, code=code,
+                     solve_time=solve_time)
+
+
+# ---------------------------------------------------------------------- ComputeFK
+def compute_fk(ctx: Context, req, resp) -> int:
+    """Fills the response; returns the number of poses computed."""
+    robot = ctx.require_robot()
+    model = robot.model
+    links = list(req.link_names) or [robot.default_tip]
+    for name in links:
+        robot.check_link(name, "link")
+    frame = req.frame_id
+    L = len(links)
+    n_friendly = len(req.states)
+    names = list(req.joint_names)
+    vals = as_f64(req.compact_positions)
+    if n_friendly and (names or vals.size):
+        raise RequestError(codes.INVALID_REQUEST,
+                           "both `states` and `joint_names`/`compact_positions` are filled; use "
+                           "exactly one form")
+    if not n_friendly and not names and not vals.size:
+        raise RequestError(codes.INVALID_REQUEST,
+                           "no joint states given; fill `states` or `joint_names` + "
+                           "`compact_positions`")
+    if n_friendly:
+        M = n_friendly
+    else:
+        if not names or vals.size % len(names):
+            raise RequestError(codes.INVALID_REQUEST,
+                               f"compact_positions has {vals.size} values for {len(names)} "
+                               "joint_names; give M * len(joint_names) values (state-major)")
+        M = vals.size // len(names)
+        if M == 0:
+            raise RequestError(codes.INVALID_REQUEST,
+                               "compact form with joint_names but no compact_positions; give at "
+                               "least one state")
+    if M * L > ctx.settings.max_batch:
+        raise RequestError(codes.INVALID_REQUEST,
+                           f"{M} states x {L} links = {M * L} poses exceed the node's max_batch = "
+                           f"{ctx.settings.max_batch}; split the request")
+    if n_friendly:
+        Q = np.empty((M, model.nq))
+        for i, js in enumerate(req.states):
+            Q[i] = robot.apply_joint_values(robot.zero_q, list(js.name), as_f64(js.position),
+                                            what=f"states[{i}]", strict=True, clip=False)
+    else:
+        Q = np.tile(robot.zero_q, (M, 1))
+        vals = vals.reshape(M, len(names))
+        # Validate the names once (mimic joints are ignored), then assign whole columns.
+        robot.apply_joint_values(robot.zero_q, names, np.zeros(len(names)), what="joint_names",
+                                 strict=True, clip=False)
+        cols = [(j, robot.q_index[n]) for j, n in enumerate(names) if n in robot.q_index]
+        if cols:
+            src, dst = zip(*cols)
+            Q[:, list(dst)] = vals[:, list(src)]
+        if not np.all(np.isfinite(Q)):
+            m = int(np.nonzero(~np.all(np.isfinite(Q), axis=1))[0][0])
+            raise RequestError(codes.INVALID_ROBOT_STATE,
+                               f"compact_positions of state {m} contain NaN or infinity; give "
+                               "finite joint values")
+    if frame not in ("", robot.base):
+        robot.frame_transforms([frame], robot.zero_q, what="frame_id")  # validates the name
+        T = fk_frames(model, Q, links + [frame])
+        T = pose_inverse(T[:, -1:]) @ T[:, :-1]
+    else:
+        T = fk_frames(model, Q, links)
+    pq = to_numpy(pose_to_pq(T)).reshape(M * L, 7)
+    if n_friendly:
+        resp.poses = pq_to_pose_stamped(pq, frame or robot.base)
+    else:
+        resp.compact_poses = f64_array(pq)
+    resp.error_code.val = codes.SUCCESS
+    resp.message = ""
+    return M * L
+
+
+# ---------------------------------------------------------------------- ComputeJacobian
+def compute_jacobian(ctx: Context, req, resp) -> None:
+    robot = ctx.require_robot()
+    link = robot.check_link(req.link_name or robot.default_tip, "link_name")
+    ref = req.reference_link
+    if ref == robot.base:
+        ref = ""
+    if ref:
+        robot.check_link(ref, "reference_link")
+    ex = req.expressed_in or "world"
+    if ex not in ("world", "local"):
+        raise RequestError(codes.INVALID_REQUEST,
+                           f"expressed_in {req.expressed_in!r} is invalid; use 'world' (the axes "
+                           "of reference_link, or of the base link) or 'local' (the axes of "
+                           "link_name)")
+    core_ex = ex if not ref else ("reference" if ex == "world" else "local")
+    q = robot.apply_joint_values(robot.zero_q, list(req.state.name), as_f64(req.state.position),
+                                 what="state", strict=True, clip=False)
+    J = to_numpy(jacobian(robot.model, q, link, reference=ref or None, expressed_in=core_ex,
+                          method="numerical" if req.numerical else "analytic"))[0]
+    resp.joint_names = list(robot.jacobian_columns)
+    resp.rows = int(J.shape[0])
+    resp.cols = int(J.shape[1])
+    resp.jacobian = f64_array(J)
+    resp.error_code.val = codes.SUCCESS
+    resp.message = ""
+
+
+# ---------------------------------------------------------------------- TrajectorySeed action
+def trajectory_seed_goal(ctx: Context, goal, result, *, progress=None) -> dict:
+    """Solve a TrajectorySeed goal into ``result``; returns statistics
+    (``nodes``, ``solved``, ``cancelled``, ``code``)."""
+    robot = ctx.require_robot()
+    s = ctx.settings
+    model = robot.model
+    tip = robot.check_link(goal.tip_link or robot.default_tip, "tip_link")
+    M = len(goal.keyframes)
+    if M < 2:
+        raise RequestError(codes.INVALID_REQUEST,
+                           f"{M} keyframe(s) given; give at least 2 (start and end pose)")
+    nidx = np.asarray(list(goal.node_indices), dtype=np.int64)
+    if nidx.shape[0] != M:
+        raise RequestError(codes.INVALID_REQUEST,
+                           f"node_indices has {nidx.shape[0]} entries for {M} keyframes; give one "
+                           "node index per keyframe")
+    if nidx[0] != 0 or np.any(np.diff(nidx) <= 0):
+        raise RequestError(codes.INVALID_REQUEST,
+                           f"node_indices {nidx.tolist()[:10]} must start at 0 and be strictly "
+                           "increasing")
+    N = int(nidx[-1]) + 1
+    if N > s.max_batch:
+        raise RequestError(codes.INVALID_REQUEST,
+                           f"{N} trajectory nodes exceed the node's max_batch = {s.max_batch}; "
+                           "use fewer nodes or raise max_batch")
+    mode = goal.mode or s.trajectory_mode
+    if mode not in TRAJECTORY_MODES:
+        raise RequestError(codes.INVALID_REQUEST,
+                           f"unknown mode {goal.mode!r}; use one of {list(TRAJECTORY_MODES)} or "
+                           "'' for the node default")
+    dt = float(goal.time_step)
+    if not math.isfinite(dt) or dt < 0:
+        raise RequestError(codes.INVALID_REQUEST,
+                           f"time_step = {dt!r} is invalid; give a positive value [s] or 0 for "
+                           "the node default")
+    dt = dt if dt > 0 else s.trajectory_time_step
+    solver = _solver(goal.solver, s)
+    cfg = _config(s, position_tolerance=goal.position_tolerance,
+                  orientation_tolerance=goal.orientation_tolerance, timeout=goal.timeout,
+                  num_seeds=goal.num_seeds, solve_mode="distance")
+    seed = ctx.seed_q(robot, goal.seed, "seed")
+    raw, frames = poses_to_pq(goal.keyframes)
+    pq, ok, reason = check_poses(raw)
+    if not ok.all():
+        k = int(np.nonzero(~ok)[0][0])
+        raise RequestError(codes.INVALID_GOAL,
+                           f"keyframe {k}: {describe_bad_pose(raw[k], int(reason[k]))}")
+    pq = _to_base(robot, pq, frames, seed, "keyframe header.frame_id")
+
+    r = solvers.trajectory_seed(model, pq, nidx, tip=tip, mode=mode, seed=seed, config=cfg,
+                                solver=solver, should_stop=ctx.should_stop, progress=progress)
+    status = np.asarray(r.status, dtype=np.int32)
+    full = robot.full_q(np.asarray(r.q))
+    _fill_trajectory(result.trajectory, robot.out_names, full, dt)
+    result.node_status = i32_array(status)
+    result.position_errors = f64_array(r.position_error)
+    result.orientation_errors = f64_array(r.orientation_error)
+    result.max_joint_jump = float(r.max_joint_jump)
+    code = codes.PREEMPTED if r.cancelled else overall_code(status)
+    result.error_code.val = code
+    msgs = {i: m for i, m in enumerate(r.messages) if m and status[i] != codes.SUCCESS}
+    text = _summary(status, msgs, what="node")
+    if r.cancelled:
+        text = "cancelled: " + (text or "every node had been solved")
+    result.message = text
+    return {"nodes": N, "solved": int(np.sum(status == codes.SUCCESS)),
+            "cancelled": bool(r.cancelled), "code": code, "solve_time": r.solve_time}
+
+
+def _fill_trajectory(traj, names, Q: np.ndarray, dt: float) -> None:
+    from trajectory_msgs.msg import JointTrajectoryPoint  # noqa: PLC0415
+
+    traj.joint_names = list(names)
+    pts = []
+    for i, row in enumerate(Q):
+        p = JointTrajectoryPoint()
+        p.positions = f64_array(row)
+        sec_to_duration(i * dt, p.time_from_start)
+        pts.append(p)
+    traj.points = pts
+
