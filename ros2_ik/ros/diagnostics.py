@@ -1,0 +1,111 @@
+"""Request statistics and their diagnostic_msgs/DiagnosticStatus.
+
+The node counts every request (service, topic goal, action) in :class:`Stats` (thread safe)
+and publishes one DiagnosticStatus per period on ``/diagnostics``: backend, model (name, dof,
+source), request count and rate, problems solved / success rate, the last error.
+Level: OK while a model is loaded and the last request succeeded, WARN without a model or when
+the last request failed, ERROR when the last robot_description could not be parsed.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+
+from . import codes
+
+__all__ = ["Stats", "diagnostic_status"]
+
+
+@dataclass
+class _Snapshot:
+    requests: int
+    problems: int
+    solved: int
+    errors: int
+    last_error: str
+    last_code: int
+    rate: float
+    model_error: str
+
+
+class Stats:
+    """Counters shared by the node's callback threads."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self.requests = 0
+        self.problems = 0
+        self.solved = 0
+        self.errors = 0
+        self.last_error = ""
+        self.last_code = codes.SUCCESS
+        self.model_error = ""
+        self._rate_t = time.monotonic()
+        self._rate_n = 0
+
+    def record(self, kind: str, code: int, problems: int = 0, solved: int = 0,
+               message: str = "") -> None:
+        with self._lock:
+            self.requests += 1
+            self.problems += int(problems)
+            self.solved += int(solved)
+            self.last_code = int(code)
+            if code != codes.SUCCESS:
+                self.errors += 1
+                self.last_error = f"{kind}: {codes.name_of(code)}: {message}"[:500]
+
+    def set_model_error(self, message: str) -> None:
+        with self._lock:
+            self.model_error = message[:500]
+
+    def snapshot(self) -> _Snapshot:
+        with self._lock:
+            now = time.monotonic()
+            dt = max(now - self._rate_t, 1e-9)
+            rate = (self.requests - self._rate_n) / dt
+            self._rate_t, self._rate_n = now, self.requests
+            return _Snapshot(self.requests, self.problems, self.solved, self.errors,
+                             self.last_error, self.last_code, rate, self.model_error)
+
+
+def diagnostic_status(node_name: str, stats: Stats, robot, backend: str):
+    """One ``diagnostic_msgs/DiagnosticStatus`` describing the node now."""
+    from diagnostic_msgs.msg import DiagnosticStatus, KeyValue  # noqa: PLC0415
+
+    snap = stats.snapshot()
+    st = DiagnosticStatus()
+    st.name = f"{node_name}: kinematics"
+    st.hardware_id = node_name
+    values = {
+        "backend": backend,
+        "model_loaded": str(robot is not None).lower(),
+        "requests": str(snap.requests),
+        "request_rate_hz": f"{snap.rate:.3f}",
+        "problems": str(snap.problems),
+        "problems_solved": str(snap.solved),
+        "success_rate": f"{snap.solved / snap.problems:.4f}" if snap.problems else "n/a",
+        "failed_requests": str(snap.errors),
+        "last_error": snap.last_error or "none",
+    }
+    if robot is not None:
+        values.update({"model": robot.name, "dof": str(robot.nq), "base_link": robot.base,
+                       "default_tip": robot.default_tip, "model_source": robot.source})
+    if snap.model_error:
+        values["robot_description_error"] = snap.model_error
+    st.values = [KeyValue(key=k, value=v) for k, v in values.items()]
+    if snap.model_error:
+        st.level = DiagnosticStatus.ERROR
+        st.message = "last robot_description rejected" + (
+            "; still serving the previous model" if robot is not None else "; no model")
+    elif robot is None:
+        st.level = DiagnosticStatus.WARN
+        st.message = "no robot model (waiting for robot_description)"
+    elif snap.last_code != codes.SUCCESS and snap.requests:
+        st.level = DiagnosticStatus.WARN
+        st.message = f"serving {robot.name}; last request: {codes.name_of(snap.last_code)}"
+    else:
+        st.level = DiagnosticStatus.OK
+        st.message = f"serving {robot.name} ({robot.nq} dof)"
+    return st

@@ -1,0 +1,535 @@
+"""``KinematicsNode``: the ROS 2 node of ros2_ik, and ``main()`` (console script ``ros2_ik_node``).
+
+Interfaces (node name ``ros2_ik`` by default; ``~`` is the node's namespace + name, so
+``~/compute_ik`` is ``/ros2_ik/compute_ik``):
+
+- subscribes ``robot_description`` (std_msgs/String, reliable + transient local, depth 1),
+  ``joint_states`` (sensor_msgs/JointState, sensor-data QoS: default seed, matched by name),
+  ``~/goal`` (geometry_msgs/PoseStamped: solved for the default tip)
+- publishes ``~/solution`` (sensor_msgs/JointState, for ``~/goal``), ``~/markers``
+  (visualization_msgs/MarkerArray), ``/diagnostics`` (diagnostic_msgs/DiagnosticArray)
+- services ``~/compute_ik``, ``~/compute_fk``, ``~/compute_jacobian`` (ros2_ik_interfaces),
+  and, when moveit_msgs is importable, ``compute_ik`` / ``compute_fk`` (MoveIt's types)
+- action ``~/trajectory_seed`` (ros2_ik_interfaces/action/TrajectorySeed)
+
+Threading: a MultiThreadedExecutor; services in one reentrant callback group, the action in
+another, topics in their own mutually exclusive groups, so a long trajectory never blocks a
+service call. The robot model is one immutable object swapped by reference; every request reads
+the model and a parameter snapshot once, when it starts.
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+import threading
+import time
+import traceback
+
+import numpy as np
+import rclpy
+from rclpy.action import ActionServer, CancelResponse, GoalResponse
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
+from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy.node import Node
+from rclpy.qos import (DurabilityPolicy, QoSProfile, ReliabilityPolicy, qos_profile_sensor_data)
+from rcl_interfaces.msg import SetParametersResult
+
+from diagnostic_msgs.msg import DiagnosticArray
+from geometry_msgs.msg import PoseStamped
+from ros2_ik_interfaces.action import TrajectorySeed
+from ros2_ik_interfaces.srv import ComputeFK, ComputeIK, ComputeJacobian
+from sensor_msgs.msg import JointState
+from std_msgs.msg import String
+from visualization_msgs.msg import MarkerArray
+
+from .. import robots, solvers
+from ..backend import BackendUnavailableError, get_backend
+from ..errors import IKError
+from ..kinematics import fk_frames
+from ..solvers import IKConfig
+from . import codes, moveit_compat, services
+from .codes import RequestError, code_of_exception
+from .conversions import f64_array
+from .diagnostics import Stats, diagnostic_status
+from .markers import ik_markers
+from .params import MODEL_PARAMS, PARAMS, Settings, descriptor, validate
+from .robot import LoadedRobot, build_robot
+
+__all__ = ["KinematicsNode", "main", "ROBOT_DESCRIPTION_QOS"]
+
+#: QoS of robot_description, as robot_state_publisher publishes it (latched).
+ROBOT_DESCRIPTION_QOS = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
+                                   reliability=ReliabilityPolicy.RELIABLE)
+FEEDBACK_PERIOD = 0.05  # [s] fewest seconds between two action feedback messages (last always)
+
+
+class KinematicsNode(Node):
+    """Batched IK / FK / Jacobian services and a trajectory-seed action for one robot model."""
+
+    def __init__(self, node_name: str = "ros2_ik", **kwargs):
+        super().__init__(node_name, **kwargs)
+        self._stats = Stats()
+        self._model_lock = threading.Lock()
+        self._robot: LoadedRobot | None = None
+        self._urdf: str | None = None
+        self._joint_names: list[str] = []
+        self._joint_pos = np.zeros(0)
+        self._stopping = False
+        self._pending_robot: tuple[LoadedRobot, str] | None = None
+
+        # ---- parameters: declared with descriptors, validated, then one snapshot
+        for spec in PARAMS:
+            self.declare_parameter(spec.name, spec.default, descriptor(spec))
+        values = {spec.name: self.get_parameter(spec.name).value for spec in PARAMS}
+        for name, value in values.items():
+            reason = validate(name, value)
+            if reason:
+                raise ValueError(f"invalid parameter at start-up: {reason}")
+        self._settings = Settings.from_values(values)
+        self._xp, self._backend = self._select_backend(self._settings.backend, strict=False)
+        self.add_on_set_parameters_callback(self._on_set_parameters)
+        self.add_post_set_parameters_callback(self._after_set_parameters)
+
+        # ---- callback groups
+        self._cb_services = ReentrantCallbackGroup()
+        self._cb_action = ReentrantCallbackGroup()
+        self._cb_model = MutuallyExclusiveCallbackGroup()
+        self._cb_joints = MutuallyExclusiveCallbackGroup()
+        self._cb_goal = MutuallyExclusiveCallbackGroup()
+        self._cb_timer = MutuallyExclusiveCallbackGroup()
+
+        # ---- model from parameters (the robot_description topic may replace it any time)
+        self._load_from_settings(self._settings, startup=True)
+
+        # ---- topics
+        self.create_subscription(String, "robot_description", self._on_robot_description,
+                                 ROBOT_DESCRIPTION_QOS, callback_group=self._cb_model)
+        self.create_subscription(JointState, "joint_states", self._on_joint_states,
+                                 qos_profile_sensor_data, callback_group=self._cb_joints)
+        self.create_subscription(PoseStamped, "~/goal", self._on_goal, 10,
+                                 callback_group=self._cb_goal)
+        self._solution_pub = self.create_publisher(JointState, "~/solution", 10)
+        self._markers_pub = self.create_publisher(MarkerArray, "~/markers", 1)
+        self._diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
+
+        # ---- services and action
+        self.create_service(ComputeIK, "~/compute_ik", self._srv_compute_ik,
+                            callback_group=self._cb_services)
+        self.create_service(ComputeFK, "~/compute_fk", self._srv_compute_fk,
+                            callback_group=self._cb_services)
+        self.create_service(ComputeJacobian, "~/compute_jacobian", self._srv_compute_jacobian,
+                            callback_group=self._cb_services)
+        self._action = ActionServer(
+            self, TrajectorySeed, "~/trajectory_seed", self._execute_trajectory,
+            goal_callback=lambda _goal: GoalResponse.ACCEPT,
+            cancel_callback=lambda _handle: CancelResponse.ACCEPT,
+            callback_group=self._cb_action)
+        self._moveit_warned = False
+        if moveit_compat.moveit_available():
+            from moveit_msgs.srv import GetPositionFK, GetPositionIK  # noqa: PLC0415
+
+            self.create_service(GetPositionIK, "compute_ik", self._srv_moveit_ik,
+                                callback_group=self._cb_services)
+            self.create_service(GetPositionFK, "compute_fk", self._srv_moveit_fk,
+                                callback_group=self._cb_services)
+            self.get_logger().info("moveit_msgs found: also serving MoveIt-compatible "
+                                   "compute_ik (GetPositionIK) and compute_fk (GetPositionFK)")
+        else:
+            self.get_logger().info("moveit_msgs is not importable: the MoveIt-compatible "
+                                   "compute_ik / compute_fk services are not offered (install "
+                                   "moveit_msgs to get them); ros2_ik's own services run")
+
+        self._diag_timer = self.create_timer(self._settings.diagnostics_period,
+                                             self._publish_diagnostics,
+                                             callback_group=self._cb_timer)
+        self.get_logger().info(
+            f"ready: services {self.resolve_service_name('~/compute_ik')} (and compute_fk, "
+            f"compute_jacobian), action {self.resolve_service_name('~/trajectory_seed')}, "
+            f"backend {self._backend}; model: "
+            f"{self._describe(self._robot) if self._robot else 'none yet (waiting for robot_description)'}")
+
+    # ================================================================== model
+    @staticmethod
+    def _describe(robot: LoadedRobot) -> str:
+        return (f"{robot.name!r} ({robot.nq} coordinates, base {robot.base!r}, default tip "
+                f"{robot.default_tip!r}, from {robot.source})")
+
+    @staticmethod
+    def _urdf_from_settings(s: Settings) -> tuple[str, str] | None:
+        """(urdf text, source) from the model parameters, or None when they name none."""
+        if s.robot_description:
+            return s.robot_description, "parameter robot_description"
+        if s.urdf_file:
+            try:
+                with open(s.urdf_file, encoding="utf-8") as f:
+                    return f.read(), f"urdf_file {s.urdf_file}"
+            except OSError as exc:
+                raise IKError(f"cannot read urdf_file {s.urdf_file!r}: {exc}; give the path of "
+                              "a readable URDF file") from None
+        if s.robot:
+            return robots.urdf_string(s.robot), f"bundled robot {s.robot!r}"
+        return None
+
+    def _build(self, urdf: str, source: str, s: Settings) -> LoadedRobot:
+        return build_robot(urdf, source=source, base_link=s.base_link, tip_link=s.tip_link,
+                           log=self.get_logger().warning)
+
+    def _load_from_settings(self, s: Settings, startup: bool = False) -> None:
+        try:
+            src = self._urdf_from_settings(s)
+            if src is not None:
+                self._swap(self._build(src[0], src[1], s), src[0])
+        except Exception as exc:  # noqa: BLE001  (never die on a bad description)
+            msg = f"could not load the robot model from the parameters: {exc}"
+            self._stats.set_model_error(msg)
+            self.get_logger().error(msg + ("; waiting for robot_description" if startup else ""))
+
+    def _swap(self, robot: LoadedRobot, urdf: str) -> None:
+        with self._model_lock:
+            old = self._robot
+            self._robot = robot  # one reference assignment: in-flight requests keep theirs
+            self._urdf = urdf
+        self._stats.set_model_error("")
+        verb = "replaced" if old is not None else "loaded"
+        self.get_logger().info(f"{verb} robot model: {self._describe(robot)}"
+                               + (f" (was {old.name!r})" if old is not None else ""))
+        threading.Thread(target=self._warm_up, args=(robot,), daemon=True,
+                         name="ros2_ik-warm-up").start()
+
+    def _warm_up(self, robot: LoadedRobot) -> None:
+        """One small solve right after a model is loaded, so that one-time costs (compiled
+        kernels loaded or built, caches filled) do not land on the first request's timeout."""
+        t0 = time.perf_counter()
+        try:
+            q = robot.model.neutral_q()
+            T = fk_frames(robot.model, q, [robot.default_tip])[:, 0]
+            solvers.solve_pose(robot.model, self._xp.asarray(T), tips=[robot.default_tip],
+                               seeds=q, config=IKConfig(num_seeds=2, max_iterations=5))
+        except Exception as exc:  # noqa: BLE001  (a failed warm-up only costs time later)
+            self.get_logger().warning(f"solver warm-up for {robot.name!r} failed: {exc}")
+            return
+        self.get_logger().info(f"solver warmed up for {robot.name!r} "
+                               f"in {time.perf_counter() - t0:.2f} s")
+
+    def _on_robot_description(self, msg: String) -> None:
+        text = msg.data
+        current = self._robot
+        try:
+            if not text.strip():
+                raise IKError("the message is empty")
+            robot = self._build(text, "topic robot_description", self._settings)
+        except Exception as exc:  # noqa: BLE001
+            keep = (f"keeping the current model {current.name!r}" if current is not None
+                    else "no model loaded yet")
+            msg_ = (f"robot_description rejected: {exc}; {keep}. Fix the URDF and publish it "
+                    "again.")
+            self._stats.set_model_error(msg_)
+            self.get_logger().error(msg_)
+            return
+        if current is not None and robot.digest == current.digest and \
+                current.source == robot.source:
+            self.get_logger().debug("robot_description unchanged")
+            return
+        self._swap(robot, text)
+
+    # ================================================================== joint states (seed)
+    def _on_joint_states(self, msg: JointState) -> None:
+        n = min(len(msg.name), len(msg.position))
+        if n == 0:
+            return
+        with self._model_lock:
+            d = dict(zip(self._joint_names, self._joint_pos.tolist()))
+            d.update(zip(list(msg.name)[:n], list(msg.position)[:n]))
+            self._joint_names = list(d)
+            self._joint_pos = np.array(list(d.values()), dtype=np.float64)
+
+    def _seed_base(self, robot: LoadedRobot) -> np.ndarray:
+        with self._model_lock:
+            names, pos = self._joint_names, self._joint_pos
+        base = robot.model.neutral_q()
+        if not names:
+            return base
+        return robot.apply_joint_values(base, names, pos, what="joint_states", strict=False,
+                                        clip=True)
+
+    # ================================================================== parameters
+    def _select_backend(self, name: str, strict: bool):
+        """(xp module, label). ``strict``: raise when CuPy is requested but unusable (runtime
+        change, rejected with the reason); else log the error and fall back to NumPy."""
+        try:
+            xp = get_backend(name)
+        except BackendUnavailableError as exc:
+            if strict:
+                raise
+            self.get_logger().error(f"{exc}; falling back to numpy")
+            return np, "numpy (cupy requested but unavailable)"
+        label = "cupy" if xp is not np else "numpy"
+        if name == "auto":
+            self.get_logger().info(f"backend auto -> {label}"
+                                   + ("" if xp is not np else " (no usable CuPy / GPU)"))
+        return xp, label
+
+    def _on_set_parameters(self, params) -> SetParametersResult:
+        changes = {}
+        for p in params:
+            reason = validate(p.name, p.value)
+            if reason:
+                return SetParametersResult(successful=False, reason=reason)
+            changes[p.name] = p.value
+        try:
+            new = self._settings.replace(**{k: v for k, v in changes.items()
+                                            if k in {s.name for s in PARAMS}})
+        except Exception as exc:  # noqa: BLE001
+            return SetParametersResult(successful=False, reason=str(exc))
+        if "backend" in changes:
+            try:
+                get_backend(new.backend)
+            except BackendUnavailableError as exc:
+                return SetParametersResult(successful=False, reason=str(exc))
+        self._pending_robot = None
+        if any(k in changes for k in MODEL_PARAMS):
+            try:
+                src = self._urdf_from_settings(new)
+                if src is None and self._urdf is not None:
+                    src = (self._urdf, self._robot.source if self._robot else "previous model")
+                if src is not None:
+                    self._pending_robot = (self._build(src[0], src[1], new), src[0])
+            except Exception as exc:  # noqa: BLE001
+                return SetParametersResult(
+                    successful=False, reason=f"robot model not changed: {exc}")
+        return SetParametersResult(successful=True)
+
+    def _after_set_parameters(self, params) -> None:
+        names = {p.name for p in params}
+        self._settings = self._settings.replace(**{p.name: p.value for p in params
+                                                   if p.name in {s.name for s in PARAMS}})
+        if "backend" in names:
+            self._xp, self._backend = self._select_backend(self._settings.backend, strict=False)
+        if self._pending_robot is not None:
+            robot, urdf = self._pending_robot
+            self._pending_robot = None
+            self._swap(robot, urdf)
+        if "diagnostics.period" in names:
+            self._diag_timer.cancel()
+            self.destroy_timer(self._diag_timer)
+            self._diag_timer = self.create_timer(self._settings.diagnostics_period,
+                                                 self._publish_diagnostics,
+                                                 callback_group=self._cb_timer)
+
+    # ================================================================== request plumbing
+    def _request_context(self, should_stop=None) -> services.Context:
+        return services.Context(robot=self._robot, settings=self._settings, xp=self._xp,
+                                seed_base=self._seed_base,
+                                should_stop=should_stop or (lambda: self._stopping))
+
+    def _fail(self, kind: str, exc: BaseException) -> tuple[int, str]:
+        """Code and message for an exception from a handler; logs it."""
+        code = code_of_exception(exc)
+        if isinstance(exc, RequestError):
+            message = exc.message
+        elif isinstance(exc, IKError):
+            message = str(exc)
+        else:
+            message = (f"internal error ({type(exc).__name__}: {exc}); the node keeps serving. "
+                       "Please report this together with the request.")
+            self.get_logger().error(f"{kind}: {message}\n{traceback.format_exc()}")
+        self.get_logger().warning(f"{kind} rejected: {codes.name_of(code)}: {message}")
+        return code, message
+
+    def _serve(self, kind: str, handler, req, resp, response_type):
+        t0 = time.perf_counter()
+        try:
+            out = handler(self._request_context(), req, resp)
+        except Exception as exc:  # noqa: BLE001  (no exception may escape a callback)
+            code, message = self._fail(kind, exc)
+            resp = response_type()
+            resp.error_code.val = code
+            resp.message = message
+            self._stats.record(kind, code, message=message)
+            return resp, None
+        code = int(resp.error_code.val)
+        problems = getattr(out, "problems", None) if out is not None else None
+        solved = getattr(out, "solved", None) if out is not None else None
+        if isinstance(out, int):
+            problems, solved = out, out
+        self._stats.record(kind, code, problems or 0, solved or 0, message=resp.message)
+        if code != codes.SUCCESS:
+            self.get_logger().info(f"{kind}: {codes.name_of(code)}: {resp.message}")
+        self.get_logger().debug(f"{kind} answered in {1e3 * (time.perf_counter() - t0):.2f} ms")
+        return resp, out
+
+    def _publish_markers(self, outcome) -> None:
+        s = self._settings
+        if outcome is None or not s.markers_enabled or s.markers_max_goals <= 0:
+            return
+        if self._markers_pub.get_subscription_count() == 0:
+            return
+        try:
+            self._markers_pub.publish(ik_markers(outcome, s.markers_max_goals,
+                                                 stamp=self.get_clock().now().to_msg()))
+        except Exception as exc:  # noqa: BLE001
+            self.get_logger().warning(f"could not publish markers: {exc}")
+
+    # ================================================================== services
+    def _srv_compute_ik(self, req, resp):
+        resp, out = self._serve("compute_ik", services.compute_ik, req, resp,
+                                ComputeIK.Response)
+        self._publish_markers(out)
+        return resp
+
+    def _srv_compute_fk(self, req, resp):
+        return self._serve("compute_fk", services.compute_fk, req, resp, ComputeFK.Response)[0]
+
+    def _srv_compute_jacobian(self, req, resp):
+        return self._serve("compute_jacobian", services.compute_jacobian, req, resp,
+                           ComputeJacobian.Response)[0]
+
+    def _srv_moveit_ik(self, req, resp):
+        try:
+            ik_req, unsupported = moveit_compat.ik_request_as_compute_ik(req.ik_request)
+            if unsupported and not self._moveit_warned:
+                self._moveit_warned = True
+                self.get_logger().warning(moveit_compat.IGNORED_WARNING)
+            ik_resp, out = self._serve("compute_ik (MoveIt)", services.compute_ik, ik_req,
+                                       moveit_compat.compute_ik_response(),
+                                       moveit_compat.compute_ik_response)
+            moveit_compat.fill_ik_response(resp, ik_resp)
+            self._publish_markers(out)
+        except Exception as exc:  # noqa: BLE001
+            code, _ = self._fail("compute_ik (MoveIt)", exc)
+            resp.error_code.val = moveit_compat.moveit_code(code)
+        return resp
+
+    def _srv_moveit_fk(self, req, resp):
+        try:
+            fk_req = moveit_compat.fk_request_as_compute_fk(req)
+            fk_resp, _ = self._serve("compute_fk (MoveIt)", services.compute_fk, fk_req,
+                                     moveit_compat.compute_fk_response(),
+                                     moveit_compat.compute_fk_response)
+            moveit_compat.fill_fk_response(resp, fk_resp, fk_req.link_names)
+        except Exception as exc:  # noqa: BLE001
+            code, _ = self._fail("compute_fk (MoveIt)", exc)
+            resp.error_code.val = moveit_compat.moveit_code(code)
+        return resp
+
+    # ================================================================== pose-goal topic
+    def _on_goal(self, msg: PoseStamped) -> None:
+        req = ComputeIK.Request()
+        req.goals = [msg]
+        req.compact_response = True
+        resp, out = self._serve("goal topic", services.compute_ik, req, ComputeIK.Response(),
+                                ComputeIK.Response)
+        if resp.error_code.val != codes.SUCCESS:
+            self.get_logger().warning(
+                f"~/goal in frame {msg.header.frame_id!r} not solved "
+                f"({codes.name_of(resp.error_code.val)}): {resp.message}; nothing published")
+            self._publish_markers(out)
+            return
+        js = JointState()
+        js.header.stamp = self.get_clock().now().to_msg()
+        js.header.frame_id = msg.header.frame_id
+        js.name = list(resp.joint_names)
+        js.position = f64_array(resp.compact_solutions)
+        self._solution_pub.publish(js)
+        self._publish_markers(out)
+
+    # ================================================================== action
+    def _execute_trajectory(self, goal_handle):
+        result = TrajectorySeed.Result()
+        last = [0.0]
+
+        def should_stop() -> bool:
+            return self._stopping or goal_handle.is_cancel_requested or not goal_handle.is_active
+
+        def progress(done: int, total: int, failed: int) -> None:
+            now = time.monotonic()
+            if done < total and now - last[0] < FEEDBACK_PERIOD:
+                return
+            last[0] = now
+            fb = TrajectorySeed.Feedback()
+            fb.nodes_done, fb.nodes_total, fb.nodes_failed = int(done), int(total), int(failed)
+            goal_handle.publish_feedback(fb)
+
+        stats = None
+        try:
+            stats = services.trajectory_seed_goal(self._request_context(should_stop), goal_handle.request,
+                                                  result, progress=progress)
+            code = int(result.error_code.val)
+        except Exception as exc:  # noqa: BLE001
+            code, message = self._fail("trajectory_seed", exc)
+            result = TrajectorySeed.Result()
+            result.error_code.val = code
+            result.message = message
+        nodes = stats["nodes"] if stats else 0
+        self._stats.record("trajectory_seed", code, nodes, stats["solved"] if stats else 0,
+                           message=result.message)
+        if goal_handle.is_cancel_requested or code == codes.PREEMPTED:
+            if code != codes.PREEMPTED:
+                result.error_code.val = codes.PREEMPTED
+                result.message = "cancelled after every node was solved" + (
+                    f"; {result.message}" if result.message else "")
+            goal_handle.canceled()
+        elif code == codes.SUCCESS:
+            goal_handle.succeed()
+        else:
+            self.get_logger().info(f"trajectory_seed: {codes.name_of(code)}: {result.message}")
+            goal_handle.abort()
+        return result
+
+    # ================================================================== diagnostics
+    def _publish_diagnostics(self) -> None:
+        try:
+            arr = DiagnosticArray()
+            arr.header.stamp = self.get_clock().now().to_msg()
+            arr.status = [diagnostic_status(self.get_name(), self._stats, self._robot,
+                                            self._backend)]
+            self._diag_pub.publish(arr)
+        except Exception as exc:  # noqa: BLE001
+            self.get_logger().warning(f"could not publish diagnostics: {exc}")
+
+    # ================================================================== lifecycle
+    @property
+    def robot(self) -> LoadedRobot | None:
+        """The model now in use (None before one is loaded)."""
+        return self._robot
+
+    def stop(self) -> None:
+        """Ask running solves to stop (they return PREEMPTED / best so far)."""
+        self._stopping = True
+
+    def destroy_node(self):
+        self.stop()
+        self._action.destroy()
+        return super().destroy_node()
+
+
+def main(args=None) -> int:
+    """Run the node on a MultiThreadedExecutor until Ctrl-C / SIGTERM / ros shutdown."""
+    rclpy.init(args=args)
+    try:
+        node = KinematicsNode()
+    except Exception as exc:  # noqa: BLE001
+        print(f"[ros2_ik_node] cannot start: {exc}", file=sys.stderr)
+        rclpy.try_shutdown()
+        return 1
+    executor = MultiThreadedExecutor(num_threads=8)
+    executor.add_node(node)
+    try:
+        executor.spin()
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        # rclpy's handler shuts the context down and then chains to Python's, whose
+        # KeyboardInterrupt may land a moment later: ignore further Ctrl-C while cleaning up.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        node.stop()
+        executor.shutdown(timeout_sec=2.0)
+        node.destroy_node()
+        rclpy.try_shutdown()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

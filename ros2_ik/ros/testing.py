@@ -1,0 +1,245 @@
+"""Start ``ros2_ik_node`` as a separate process and talk to it over DDS.
+
+Used by the integration tests (``test/test_ros_*.py``), ``bench/bench_node.py`` and the demo.
+Each :class:`NodeProcess` / :class:`Client` pair shares one ``ROS_DOMAIN_ID`` so that parallel
+test runs on one machine do not see each other; discovery stays on localhost.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+import rclpy
+from rclpy.action import ActionClient
+from rclpy.executors import MultiThreadedExecutor
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+
+from ros2_ik_interfaces.action import TrajectorySeed
+from ros2_ik_interfaces.srv import ComputeFK, ComputeIK, ComputeJacobian
+
+__all__ = ["NodeProcess", "Client", "find_node_executable", "random_domain_id", "REPO_ROOT"]
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def random_domain_id() -> int:
+    """A ROS_DOMAIN_ID in [40, 200): valid on Linux, away from the common default 0."""
+    return random.SystemRandom().randrange(40, 200)
+
+
+def find_node_executable() -> str:
+    """``ros2_ik_node`` where ``ros2 run`` finds it (``<prefix>/lib/ros2_ik``), else on PATH."""
+    for cand in (Path(sys.prefix) / "lib" / "ros2_ik" / "ros2_ik_node",
+                 Path(sys.prefix) / "bin" / "ros2_ik_node"):
+        if cand.exists():
+            return str(cand)
+    found = shutil.which("ros2_ik_node")
+    if found:
+        return found
+    raise FileNotFoundError("ros2_ik_node is not installed; run scripts/setup.sh (make setup)")
+
+
+def _param_arg(name: str, value: Any) -> str:
+    if isinstance(value, bool):
+        v = "true" if value else "false"
+    elif isinstance(value, str):
+        v = value if value else "''"
+    else:
+        v = repr(value)
+    return f"{name}:={v}"
+
+
+class NodeProcess:
+    """``ros2_ik_node`` in a subprocess, with a params file and ``-p`` overrides.
+
+    Its output goes to a log file (``log_text()``); ``stop()`` sends SIGINT, then kills.
+    """
+
+    def __init__(self, domain_id: int, *, params: Mapping[str, Any] | None = None,
+                 params_file: str | os.PathLike | None = REPO_ROOT / "config" / "ros2_ik.yaml",
+                 node_name: str = "ros2_ik", log_level: str = "info"):
+        self.domain_id = domain_id
+        self.node_name = node_name
+        self._log = tempfile.NamedTemporaryFile(prefix="ros2_ik_node_", suffix=".log",
+                                                delete=False)
+        self.log_path = self._log.name
+        cmd = [find_node_executable(), "--ros-args", "-r", f"__node:={node_name}",
+               "--log-level", log_level]
+        if params_file:
+            cmd += ["--params-file", str(params_file)]
+        for k, v in (params or {}).items():
+            cmd += ["-p", _param_arg(k, v)]
+        self.cmd = cmd
+        env = dict(os.environ)
+        env["ROS_DOMAIN_ID"] = str(domain_id)
+        env.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+        env["PYTHONUNBUFFERED"] = "1"
+        env["RCUTILS_LOGGING_BUFFERED_STREAM"] = "0"
+        self.proc = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT, env=env,
+                                     start_new_session=True)
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def log_text(self) -> str:
+        try:
+            return Path(self.log_path).read_text(errors="replace")
+        except OSError:
+            return ""
+
+    def wait_for_log(self, text: str, timeout: float = 10.0) -> bool:
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            if text in self.log_text():
+                return True
+            if not self.alive():
+                return text in self.log_text()
+            time.sleep(0.05)
+        return False
+
+    def stop(self, timeout: float = 10.0) -> int | None:
+        """SIGINT, wait, then SIGKILL; returns the exit code."""
+        if self.proc.poll() is None:
+            try:
+                self.proc.send_signal(signal.SIGINT)
+                self.proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=5)
+        self._log.close()
+        return self.proc.returncode
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+
+
+class Client:
+    """An rclpy node in its own context and domain, spinning in a background thread, with
+    clients for the ros2_ik services and action (under ``/<server_name>``)."""
+
+    def __init__(self, domain_id: int, server_name: str = "ros2_ik",
+                 node_name: str = "ros2_ik_client"):
+        self.context = rclpy.Context()
+        rclpy.init(context=self.context, domain_id=domain_id)
+        self.node = rclpy.create_node(node_name, context=self.context)
+        self.executor = MultiThreadedExecutor(num_threads=4, context=self.context)
+        self.executor.add_node(self.node)
+        self._thread = threading.Thread(target=self._spin, daemon=True)
+        self._thread.start()
+        ns = "/" + server_name.strip("/")
+        self.ns = ns
+        self.ik = self.node.create_client(ComputeIK, f"{ns}/compute_ik")
+        self.fk = self.node.create_client(ComputeFK, f"{ns}/compute_fk")
+        self.jac = self.node.create_client(ComputeJacobian, f"{ns}/compute_jacobian")
+        self.traj = ActionClient(self.node, TrajectorySeed, f"{ns}/trajectory_seed")
+        self._pubs: dict = {}
+
+    def _spin(self):
+        try:
+            self.executor.spin()
+        except Exception:  # noqa: BLE001  (context shut down)
+            pass
+
+    # ------------------------------------------------------------------ waiting
+    def wait_for_server(self, timeout: float = 20.0) -> None:
+        end = time.monotonic() + timeout
+        for c in (self.ik, self.fk, self.jac):
+            if not c.wait_for_service(timeout_sec=max(0.1, end - time.monotonic())):
+                raise TimeoutError(f"service {c.srv_name} not available after {timeout} s")
+        if not self.traj.wait_for_server(timeout_sec=max(0.1, end - time.monotonic())):
+            raise TimeoutError(f"action {self.ns}/trajectory_seed not available")
+
+    @staticmethod
+    def wait_future(fut, timeout: float):
+        ev = threading.Event()
+        fut.add_done_callback(lambda _f: ev.set())
+        if not ev.wait(timeout):
+            fut.cancel()
+            raise TimeoutError(f"no answer within {timeout} s")
+        exc = fut.exception()
+        if exc is not None:
+            raise exc
+        return fut.result()
+
+    def call(self, client, request, timeout: float = 30.0):
+        return self.wait_future(client.call_async(request), timeout)
+
+    # ------------------------------------------------------------------ action
+    def send_goal(self, goal, feedback: Callable | None = None, timeout: float = 10.0):
+        """Send a TrajectorySeed goal; returns the accepted goal handle."""
+        handle = self.wait_future(self.traj.send_goal_async(goal, feedback_callback=feedback),
+                                  timeout)
+        if not handle.accepted:
+            raise RuntimeError("trajectory_seed goal rejected")
+        return handle
+
+    def result(self, handle, timeout: float = 60.0):
+        """(status, result) of an accepted goal."""
+        res = self.wait_future(handle.get_result_async(), timeout)
+        return res.status, res.result
+
+    def cancel(self, handle, timeout: float = 10.0):
+        return self.wait_future(handle.cancel_goal_async(), timeout)
+
+    # ------------------------------------------------------------------ topics
+    def publisher(self, msg_type, topic: str, qos=10):
+        key = (msg_type, topic)
+        if key not in self._pubs:
+            self._pubs[key] = self.node.create_publisher(msg_type, topic, qos)
+        return self._pubs[key]
+
+    def publish_robot_description(self, urdf: str) -> None:
+        """Publish like robot_state_publisher: reliable, transient local, depth 1."""
+        from std_msgs.msg import String  # noqa: PLC0415
+
+        qos = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
+                         reliability=ReliabilityPolicy.RELIABLE)
+        self.publisher(String, "/robot_description", qos).publish(String(data=urdf))
+
+    def subscribe(self, msg_type, topic: str, qos=10):
+        """Subscribe and collect messages; returns (list, threading.Condition)."""
+        got: list = []
+        cond = threading.Condition()
+
+        def cb(msg):
+            with cond:
+                got.append(msg)
+                cond.notify_all()
+
+        self.node.create_subscription(msg_type, topic, cb, qos)
+        return got, cond
+
+    @staticmethod
+    def wait_for(cond: threading.Condition, predicate: Callable[[], bool],
+                 timeout: float = 10.0) -> bool:
+        with cond:
+            return cond.wait_for(predicate, timeout)
+
+    # ------------------------------------------------------------------ teardown
+    def close(self) -> None:
+        try:
+            self.traj.destroy()
+            self.executor.shutdown(timeout_sec=2.0)
+            self.node.destroy_node()
+        finally:
+            rclpy.try_shutdown(context=self.context)
+            self._thread.join(timeout=5)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
