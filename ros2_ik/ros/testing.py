@@ -194,6 +194,22 @@ class Client:
     def cancel(self, handle, timeout: float = 10.0):
         return self.wait_future(handle.cancel_goal_async(), timeout)
 
+    # ------------------------------------------------------------------ parameters
+    def set_parameters(self, values: Mapping[str, Any], timeout: float = 10.0) -> list:
+        """Set parameters of the server node; returns its SetParametersResult list."""
+        from rcl_interfaces.srv import SetParameters  # noqa: PLC0415
+        from rclpy.parameter import Parameter  # noqa: PLC0415
+
+        cli = self.node.create_client(SetParameters, f"{self.ns}/set_parameters")
+        try:
+            if not cli.wait_for_service(timeout_sec=timeout):
+                raise TimeoutError(f"{self.ns}/set_parameters not available")
+            req = SetParameters.Request()
+            req.parameters = [Parameter(k, value=v).to_parameter_msg() for k, v in values.items()]
+            return list(self.call(cli, req, timeout).results)
+        finally:
+            self.node.destroy_client(cli)
+
     # ------------------------------------------------------------------ topics
     def publisher(self, msg_type, topic: str, qos=10):
         key = (msg_type, topic)
@@ -243,3 +259,36 @@ class Client:
 
     def __exit__(self, *exc):
         self.close()
+
+
+# ---------------------------------------------------------------------- request builders
+def ik_request(pq=None, *, goals=None, frame_id: str = "", **fields):
+    """A ComputeIK request: compact goals from ``pq`` (N, 7) or (N, K, 7), or friendly ``goals``
+    (PoseStamped list); other fields by keyword (``timeout`` in seconds)."""
+    from .conversions import f64_array, sec_to_duration  # noqa: PLC0415
+
+    req = ComputeIK.Request()
+    if pq is not None:
+        req.compact_goals = f64_array(pq)
+        req.compact_frame_id = frame_id
+    if goals is not None:
+        req.goals = list(goals)
+    for k, v in fields.items():
+        if k == "timeout":
+            sec_to_duration(v, req.timeout)
+        elif k == "axis_weights":
+            req.axis_weights = f64_array(v)
+        else:
+            setattr(req, k, v)
+    return req
+
+
+def joint_state(names, positions):
+    from sensor_msgs.msg import JointState  # noqa: PLC0415
+
+    from .conversions import f64_array  # noqa: PLC0415
+
+    js = JointState()
+    js.name = list(names)
+    js.position = f64_array(positions)
+    return js
