@@ -2,6 +2,7 @@
 
 from .api import SOLVERS, solve_ik, solve_pose
 from .common import IKConfig, IKResult, SolveMode, Status
+from .fast import ChainSolver
 from .trajectory import MODES, TrajectoryResult, interpolate_keyframes, trajectory_seed
 from .objectives import (EvalContext, JointLimitObjective, Objective, OrientationObjective,
                          PoseObjective, PositionObjective, PostureObjective)
@@ -9,4 +10,4 @@ from .objectives import (EvalContext, JointLimitObjective, Objective, Orientatio
 __all__ = ["solve_ik", "solve_pose", "SOLVERS", "IKConfig", "IKResult", "SolveMode", "Status",
            "Objective", "EvalContext", "PoseObjective", "PositionObjective",
            "OrientationObjective", "JointLimitObjective", "PostureObjective",
-           "trajectory_seed", "interpolate_keyframes", "TrajectoryResult", "MODES"]
+           "ChainSolver", "trajectory_seed", "interpolate_keyframes", "TrajectoryResult", "MODES"]

@@ -122,7 +122,7 @@ def solve_ik(model: Model, objectives: Sequence[Objective], *, seeds=None,
             model, all_obj, rows_seed, rows_seed, problem_idx, cfg, deadline=deadline,
             active=active, first_per_problem=speed, num_problems=P, should_stop=should_stop)
     return _select(model, objectives, cfg, q, rows_seed, problem_idx, conv, iters, pe, re,
-                   timed_out, invalid, msgs, P, K, t0)
+                   timed_out, invalid, msgs, P, K, t0, fast_plan)
 
 
 def _sanitized(obj, invalid, xp):
@@ -134,7 +134,7 @@ def _sanitized(obj, invalid, xp):
 
 
 def _select(model, objectives, cfg, q, rows_seed, problem_idx, conv, iters, pe, re, timed_out,
-            invalid, msgs, P, K, t0) -> IKResult:
+            invalid, msgs, P, K, t0, fast_plan=None) -> IKResult:
     xp = get_xp(q)
     q = finalize_q(model, q, rows_seed)
     conv_n = to_numpy(conv).reshape(P, K)
@@ -158,10 +158,13 @@ def _select(model, objectives, cfg, q, rows_seed, problem_idx, conv, iters, pe, 
     rows = np.arange(P) * K + win
     q_best = q[xp.asarray(rows)]
     # Honest verification: FK at the returned q against the caller's tolerances and limits.
-    seeds0 = rows_seed[::K]
-    _, _, _, ctx = evaluate(model, objectives, q_best, seeds0, xp.arange(P),
-                            need_jacobian=False)
-    pe_f, re_f = (to_numpy(a) for a in goal_errors(objectives, ctx, xp.arange(P)))
+    if fast_plan is not None:  # FK along the compiled chains (tested equal to fk())
+        pe_f, re_f = fast_plan.verify(q_best)
+    else:
+        seeds0 = rows_seed[::K]
+        _, _, _, ctx = evaluate(model, objectives, q_best, seeds0, xp.arange(P),
+                                need_jacobian=False)
+        pe_f, re_f = (to_numpy(a) for a in goal_errors(objectives, ctx, xp.arange(P)))
     qn = to_numpy(q_best)
     in_limits = np.all((qn >= model.lower - 1e-12) & (qn <= model.upper + 1e-12), axis=1)
     ok = (pe_f <= cfg.position_tolerance) & (re_f <= cfg.orientation_tolerance) & in_limits

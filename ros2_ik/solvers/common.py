@@ -40,6 +40,9 @@ class IKConfig:
 
     Tolerances are on the errors the objectives report: position [m], orientation [rad].
     ``timeout`` [s] bounds wall-clock time (None: no limit); ``max_iterations`` bounds iterations.
+    ``stall_iterations`` (0: off): a seed is given up after that many iterations in a row that
+    were rejected or lowered the cost by less than the factor ``stall_ratio``; with several seeds
+    this frees the budget for the next seed (random restarts).
     """
 
     position_tolerance: float = 1e-4
@@ -55,6 +58,8 @@ class IKConfig:
     lambda_up: float = 4.0
     lambda_down: float = 0.3
     use_fast_path: bool = True
+    stall_iterations: int = 0
+    stall_ratio: float = 0.9
 
     def __post_init__(self):
         object.__setattr__(self, "solve_mode", SolveMode(self.solve_mode))
@@ -68,6 +73,8 @@ class IKConfig:
             raise InvalidInputError(f"num_seeds must be in [1, 100000], got {self.num_seeds}")
         if self.timeout is not None and not (math.isfinite(self.timeout) and self.timeout >= 0):
             raise InvalidInputError(f"timeout must be >= 0 seconds or None, got {self.timeout}")
+        if int(self.stall_iterations) < 0 or not (0.0 < self.stall_ratio < 1.0):
+            raise InvalidInputError("need stall_iterations >= 0 and 0 < stall_ratio < 1")
         if not (0 < self.lambda_min <= self.lambda_initial <= self.lambda_max):
             raise InvalidInputError("need 0 < lambda_min <= lambda_initial <= lambda_max")
 
@@ -94,19 +101,11 @@ class IKResult:
         return float(np.mean(self.success)) if len(self) else 0.0
 
 
-def expand_seeds(model: Model, seeds, num_seeds: int, rng_seed: int, xp):
-    """Rows (P*K, nq): for each problem its own seed, then K-1 random seeds within limits.
-
-    The K-1 random seeds are drawn once from ``rng_seed`` and shared by every problem, so a
-    problem's result does not depend on its position in the batch (batched == loop of singles).
-    Frozen, floating-base and unbounded translational coordinates are kept from the problem's
-    seed.
-    """
-    P = seeds.shape[0]
-    K = int(num_seeds)
-    if K == 1:
-        return seeds.copy()
-    rnd = model.random_q(np.random.default_rng(rng_seed), K - 1)[None].repeat(P, axis=0)
+def restart_seeds(model: Model, num_seeds: int, rng_seed: int):
+    """The K-1 random seeds (K-1, nq) drawn from ``rng_seed``, and the mask (nq,) of coordinates
+    every seed keeps from the problem's own seed: frozen joints, floating bases and unbounded
+    translations (continuous joints are drawn in (-pi, pi])."""
+    rnd = model.random_q(np.random.default_rng(rng_seed), max(int(num_seeds) - 1, 0))
     keep = ~(np.isfinite(model.lower) & np.isfinite(model.upper)) & ~model.q_continuous
     frozen_links = {model.joint_index(n) for n in model.frozen}
     keep |= np.array([int(l) in frozen_links for l in model.q_joint], dtype=bool)
@@ -114,7 +113,22 @@ def expand_seeds(model: Model, seeds, num_seeds: int, rng_seed: int, xp):
         if model.joint_type[l] == JointType.FLOATING and model.q_start[l] >= 0:
             s = int(model.q_start[l])
             keep[s:s + 7] = True
-    rnd = xp.asarray(rnd, dtype=seeds.dtype)
+    return rnd, keep
+
+
+def expand_seeds(model: Model, seeds, num_seeds: int, rng_seed: int, xp):
+    """Rows (P*K, nq): for each problem its own seed, then K-1 random seeds within limits.
+
+    The K-1 random seeds (:func:`restart_seeds`) are drawn once from ``rng_seed`` and shared by
+    every problem, so a problem's result does not depend on its position in the batch (batched
+    == loop of singles).
+    """
+    P = seeds.shape[0]
+    K = int(num_seeds)
+    if K == 1:
+        return seeds.copy()
+    rnd, keep = restart_seeds(model, K, rng_seed)
+    rnd = xp.asarray(rnd[None].repeat(P, axis=0), dtype=seeds.dtype)
     keepx = xp.asarray(keep)
     rnd = xp.where(keepx, seeds[:, None, :], rnd)
     rows = xp.concatenate([seeds[:, None, :], rnd], axis=1)

@@ -10,7 +10,7 @@ to Inverse Kinematics with Jacobian Transpose, Pseudoinverse and Damped Least Sq
 joint limits, and accepted only if the cost ``0.5 |r|^2`` decreases; lambda then shrinks
 (``lambda_down``), otherwise it grows (``lambda_up``, capped at ``lambda_max``) and the row retries from the same point.
 A row stops when its goal errors meet the tolerances (converged; never touched again), at the
-iteration cap, or at the deadline.
+iteration cap, at the deadline, or (``stall_iterations``) after that many slow iterations in a row.
 """
 
 from __future__ import annotations
@@ -76,6 +76,7 @@ def lm_solve_rows(model: Model, objectives, q0, seed_q, problem_idx, cfg: IKConf
     pe, re = goal_errors(objectives, ctx, problem_idx)
     converged = (pe <= cfg.position_tolerance) & (re <= cfg.orientation_tolerance)
     timed_out = False
+    stall = xp.zeros(N, dtype=xp.int64)
     eye = xp.eye(nva)
     for _ in range(cfg.max_iterations):
         if first_per_problem:
@@ -83,6 +84,8 @@ def lm_solve_rows(model: Model, objectives, q0, seed_q, problem_idx, cfg: IKConf
             done_p[problem_idx[converged]] = True
             active &= ~done_p[problem_idx]
         active &= ~converged
+        if cfg.stall_iterations > 0:
+            active &= stall < cfg.stall_iterations
         if not bool(xp.any(active)):
             break
         if (deadline is not None and time.perf_counter() >= deadline) or (
@@ -99,6 +102,8 @@ def lm_solve_rows(model: Model, objectives, q0, seed_q, problem_idx, cfg: IKConf
         q_try = clip_to_limits(model, integrate(model, q, dv))
         r2, J2, cost2, ctx2 = evaluate(model, objectives, q_try, seed_q, problem_idx)
         better = active & (cost2 < cost)
+        slow = active & ~(better & (cost2 <= cost * cfg.stall_ratio))
+        stall = xp.where(slow, stall + 1, xp.where(active, 0, stall))
         b = better[:, None]
         q = xp.where(b, q_try, q)
         r = xp.where(b, r2, r)

@@ -1,8 +1,318 @@
-"""Fast-path dispatch for the solvers (compiled CPU kernels); None means "use the reference"."""
+"""Compiled CPU fast path of the LM/DLS solver (Numba), for chains of 1-DOF joints.
+
+Why Numba: a single 7-DOF solve takes a few dozen LM iterations on 6x7 matrices. NumPy spends
+microseconds of Python and dispatch overhead per call on such small arrays, so a NumPy loop per
+iteration costs tens of milliseconds per solve. Numba compiles the whole solve (FK, Jacobian,
+damped normal equations by a small Cholesky, limits, convergence test) into one machine-code loop
+per problem, with ``prange`` spreading problems over the cores. It is a pip wheel, needs no
+compiler at install time, and its compiled functions are cached on disk.
+
+Scope (anything else falls back to the reference path in :mod:`.dls` automatically):
+- goal objectives: one or more :class:`PoseObjective` (incl. position-only / orientation-only /
+  per-axis weights), no regularizers, solver ``"dls"``, NumPy arrays;
+- every joint between the base and each tip is revolute, continuous, prismatic or fixed
+  (mimic and frozen joints included); other joints of the tree do not matter.
+
+Behaviour equals :func:`.dls.lm_solve_rows` (same damping, step acceptance, limits, tolerances,
+iteration cap), with one difference in ``speed`` mode: the reference runs a problem's seeds side
+by side and keeps the one that converged in the fewest iterations, this path tries them in order
+and stops at the first that converges. Both return a converged solution verified by FK; it is not
+necessarily the same one. The wall-clock deadline is checked inside the loop (every iteration)
+through the monotonic clock; ``should_stop`` is polled every millisecond by a watcher thread
+while the kernel runs, and a stop request ends every row at its next iteration.
+"""
 
 from __future__ import annotations
 
+import threading
+import time
+
+import numpy as np
+
+from ..model import JointType, Model
+from .objectives import OrientationObjective, PoseObjective, PositionObjective
+
+__all__ = ["plan", "available", "ChainPlan"]
+
+_POSE_TYPES = (PoseObjective, PositionObjective, OrientationObjective)
+POLL_S = 0.001  # how often should_stop() is polled while a kernel runs [s]
+
+_kernels = None
+
+
+def available() -> bool:
+    """True when Numba imports (the fast path can be used)."""
+    return _get_kernels() is not None
+
+
+def _get_kernels():
+    global _kernels
+    if _kernels is None:
+        try:
+            from . import _fast_kernels  # noqa: PLC0415
+
+            _kernels = _fast_kernels
+        except Exception:  # noqa: BLE001 - any import failure means "no fast path"
+            _kernels = False
+    return _kernels or None
+
 
 def plan(model, objectives, regularizers, cfg, solver, xp):
-    """Return an object with ``solve(...)`` when a compiled path covers this request."""
-    return None
+    """Return a :class:`ChainPlan` when the compiled path covers this request, else None."""
+    if (not cfg.use_fast_path or solver != "dls" or regularizers or xp is not np
+            or not objectives or not available()):
+        return None
+    if not all(type(o) in _POSE_TYPES for o in objectives):
+        return None
+    chain = _chain_arrays(model, tuple(o.link for o in objectives))
+    if chain is None:
+        return None
+    return ChainPlan(model, objectives, chain)
+
+
+def _chain_arrays(model: Model, tips: tuple[int, ...]):
+    """Flat per-joint arrays for the base->tip paths (cached per model and tip set)."""
+    key = ("fast_chain", tips)
+    if key in model._cache:
+        return model._cache[key]
+    active_v = set(int(v) for v in model.v_active)
+    pre, axis, typ, qi, mult, off, colq_of = [], [], [], [], [], [], []
+    starts, posts = [0], []
+    ok = True
+    for tip in tips:
+        path = []
+        l = tip
+        while l > 0:
+            path.append(l)
+            l = int(model.link_parent[l])
+        acc = np.eye(4)
+        for l in reversed(path):
+            t = int(model.joint_type[l])
+            if t == JointType.FIXED:
+                acc = acc @ model.origin[l]
+                continue
+            if t not in (JointType.REVOLUTE, JointType.CONTINUOUS, JointType.PRISMATIC):
+                ok = False
+                break
+            pre.append(acc @ model.origin[l])
+            acc = np.eye(4)
+            axis.append(model.axis[l])
+            typ.append(1 if t == JointType.PRISMATIC else 0)
+            if model.mimic_q[l] >= 0:
+                qi.append(int(model.mimic_q[l]))
+                mult.append(float(model.mimic_multiplier[l]))
+                off.append(float(model.mimic_offset[l]))
+            else:
+                qi.append(int(model.q_start[l]))
+                mult.append(1.0)
+                off.append(0.0)
+            v = int(model.q_to_v[qi[-1]])
+            colq_of.append(qi[-1] if v in active_v else -1)
+        if not ok:
+            break
+        posts.append(acc)
+        starts.append(len(pre))
+    if not ok:
+        model._cache[key] = None
+        return None
+    colq = np.array(sorted({c for c in colq_of if c >= 0}), dtype=np.int64)
+    col_index = {int(c): i for i, c in enumerate(colq)}
+    out = dict(
+        starts=np.array(starts, dtype=np.int64),
+        pre=np.array(pre, dtype=np.float64).reshape(-1, 4, 4),
+        axis=np.array(axis, dtype=np.float64).reshape(-1, 3),
+        typ=np.array(typ, dtype=np.int64),
+        qi=np.array(qi, dtype=np.int64),
+        mult=np.array(mult, dtype=np.float64),
+        off=np.array(off, dtype=np.float64),
+        col=np.array([col_index.get(c, -1) for c in colq_of], dtype=np.int64),
+        post=np.array(posts, dtype=np.float64).reshape(-1, 4, 4),
+        colq=colq,
+    )
+    model._cache[key] = out
+    return out
+
+
+class ChainPlan:
+    """A compiled LM solve for one model, tip set and objective data."""
+
+    def __init__(self, model: Model, objectives, chain):
+        self.model = model
+        self.chain = chain
+        self.targets = np.ascontiguousarray(
+            np.stack([o.targets for o in objectives], axis=1))        # (P, T, 4, 4)
+        self.weights = np.ascontiguousarray(
+            np.stack([o.weights for o in objectives], axis=1))        # (P, T, 6)
+
+    def verify(self, q):
+        """Position and orientation errors (P,) of q (P, nq) against the problems' targets."""
+        k = _get_kernels()
+        c = self.chain
+        P = q.shape[0]
+        pe = np.empty(P)
+        re = np.empty(P)
+        k.verify(np.ascontiguousarray(q, dtype=np.float64), c["starts"], c["pre"], c["axis"],
+                 c["typ"], c["qi"], c["mult"], c["off"], c["col"], c["post"], self.targets,
+                 self.weights, pe, re)
+        return pe, re
+
+    def solve(self, rows_seed, problem_idx, cfg, *, deadline=None, active=None,
+              first_per_problem=False, num_problems=None, should_stop=None):
+        """Same contract as :func:`.dls.lm_solve_rows` for rows laid out problem-major (P*K)."""
+        k = _get_kernels()
+        P = int(num_problems)
+        N = rows_seed.shape[0]
+        K = N // P
+        m = self.model
+        q = np.ascontiguousarray(np.clip(rows_seed, m.lower, m.upper), dtype=np.float64)
+        active = np.ones(N, dtype=bool) if active is None else np.ascontiguousarray(active)
+        conv = np.zeros(N, dtype=np.bool_)
+        iters = np.zeros(N, dtype=np.int64)
+        pe = np.full(N, np.inf)
+        re = np.full(N, np.inf)
+        tout = np.zeros(N, dtype=np.bool_)
+        fparams = np.array([cfg.position_tolerance, cfg.orientation_tolerance,
+                            cfg.lambda_initial, cfg.lambda_min, cfg.lambda_max, cfg.lambda_up,
+                            cfg.lambda_down, cfg.stall_ratio, cfg.stall_iterations],
+                           dtype=np.float64)
+        if deadline is None:
+            deadline_ns = -1
+        else:
+            deadline_ns = time.monotonic_ns() + int((deadline - time.perf_counter()) * 1e9)
+        c = self.chain
+        args = (c["starts"], c["pre"], c["axis"], c["typ"], c["qi"], c["mult"], c["off"],
+                c["col"], c["post"], c["colq"], self.targets, self.weights,
+                np.ascontiguousarray(m.lower), np.ascontiguousarray(m.upper), fparams,
+                int(cfg.max_iterations), int(K), bool(first_per_problem), int(deadline_ns))
+        stop = np.zeros(1, dtype=np.int64)
+        done = threading.Event()
+        watcher = None
+        if should_stop is not None:  # polled while the kernel runs (it releases the GIL)
+            def watch():
+                while not done.wait(POLL_S):
+                    if should_stop():
+                        stop[0] = 1
+                        return
+            watcher = threading.Thread(target=watch, name="ros2_ik-cancel", daemon=True)
+            watcher.start()
+        try:
+            fn = k.solve_parallel if N >= 8 else k.solve_serial
+            fn(0, P, q, active, conv, iters, pe, re, tout, *args, stop)
+        finally:
+            done.set()
+            if watcher is not None:
+                watcher.join()
+        cancelled = bool(stop[0])
+        timed_out = bool(tout.any()) and not cancelled
+        if deadline is not None and not timed_out:
+            timed_out = time.perf_counter() >= deadline and bool(np.any(active & ~conv))
+        return q, conv, iters, pe, re, timed_out
+
+
+class ChainSolver:
+    """Prepared low-latency IK for one problem at a time (a robot's control loop).
+
+    Everything that does not depend on the target is done once here (chain arrays, limits, the
+    random restart seeds, the solver options); :meth:`solve` then makes one compiled call that
+    validates the target, runs LM from the seed and then from each restart seed in order until
+    one converges (speed mode), wraps continuous joints near the seed and re-checks the answer by
+    FK. Where the compiled path does not cover the model, the tips or the options (Numba missing,
+    planar/floating joints on the chain, a solve mode other than ``speed``), :meth:`solve` calls
+    :func:`solve_pose` instead, with the same results contract.
+    """
+
+    def __init__(self, model: Model, tip: str | None = None, config=None,
+                 weights=(1, 1, 1, 1, 1, 1)):
+        from .api import _check_seeds  # noqa: PLC0415
+        from .common import IKConfig, SolveMode  # noqa: PLC0415
+        from .objectives import _weights  # noqa: PLC0415
+
+        self.model = model
+        self.tip = tip or (model.tips[0] if model.tips else None)
+        if self.tip is None:
+            from ..errors import InvalidInputError  # noqa: PLC0415
+
+            raise InvalidInputError("no tip link given and the model has no default tip")
+        self._link = model.link_index(self.tip)
+        self.config = config or IKConfig()
+        self.weights = np.ascontiguousarray(_weights(weights, 1, np)[0], dtype=np.float64)
+        self._check_seeds = _check_seeds
+        cfg = self.config
+        chain = _chain_arrays(model, (self._link,)) if cfg.use_fast_path else None
+        self._kernels = _get_kernels() if chain is not None else None
+        self.compiled = (self._kernels is not None and cfg.solve_mode is SolveMode.SPEED)
+        if not self.compiled:
+            return
+        from .common import restart_seeds  # noqa: PLC0415
+
+        rnd, keep = restart_seeds(model, cfg.num_seeds, cfg.rng_seed)
+        self._rnd = np.ascontiguousarray(rnd, dtype=np.float64).reshape(-1, model.nq)
+        self._keep = np.ascontiguousarray(keep)
+        self._cont = np.ascontiguousarray(model.q_continuous)
+        self._lower = np.ascontiguousarray(model.lower, dtype=np.float64)
+        self._upper = np.ascontiguousarray(model.upper, dtype=np.float64)
+        self._fparams = np.array([cfg.position_tolerance, cfg.orientation_tolerance,
+                                  cfg.lambda_initial, cfg.lambda_min, cfg.lambda_max,
+                                  cfg.lambda_up, cfg.lambda_down, cfg.stall_ratio,
+                                  cfg.stall_iterations], dtype=np.float64)
+        c = chain
+        self._chain_args = (c["starts"], c["pre"], c["axis"], c["typ"], c["qi"], c["mult"],
+                            c["off"], c["col"], c["post"], c["colq"])
+        self._neutral = np.ascontiguousarray(model.neutral_q())
+        self._info = np.zeros(6)
+
+    def solve(self, target, seed=None):
+        """Solve one pose goal: ``target`` (4, 4) or (7,) [x y z qx qy qz qw] in the base frame.
+
+        Returns an :class:`IKResult` with one problem.
+        """
+        from .api import solve_pose  # noqa: PLC0415
+        from .common import IKResult  # noqa: PLC0415
+
+        if not self.compiled:
+            return solve_pose(self.model, np.asarray(target, dtype=np.float64)[None],
+                              tips=self.tip, weights=self.weights, config=self.config,
+                              seeds=None if seed is None else np.asarray(seed)[None])
+        t0 = time.perf_counter()
+        T = np.asarray(target, dtype=np.float64)
+        if T.shape == (7,):
+            from ..kinematics.se3 import pq_to_pose  # noqa: PLC0415
+
+            T = pq_to_pose(T)
+        elif T.shape != (4, 4):
+            from ..errors import ShapeError  # noqa: PLC0415
+
+            raise ShapeError(f"target must have shape (4, 4) or (7,) [x y z qx qy qz qw], "
+                             f"got {T.shape}")
+        msg = ""
+        if seed is None:
+            s = self._neutral
+        else:
+            s, bad, msgs = self._check_seeds(self.model, np.asarray(seed, dtype=np.float64)[None],
+                                             1, np)
+            s = s[0]
+            if bad[0]:
+                msg = msgs[0]
+        cfg = self.config
+        deadline_ns = -1 if cfg.timeout is None else time.monotonic_ns() + int(cfg.timeout * 1e9)
+        q = np.empty(self.model.nq)
+        info = self._info
+        self._kernels.solve_one(np.ascontiguousarray(T), self.weights, s, self._rnd, self._keep,
+                                self._cont, *self._chain_args, self._lower, self._upper,
+                                self._fparams, int(cfg.max_iterations), deadline_ns, q, info)
+        status = int(info[0])
+        if msg:
+            status = -16
+        elif status == -16:
+            msg = ("goal contains NaN/inf or a rotation that is not orthonormal (normalize the "
+                   "quaternion)")
+        elif status != 1:
+            msg = (f"{'timed out' if status == -6 else 'no solution'}: best error {info[1]:.3g} m "
+                   f"/ {info[2]:.3g} rad (tolerances {cfg.position_tolerance:g} m / "
+                   f"{cfg.orientation_tolerance:g} rad)")
+        ok = status == 1
+        return IKResult(q=q[None], success=np.array([ok]), position_error=np.array([info[1]]),
+                        orientation_error=np.array([info[2]]),
+                        iterations=np.array([int(info[3])]), seed_index=np.array([int(info[4])]),
+                        status=np.array([status], dtype=np.int64), messages=[msg],
+                        solve_time=time.perf_counter() - t0)

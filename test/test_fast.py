@@ -1,0 +1,200 @@
+"""The compiled (Numba) fast path against the NumPy reference, and the prepared ChainSolver."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ros2_ik import load_robot
+from ros2_ik.kinematics import fk_frames, pose_error
+from ros2_ik.solvers import (ChainSolver, IKConfig, PoseObjective, PositionObjective,
+                             PostureObjective, Status, solve_ik, solve_pose)
+from ros2_ik.solvers import fast
+
+pytestmark = pytest.mark.skipif(not fast.available(), reason="Numba is not importable")
+
+CASES = [("panda", ["panda_link8"]), ("ur", ["tool0"]), ("dual_arm", ["left_tool", "right_tool"])]
+
+
+def _targets(m, tips, n, seed):
+    q = m.random_q(np.random.default_rng(seed), n)
+    T = fk_frames(m, q, tips)
+    return T if len(tips) > 1 else T[:, 0]
+
+
+def _objectives(m, tips, T):
+    T = T if len(tips) > 1 else T[:, None]
+    return [PoseObjective(m, tip, T[:, k]) for k, tip in enumerate(tips)]
+
+
+@pytest.mark.parametrize("name, tips", CASES)
+def test_plan_covers_chains_of_1dof_joints(models, name, tips):
+    m = models[name]
+    T = _targets(m, tips, 3, 0)
+    assert fast.plan(m, _objectives(m, tips, T), (), IKConfig(), "dls", np) is not None
+
+
+def test_plan_declines_what_it_does_not_cover(models):
+    m = models["misc"]  # floating and planar joints on the way to the tool
+    T = _targets(m, ["tool"], 2, 0)
+    assert fast.plan(m, _objectives(m, ["tool"], T), (), IKConfig(), "dls", np) is None
+    p = models["panda"]
+    Tp = _targets(p, ["panda_link8"], 2, 0)
+    objs = _objectives(p, ["panda_link8"], Tp)
+    assert fast.plan(p, objs, [PostureObjective(p)], IKConfig(), "dls", np) is None
+    assert fast.plan(p, objs, (), IKConfig(use_fast_path=False), "dls", np) is None
+
+
+@pytest.mark.parametrize("name, tips", CASES)
+def test_fast_equals_reference(models, name, tips):
+    """Same algorithm: with one seed the same problems converge to the same q."""
+    m = models[name]
+    T = _targets(m, tips, 40, 3)
+    res = {f: solve_pose(m, T, tips=tips, config=IKConfig(use_fast_path=f, max_iterations=60))
+           for f in (True, False)}
+    a, b = res[True], res[False]
+    agree = np.mean(a.success == b.success)
+    assert agree >= 0.95, agree
+    both = a.success & b.success
+    assert both.sum() >= 0.2 * len(T)  # enough common successes to compare
+    np.testing.assert_allclose(a.q[both], b.q[both], atol=1e-6)
+    # where both converged the iteration counts match too (same damping and acceptance)
+    assert np.mean(a.iterations[both] == b.iterations[both]) >= 0.9
+
+
+@pytest.mark.parametrize("name, tips", CASES)
+def test_fast_verification_is_fk(models, name, tips):
+    """The compiled chain FK used to verify answers equals fk() on every robot."""
+    m = models[name]
+    T = _targets(m, tips, 30, 5)
+    objs = _objectives(m, tips, T)
+    plan = fast.plan(m, objs, (), IKConfig(), "dls", np)
+    q = m.random_q(np.random.default_rng(9), 30)
+    pe, re = plan.verify(q)
+    Tq = fk_frames(m, q, tips)
+    Tt = T if len(tips) > 1 else T[:, None]
+    dp = np.max([pose_error(Tt[:, k], Tq[:, k])[0] for k in range(len(tips))], axis=0)
+    dr = np.max([pose_error(Tt[:, k], Tq[:, k])[1] for k in range(len(tips))], axis=0)
+    np.testing.assert_allclose(pe, dp, atol=1e-12)
+    np.testing.assert_allclose(re, dr, atol=1e-9)
+
+
+def test_fast_frozen_and_mimic(models):
+    """Frozen joints are untouched and mimic joints follow their leader on the fast path."""
+    urdf = """<robot name="mim">
+      <link name="b"/><link name="l1"/><link name="l2"/><link name="l3"/><link name="t"/>
+      <joint name="j1" type="revolute"><parent link="b"/><child link="l1"/><axis xyz="0 0 1"/>
+        <limit lower="-3" upper="3" effort="1" velocity="1"/></joint>
+      <joint name="j2" type="revolute"><parent link="l1"/><child link="l2"/>
+        <origin xyz="0.4 0 0"/><axis xyz="0 1 0"/>
+        <limit lower="-3" upper="3" effort="1" velocity="1"/></joint>
+      <joint name="j3" type="revolute"><parent link="l2"/><child link="l3"/>
+        <origin xyz="0.3 0 0"/><axis xyz="0 1 0"/><mimic joint="j2" multiplier="0.5"/>
+        <limit lower="-3" upper="3" effort="1" velocity="1"/></joint>
+      <joint name="j4" type="prismatic"><parent link="l3"/><child link="t"/>
+        <origin xyz="0.2 0 0"/><axis xyz="1 0 0"/>
+        <limit lower="0" upper="0.3" effort="1" velocity="1"/></joint>
+    </robot>"""
+    from ros2_ik.model import Model
+
+    m = Model.from_urdf(urdf, tips=["t"])
+    q = m.random_q(np.random.default_rng(2), 30)
+    T = fk_frames(m, q, ["t"])[:, 0]
+    w = (1, 1, 1, 0, 0, 0)
+    objs = [PoseObjective(m, "t", T, w)]
+    assert fast.plan(m, objs, (), IKConfig(), "dls", np) is not None
+    a = solve_ik(m, objs, config=IKConfig(num_seeds=8))
+    b = solve_ik(m, objs, config=IKConfig(num_seeds=8, use_fast_path=False))
+    assert a.success_rate >= 0.9 and b.success_rate >= 0.9
+    dp, _ = pose_error(T, fk_frames(m, a.q, ["t"])[:, 0])
+    assert np.all(dp[a.success] <= 1e-4)
+    locked = m.lock({"j1": 0.3})
+    seeds = np.tile(locked.neutral_q(), (30, 1))
+    seeds[:, locked.q_names.index("j1")] = 0.3
+    objs = [PoseObjective(locked, "t", T, w)]
+    assert fast.plan(locked, objs, (), IKConfig(), "dls", np) is not None
+    r = solve_ik(locked, objs, seeds=seeds, config=IKConfig(num_seeds=4))
+    assert np.all(r.q[:, locked.q_names.index("j1")] == 0.3)
+
+
+def test_fast_position_only_and_weights(models):
+    m = models["panda"]
+    tip = "panda_link8"
+    T = _targets(m, [tip], 20, 8)
+    T2 = T.copy()
+    T2[:, :3, :3] = np.eye(3)  # orientation ignored by a position objective
+    r = solve_ik(m, [PositionObjective(m, tip, T2[:, :3, 3])], config=IKConfig(num_seeds=4))
+    assert fast.plan(m, [PositionObjective(m, tip, T2[:, :3, 3])], (), IKConfig(), "dls",
+                     np) is not None
+    dp, _ = pose_error(T2, fk_frames(m, r.q, [tip])[:, 0])
+    assert r.success.all() and np.all(dp <= 1e-4)
+
+
+@pytest.mark.parametrize("name, tip", [("panda", "panda_link8"), ("ur", "tool0")])
+def test_chain_solver_round_trip(models, name, tip):
+    m = models[name]
+    T = _targets(m, [tip], 60, 11)
+    cs = ChainSolver(m, tip, IKConfig(num_seeds=32, stall_iterations=5))
+    assert cs.compiled
+    ok = 0
+    for i in range(len(T)):
+        r = cs.solve(T[i])
+        dp, dr = pose_error(T[i], fk_frames(m, r.q, [tip])[0, 0])
+        assert (dp <= 1e-4 and dr <= 1e-3) == bool(r.success[0])
+        assert np.all(r.q >= m.lower) and np.all(r.q <= m.upper)
+        ok += bool(r.success[0])
+    assert ok >= 58
+
+
+def test_chain_solver_matches_solve_pose_single_seed(models):
+    m = models["panda"]
+    T = _targets(m, ["panda_link8"], 10, 12)
+    cs = ChainSolver(m, "panda_link8")
+    ref = solve_pose(m, T, tips="panda_link8", config=IKConfig(use_fast_path=False))
+    for i in range(10):
+        r = cs.solve(T[i])
+        assert r.success[0] == ref.success[i]
+        if r.success[0]:
+            np.testing.assert_allclose(r.q[0], ref.q[i], atol=1e-6)
+
+
+def test_chain_solver_bad_input_and_timeout(models):
+    m = models["panda"]
+    cs = ChainSolver(m, "panda_link8")
+    T = np.eye(4)
+    T[0, 0] = np.nan
+    r = cs.solve(T)
+    assert r.status[0] == Status.INVALID_INPUT and "NaN" in r.messages[0]
+    T = np.eye(4)
+    T[:3, :3] *= 2
+    assert cs.solve(T).status[0] == Status.INVALID_INPUT
+    seed = m.neutral_q()
+    seed[0] = 10.0
+    r = cs.solve(np.eye(4), seed=seed)
+    assert r.status[0] == Status.INVALID_INPUT and "outside its limits" in r.messages[0]
+    with pytest.raises(Exception, match="shape"):
+        cs.solve(np.eye(3))
+    far = np.eye(4)
+    far[0, 3] = 5.0
+    r = ChainSolver(m, "panda_link8", IKConfig(timeout=0.0, max_iterations=10**9)).solve(far)
+    assert r.status[0] == Status.TIMED_OUT and "timed out" in r.messages[0]
+    r = ChainSolver(m, "panda_link8", IKConfig(max_iterations=50)).solve(far)
+    assert r.status[0] == Status.NOT_CONVERGED and r.position_error[0] > 1.0
+
+
+def test_chain_solver_continuous_wrap():
+    urdf = """<robot name="c">
+      <link name="b"/><link name="l1"/><link name="t"/>
+      <joint name="j1" type="continuous"><parent link="b"/><child link="l1"/>
+        <axis xyz="0 0 1"/></joint>
+      <joint name="jt" type="fixed"><parent link="l1"/><child link="t"/>
+        <origin xyz="0.5 0 0"/></joint>
+    </robot>"""
+    from ros2_ik.model import Model
+
+    m = Model.from_urdf(urdf, tips=["t"])
+    T = fk_frames(m, np.array([[3.0]]), ["t"])[0, 0]
+    r = ChainSolver(m, "t").solve(T, seed=np.array([-3.0 + 2 * np.pi * 2]))
+    assert r.success[0]
+    assert abs(r.q[0, 0] - (3.0 + 2 * np.pi)) < 1e-6  # the 2 pi branch nearest the seed
+    assert load_robot  # the module-level import stays used
