@@ -1,0 +1,398 @@
+"""The ROS layer's pieces without DDS: conversions (compact form), handlers called in-process,
+parameters and the YAML, codes, MoveIt translation with stand-in objects, markers, diagnostics."""
+
+from __future__ import annotations
+
+import array
+import math
+import subprocess
+import sys
+import textwrap
+import types
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ros2_ik import load_robot, robots
+from ros2_ik.kinematics import fk_frames, pose_error, pose_to_pq
+from ros2_ik.ros import codes
+from ros2_ik.ros.codes import RequestError
+from ros2_ik.ros.conversions import (QUAT_NORM_TOL, as_f64, check_poses, f64_array, i32_array,
+                                     u32_array)
+from ros2_ik.ros.params import PARAMS, SPECS, Settings, ik_config, validate
+from ros2_ik.ros.robot import build_robot, default_tip_of
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def panda():
+    return build_robot(robots.urdf_string("panda"), source="test")
+
+
+def ctx_for(robot, **settings):
+    from ros2_ik.ros.services import Context
+
+    return Context(robot=robot, settings=Settings.from_values(settings))
+
+
+# ---------------------------------------------------------------------- rclpy-free modules
+def test_request_logic_imports_without_rclpy():
+    code = textwrap.dedent("""
+        import sys
+        sys.modules['rclpy'] = None
+        from ros2_ik.ros import codes, conversions, params, robot, services, moveit_compat
+        bad = [k for k in sys.modules if k.startswith('rclpy') and sys.modules[k]]
+        assert not bad, bad
+        print('ok')
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "ok"
+
+
+# ---------------------------------------------------------------------- compact conversions
+def test_compact_round_trip_is_exact():
+    rng = np.random.default_rng(0)
+    a = rng.normal(size=(1000, 2, 7))
+    field = f64_array(a)
+    assert isinstance(field, array.array) and field.typecode == "d" and len(field) == a.size
+    np.testing.assert_array_equal(as_f64(field).reshape(a.shape), a)
+    assert list(i32_array([1, -31, -6])) == [1, -31, -6]
+    assert list(u32_array([0, 7, 2**32 - 1])) == [0, 7, 2**32 - 1]
+    assert as_f64(array.array("d")).shape == (0,)
+    np.testing.assert_array_equal(as_f64([1.0, 2.0]), [1.0, 2.0])
+
+
+def test_compact_goals_through_a_real_message():
+    pytest.importorskip("ros2_ik_interfaces", reason="interface package not built")
+    from ros2_ik_interfaces.srv import ComputeIK
+
+    rng = np.random.default_rng(1)
+    pq = rng.normal(size=(100_000, 7))
+    req = ComputeIK.Request()
+    req.compact_goals = f64_array(pq)   # accepted by the generated setter as array.array('d')
+    back = as_f64(req.compact_goals).reshape(-1, 7)
+    np.testing.assert_array_equal(back, pq)
+    assert np.shares_memory(back, as_f64(req.compact_goals))  # a view, not a copy
+
+
+def test_check_poses():
+    pq = np.array([[0.1, 0.2, 0.3, 0, 0, 0, 1],
+                   [np.nan, 0, 0, 0, 0, 0, 1],
+                   [0, 0, 0, 0, 0, 0, 2],
+                   [0, 0, 0, 0, 0, 0, 1 + 0.5 * QUAT_NORM_TOL],
+                   [0, 0, 0, 0, 0, 0, 0]])
+    clean, ok, reason = check_poses(pq)
+    assert ok.tolist() == [True, False, False, True, False]
+    assert reason.tolist() == [0, 1, 2, 0, 2]
+    assert np.allclose(np.linalg.norm(clean[:, 3:], axis=1), 1.0)
+    assert np.all(np.isfinite(clean))
+    clean, ok, _ = check_poses(pq, position_only=True)
+    assert ok.tolist() == [True, False, True, True, True]
+    assert np.all(clean[:, 3:] == [0, 0, 0, 1])
+
+
+# ---------------------------------------------------------------------- handlers in-process
+def test_compute_ik_handler_compact(panda):
+    from ros2_ik_interfaces.srv import ComputeIK
+
+    from ros2_ik.ros.services import compute_ik
+
+    model = panda.model
+    q = model.random_q(np.random.default_rng(2), 300)
+    T = np.asarray(fk_frames(model, q, [panda.default_tip]))[:, 0]
+    req = ComputeIK.Request()
+    req.compact_goals = f64_array(pose_to_pq(T))
+    req.compact_response = True
+    req.num_seeds = 8
+    resp = ComputeIK.Response()
+    out = compute_ik(ctx_for(panda), req, resp)
+    status = np.asarray(resp.status)
+    assert out.problems == 300 and out.solved == int(np.sum(status == codes.SUCCESS))
+    assert out.solved >= 240, resp.message
+    Q = as_f64(resp.compact_solutions).reshape(300, model.nq)
+    ok = status == codes.SUCCESS
+    pe, re = pose_error(T[ok], np.asarray(fk_frames(model, Q[ok], [panda.default_tip]))[:, 0])
+    assert pe.max() <= 1e-4 * 1.0001 and re.max() <= 1e-3 * 1.0001
+
+
+def test_mimic_joints_are_filled_from_their_leader():
+    from ros2_ik_interfaces.srv import ComputeIK
+
+    from ros2_ik.ros.services import compute_ik
+
+    misc = build_robot(robots.urdf_string("misc"), source="test", tip_link="tool")
+    assert misc.out_names[-1] == "finger_right_joint"
+    model = misc.model
+    q = model.random_q(np.random.default_rng(3), 4)
+    full = misc.full_q(q)
+    lead = model.q_names.index("finger_left_joint")
+    l = model.joint_index("finger_right_joint")
+    np.testing.assert_allclose(full[:, -1], q[:, lead] * model.mimic_multiplier[l]
+                               + model.mimic_offset[l])
+    T = np.asarray(fk_frames(model, q, ["tool"]))[:, 0]
+    req = ComputeIK.Request()
+    req.compact_goals = f64_array(pose_to_pq(T))
+    req.num_seeds = 8
+    resp = ComputeIK.Response()
+    compute_ik(ctx_for(misc), req, resp)   # friendly response: JointState per problem
+    assert len(resp.solutions) == 4
+    for js in resp.solutions:
+        assert list(js.name) == list(misc.out_names)
+        pos = np.asarray(js.position)
+        assert pos[-1] == pytest.approx(pos[lead] * model.mimic_multiplier[l]
+                                        + model.mimic_offset[l])
+
+
+def test_no_model_and_max_batch(panda):
+    from ros2_ik_interfaces.srv import ComputeIK
+
+    from ros2_ik.ros.services import compute_ik
+
+    req = ComputeIK.Request()
+    req.compact_goals = f64_array(np.tile([0.3, 0, 0.5, 0, 0, 0, 1.0], (11, 1)))
+    with pytest.raises(RequestError) as e:
+        compute_ik(ctx_for(None), req, ComputeIK.Response())
+    assert e.value.code == codes.NO_ROBOT_MODEL and "robot_description" in e.value.message
+    with pytest.raises(RequestError) as e:
+        compute_ik(ctx_for(panda, max_batch=10), req, ComputeIK.Response())
+    assert e.value.code == codes.INVALID_REQUEST and "max_batch = 10" in e.value.message
+
+
+def test_seed_matching(panda):
+    q = panda.apply_joint_values(panda.model.neutral_q(), ["panda_joint2", "not_mine"],
+                                 [0.5, 3.0], what="joint_states", strict=False, clip=True)
+    assert q[1] == 0.5
+    with pytest.raises(RequestError) as e:
+        panda.apply_joint_values(panda.model.neutral_q(), ["panda_joint2"], [0.5, 1.0],
+                                 what="seed", strict=True, clip=True)
+    assert e.value.code == codes.INVALID_ROBOT_STATE and "1 names but 2 positions" in str(e.value)
+    with pytest.raises(RequestError) as e:
+        panda.apply_joint_values(panda.model.neutral_q(), ["panda_joint2"], [math.nan],
+                                 what="seed", strict=True, clip=True)
+    assert "non-finite" in e.value.message
+
+
+def test_default_tips():
+    assert default_tip_of(load_robot("panda")) == "panda_hand_tcp"
+    assert default_tip_of(load_robot("ur")) == "tool0"
+    assert default_tip_of(load_robot("dual_arm")) == "left_tool"
+    logs = []
+    r = build_robot(robots.urdf_string("ur"), source="t", base_link="panda_link0",
+                    tip_link="panda_link8", log=logs.append)
+    assert r.base == "base_link" and r.default_tip == "tool0"
+    assert any("base_link 'panda_link0'" in m for m in logs)
+    assert any("tip_link 'panda_link8'" in m for m in logs)
+
+
+# ---------------------------------------------------------------------- codes
+def test_codes_equal_the_interface_and_the_core():
+    from ros2_ik_interfaces.msg import IKErrorCode
+
+    from ros2_ik.solvers import Status
+
+    for name in ("SUCCESS", "FAILURE", "TIMED_OUT", "PREEMPTED", "INVALID_GOAL",
+                 "INVALID_ROBOT_STATE", "INVALID_LINK_NAME", "FRAME_TRANSFORM_FAILURE",
+                 "NO_IK_SOLUTION", "NO_ROBOT_MODEL", "INVALID_REQUEST"):
+        assert getattr(codes, name) == getattr(IKErrorCode, name), name
+    assert Status.CONVERGED == codes.SUCCESS and Status.NOT_CONVERGED == codes.NO_IK_SOLUTION
+    assert Status.TIMED_OUT == codes.TIMED_OUT and Status.INVALID_INPUT == codes.INVALID_GOAL
+    from ros2_ik.errors import InvalidInputError, UnknownJointError, UnknownLinkError
+
+    assert codes.code_of_exception(UnknownJointError("j", ["a"])) == codes.INVALID_ROBOT_STATE
+    assert codes.code_of_exception(UnknownLinkError("l", ["a"])) == codes.INVALID_LINK_NAME
+    assert codes.code_of_exception(InvalidInputError("x")) == codes.INVALID_REQUEST
+    assert codes.code_of_exception(ZeroDivisionError()) == codes.FAILURE
+
+
+# ---------------------------------------------------------------------- parameters
+def _yaml_params():
+    yaml = pytest.importorskip("yaml", reason="PyYAML not installed")
+    data = yaml.safe_load((ROOT / "config" / "ros2_ik.yaml").read_text())
+    flat = {}
+
+    def walk(d, prefix=""):
+        for k, v in d.items():
+            if isinstance(v, dict):
+                walk(v, f"{prefix}{k}.")
+            else:
+                flat[prefix + k] = v
+
+    walk(data["/**"]["ros__parameters"])
+    return flat
+
+
+def test_yaml_equals_declared_defaults():
+    flat = _yaml_params()
+    assert set(flat) == set(SPECS)
+    for name, v in flat.items():
+        default = SPECS[name].default
+        assert type(v) is type(default) and v == default, (name, v, default)
+
+
+def test_parameter_validation_reasons():
+    assert validate("position_tolerance", 1e-4) is None
+    assert "outside" in validate("position_tolerance", -1.0)
+    assert "outside" in validate("num_seeds", 0)
+    assert "type int" in validate("num_seeds", "8")
+    assert "one of" in validate("backend", "tpu")
+    assert "dls" in validate("solver", "magic")
+    assert "panda" in validate("robot", "r2d2")
+    assert "sequential" in validate("trajectory.mode", "zigzag")
+    assert validate("use_sim_time", True) is None  # not ours
+    for spec in PARAMS:
+        assert validate(spec.name, spec.default) is None, spec.name
+        assert spec.description
+        if isinstance(spec.default, (int, float)) and not isinstance(spec.default, bool):
+            assert spec.range is not None, spec.name
+
+
+def test_descriptors_carry_type_range_and_description():
+    pytest.importorskip("rcl_interfaces", reason="ROS 2 messages not installed")
+    from rcl_interfaces.msg import ParameterType
+
+    from ros2_ik.ros.params import descriptor
+
+    d = descriptor(SPECS["timeout"])
+    assert d.type == ParameterType.PARAMETER_DOUBLE and "[s]" in d.description
+    assert d.floating_point_range[0].from_value == 0.0
+    d = descriptor(SPECS["num_seeds"])
+    assert d.integer_range[0].from_value == 1
+    assert "auto" in descriptor(SPECS["backend"]).additional_constraints
+
+
+def test_ik_config_mapping():
+    s = Settings.from_values({"timeout": 0.0, "num_seeds": 3})
+    cfg = ik_config(s)
+    assert cfg.timeout is None and cfg.num_seeds == 3
+    assert cfg.position_tolerance == SPECS["position_tolerance"].default
+    cfg = ik_config(s, timeout=0.25, num_seeds=5, position_tolerance=1e-3, rng_seed=4,
+                    solve_mode="distance")
+    assert (cfg.timeout, cfg.num_seeds, cfg.position_tolerance, cfg.rng_seed) == (
+        0.25, 5, 1e-3, 4)
+    assert cfg.solve_mode.value == "distance"
+
+
+# ---------------------------------------------------------------------- MoveIt translation
+def _pose_stamped(pq, frame=""):
+    p = types.SimpleNamespace(x=pq[0], y=pq[1], z=pq[2])
+    o = types.SimpleNamespace(x=pq[3], y=pq[4], z=pq[5], w=pq[6])
+    return types.SimpleNamespace(header=types.SimpleNamespace(frame_id=frame),
+                                 pose=types.SimpleNamespace(position=p, orientation=o))
+
+
+def _moveit_ik_request(poses, links, seed_names=(), seed_pos=(), avoid=False):
+    vec = poses if len(poses) > 1 else []
+    return types.SimpleNamespace(
+        group_name="arm", robot_state=types.SimpleNamespace(joint_state=types.SimpleNamespace(
+            name=list(seed_names), position=array.array("d", seed_pos))),
+        constraints=types.SimpleNamespace(joint_constraints=[], position_constraints=[],
+                                          orientation_constraints=[],
+                                          visibility_constraints=[]),
+        avoid_collisions=avoid, ik_link_name=links[0] if len(poses) == 1 else "",
+        pose_stamped=poses[0] if len(poses) == 1 else _pose_stamped([0] * 6 + [1]),
+        ik_link_names=list(links) if len(poses) > 1 else [], pose_stamped_vector=vec,
+        timeout=types.SimpleNamespace(sec=1, nanosec=500_000_000))
+
+
+def _moveit_ik_response():
+    return types.SimpleNamespace(
+        solution=types.SimpleNamespace(joint_state=types.SimpleNamespace(name=[], position=[])),
+        error_code=types.SimpleNamespace(val=0))
+
+
+def test_moveit_ik_translation(panda):
+    from ros2_ik.ros import moveit_compat as mc
+    from ros2_ik.ros.services import compute_ik
+
+    model = panda.model
+    seed = model.neutral_q()
+    T = np.asarray(fk_frames(model, seed + 0.2, ["panda_link8"]))[:, 0]
+    req, constrained = mc.ik_request_as_compute_ik(
+        _moveit_ik_request([_pose_stamped(pose_to_pq(T)[0], "panda_link0")], ["panda_link8"],
+                           model.q_names, seed, avoid=True))
+    assert constrained and req.tip_links == ["panda_link8"] and req.timeout.nanosec == 5e8
+    ik_resp = mc.compute_ik_response()
+    compute_ik(ctx_for(panda), req, ik_resp)
+    resp = _moveit_ik_response()
+    mc.fill_ik_response(resp, ik_resp)
+    assert resp.error_code.val == codes.SUCCESS
+    q = np.asarray(resp.solution.joint_state.position)
+    assert list(resp.solution.joint_state.name) == list(model.q_names)
+    pe, re = pose_error(T, np.asarray(fk_frames(model, q, ["panda_link8"]))[:, 0])
+    assert pe[0] <= 1e-4 and re[0] <= 1e-3
+    # several poses but fewer link names: INVALID_LINK_NAME (as move_group)
+    with pytest.raises(RequestError) as e:
+        mc.ik_request_as_compute_ik(_moveit_ik_request(
+            [_pose_stamped(pose_to_pq(T)[0])] * 2, ["panda_link8"]))
+    assert e.value.code == codes.INVALID_LINK_NAME
+    # codes MoveIt does not have become FAILURE
+    assert mc.moveit_code(codes.NO_ROBOT_MODEL) == codes.FAILURE
+    assert mc.moveit_code(codes.INVALID_REQUEST) == codes.FAILURE
+    assert mc.moveit_code(codes.NO_IK_SOLUTION) == codes.NO_IK_SOLUTION
+
+
+def test_moveit_fk_translation(panda):
+    from ros2_ik.ros import moveit_compat as mc
+    from ros2_ik.ros.services import compute_fk
+
+    model = panda.model
+    q = model.neutral_q() + 0.1
+    js = types.SimpleNamespace(name=list(model.q_names), position=array.array("d", q))
+    mreq = types.SimpleNamespace(header=types.SimpleNamespace(frame_id=""),
+                                 fk_link_names=["panda_link8"],
+                                 robot_state=types.SimpleNamespace(joint_state=js))
+    pytest.importorskip("geometry_msgs", reason="ROS 2 messages not installed")
+    req = mc.fk_request_as_compute_fk(mreq)
+    fk_resp = mc.compute_fk_response()
+    compute_fk(ctx_for(panda), req, fk_resp)
+    resp = types.SimpleNamespace(pose_stamped=[], fk_link_names=[],
+                                 error_code=types.SimpleNamespace(val=0))
+    mc.fill_fk_response(resp, fk_resp, req.link_names)
+    assert resp.error_code.val == codes.SUCCESS and resp.fk_link_names == ["panda_link8"]
+    p = resp.pose_stamped[0].pose.position
+    want = np.asarray(fk_frames(model, q, ["panda_link8"]))[0, 0, :3, 3]
+    np.testing.assert_allclose([p.x, p.y, p.z], want, atol=1e-12)
+    mreq.fk_link_names = []
+    with pytest.raises(RequestError) as e:
+        mc.fk_request_as_compute_fk(mreq)
+    assert e.value.code == codes.INVALID_LINK_NAME
+
+
+# ---------------------------------------------------------------------- markers, diagnostics
+def test_markers_and_diagnostics(panda):
+    pytest.importorskip("visualization_msgs", reason="ROS 2 messages not installed")
+    from diagnostic_msgs.msg import DiagnosticStatus
+    from visualization_msgs.msg import Marker
+
+    from ros2_ik.ros.diagnostics import Stats, diagnostic_status
+    from ros2_ik.ros.markers import ik_markers
+    from ros2_ik.ros.services import IKOutcome
+
+    model = panda.model
+    q = np.stack([model.neutral_q(), model.neutral_q() + 0.3])
+    T = np.asarray(fk_frames(model, q, [panda.default_tip]))[:, 0]
+    goals = pose_to_pq(T)[:, None]
+    out = IKOutcome(robot=panda, tips=[panda.default_tip], targets=goals,
+                    q=np.stack([q[0], q[0]]), status=np.array([codes.SUCCESS,
+                                                               codes.NO_IK_SOLUTION]),
+                    code=codes.NO_IK_SOLUTION)
+    arr = ik_markers(out, max_goals=10)
+    kinds = [(m.type, m.action) for m in arr.markers]
+    assert kinds[0][1] == Marker.DELETEALL
+    assert kinds.count((Marker.ARROW, Marker.ADD)) == 2
+    assert kinds.count((Marker.LINE_STRIP, Marker.ADD)) == 1  # only the failed one is off
+    assert len(ik_markers(out, max_goals=1).markers) == 3
+
+    stats = Stats()
+    st = diagnostic_status("ros2_ik", stats, None, "numpy")
+    assert st.level == DiagnosticStatus.WARN and "no robot model" in st.message
+    stats.record("compute_ik", codes.NO_IK_SOLUTION, 10, 7, message="3 failed")
+    st = diagnostic_status("ros2_ik", stats, panda, "numpy")
+    values = {kv.key: kv.value for kv in st.values}
+    assert values["success_rate"] == "0.7000" and values["model"] == "panda"
+    assert "NO_IK_SOLUTION" in values["last_error"] and st.level == DiagnosticStatus.WARN
+    stats.set_model_error("robot_description rejected: bad XML")
+    assert diagnostic_status("ros2_ik", stats, panda, "numpy").level == DiagnosticStatus.ERROR
