@@ -17,12 +17,14 @@ from ..kinematics.jacobian import jacobians_all
 from ..model import MAX_BATCH, Model
 from .common import (IKConfig, IKResult, SolveMode, Status, expand_seeds, finalize_q,
                      seed_distance)
+from .ccd import ccd_solve_rows
 from .dls import evaluate, goal_errors, lm_solve_rows
 from .objectives import Objective, PoseObjective
 
 __all__ = ["solve_ik", "solve_pose", "SOLVERS"]
 
-SOLVERS = ("dls",)  # CCD ("ccd", "ccd+dls") is not built yet: see the solver issue
+SOLVERS = ("dls", "ccd", "ccd+dls")
+CCD_POLISH_SWEEPS = 10  # "ccd+dls": CCD sweeps before the LM polish
 SEED_LIMIT_SLACK = 1e-6  # a seed this far outside a limit is clipped; further out is invalid
 
 
@@ -64,7 +66,8 @@ def solve_ik(model: Model, objectives: Sequence[Objective], *, seeds=None,
         objectives: goal objectives (each holding per-problem data for the same P problems).
         seeds: (P, nq) or (nq,) starting configurations; default mid-range.
         config: :class:`IKConfig` (tolerances, iterations, timeout, seeds, solve mode).
-        solver: "dls" (Levenberg-Marquardt); one of :data:`SOLVERS`.
+        solver: "dls" (Levenberg-Marquardt), "ccd" (cyclic coordinate descent, one tip) or
+            "ccd+dls" (a few CCD sweeps, then LM from there); one of :data:`SOLVERS`.
         regularizers: extra objectives minimized alongside (posture, joint-limit avoidance);
             they do not enter the success test.
         should_stop: polled between iterations; returning True ends the solve (cancel).
@@ -108,19 +111,37 @@ def solve_ik(model: Model, objectives: Sequence[Objective], *, seeds=None,
 
     from . import fast  # noqa: PLC0415
 
-    fast_plan = fast.plan(model, objectives, regularizers, cfg, solver, xp)
+    fast_plan = fast.plan(model, objectives, regularizers, cfg, "dls", xp)
     rows_seed = expand_seeds(model, seeds_p, K, cfg.rng_seed, xp)
     problem_idx = xp.repeat(xp.arange(P), K)
     active = xp.asarray(np.repeat(~invalid, K))
     speed = cfg.solve_mode is SolveMode.SPEED
-    if fast_plan is not None:
-        q, conv, iters, pe, re, timed_out = fast_plan.solve(
-            rows_seed, problem_idx, cfg, deadline=deadline, active=active,
+    start = rows_seed
+    ccd_iters = 0
+    if solver in ("ccd", "ccd+dls"):
+        if regularizers:
+            raise InvalidInputError("CCD does not take regularizers; use solver='dls'")
+        q, conv, ccd_iters, pe, re, timed_out = ccd_solve_rows(
+            model, objectives, rows_seed, rows_seed, problem_idx, cfg, deadline=deadline,
+            active=active, should_stop=should_stop,
+            max_sweeps=None if solver == "ccd" else CCD_POLISH_SWEEPS)
+        start = q
+        active = active & ~conv
+    if solver == "ccd":
+        iters = ccd_iters
+    elif fast_plan is not None:
+        q, conv2, iters, pe, re, timed_out = fast_plan.solve(
+            start, problem_idx, cfg, deadline=deadline, active=active,
             first_per_problem=speed, num_problems=P, should_stop=should_stop)
     else:
-        q, conv, iters, pe, re, timed_out = lm_solve_rows(
-            model, all_obj, rows_seed, rows_seed, problem_idx, cfg, deadline=deadline,
+        q, conv2, iters, pe, re, timed_out = lm_solve_rows(
+            model, all_obj, start, rows_seed, problem_idx, cfg, deadline=deadline,
             active=active, first_per_problem=speed, num_problems=P, should_stop=should_stop)
+    if solver == "ccd+dls":
+        iters = iters + ccd_iters
+        conv = conv | conv2
+    elif solver == "dls":
+        conv = conv2
     return _select(model, objectives, cfg, q, rows_seed, problem_idx, conv, iters, pe, re,
                    timed_out, invalid, msgs, P, K, t0, fast_plan)
 
