@@ -33,16 +33,19 @@ def _verify(m, tips, T, res):
     assert np.all(res.q >= m.lower - 1e-12) and np.all(res.q <= m.upper + 1e-12)
 
 
-# documented success-rate floors (random reachable targets, 16 seeds, 100 iterations)
-FLOORS = {"panda": 0.97, "ur": 0.97, "dual_arm": 0.7, "misc": 0.9}  # dual_arm: two-tip goals, 15 joints
+# documented success-rate floors on random reachable targets (100 iterations per seed; 64 seeds
+# given up after 5 slow iterations on the compiled chains, 16 seeds on misc's floating base)
+FLOORS = {"panda": 0.99, "ur": 0.99, "dual_arm": 0.9, "misc": 0.9}  # dual_arm: two tips
+SEEDS = {"panda": 64, "ur": 64, "dual_arm": 64, "misc": 16}
 
 
 @pytest.mark.parametrize("name", sorted(robots.ROBOTS))
 def test_round_trip_success_floor(models, name):
     m = models[name]
     tips = list(robots.ROBOTS[name]["tips"])
-    q, T = _targets(m, tips, 60, 7)
-    cfg = IKConfig(num_seeds=16, max_iterations=100, rng_seed=3)
+    q, T = _targets(m, tips, 200 if name != "misc" else 60, 7)
+    cfg = IKConfig(num_seeds=SEEDS[name], max_iterations=100, rng_seed=3,
+                   stall_iterations=5 if name != "misc" else 0)
     res = solve_pose(m, T if len(tips) > 1 else T[:, 0], tips=tips, config=cfg)
     _verify(m, tips, T, res)
     assert res.success_rate >= FLOORS[name], (name, res.success_rate)
@@ -146,7 +149,7 @@ def test_multi_tip_two_hands(models):
     m = models["dual_arm"]
     tips = ["left_tool", "right_tool"]
     q, T = _targets(m, tips, 20, 23)
-    res = solve_pose(m, T, tips=tips, config=IKConfig(num_seeds=16))
+    res = solve_pose(m, T, tips=tips, config=IKConfig(num_seeds=64, stall_iterations=5))
     _verify(m, tips, T, res)
     assert res.success_rate >= FLOORS["dual_arm"]
 
