@@ -73,13 +73,11 @@ def so3_log(m00, m01, m02, m10, m11, m12, m20, m21, m22):
     return x * sc, y * sc, zq * sc
 
 @njit_inline
-def evaluate(q, starts, pre, axis, typ, qi, mult, off, col, post, targets, weights, p,
-             nc, r, J, R, pv, z, pj):
-    """Residual r (6T,), Jacobian J (6T, nc), returns (cost, pos_err, rot_err)."""
+def evaluate(q, starts, pre, axis, typ, qi, mult, off, post, targets, weights, p,
+             r, R, pv, z, pj, ptip):
+    """FK and residual r (6T,); returns (cost, pos_err, rot_err). Leaves the joints' world
+    axes ``z``, origins ``pj`` and the tips' positions ``ptip`` for :func:`jacobian`."""
     T = starts.shape[0] - 1
-    for a in range(J.shape[0]):
-        for b in range(nc):
-            J[a, b] = 0.0
     pe_max = 0.0
     re_max = 0.0
     for t in range(T):
@@ -113,6 +111,13 @@ def evaluate(q, starts, pre, axis, typ, qi, mult, off, col, post, targets, weigh
             if typ[j] == 1:  # prismatic: pv += z * d
                 for a in range(3):
                     pv[a] += z[j, a] * val
+            elif ax == 0.0 and ay == 0.0:  # revolute about +-z: two columns change
+                c = math.cos(val)
+                s = math.sin(val) * az
+                for a in range(3):
+                    x0, x1 = R[a, 0], R[a, 1]
+                    R[a, 0] = c * x0 + s * x1
+                    R[a, 1] = c * x1 - s * x0
             else:  # revolute: R = R @ Rot(axis, val) (Rodrigues)
                 c = math.cos(val)
                 s = math.sin(val)
@@ -170,10 +175,28 @@ def evaluate(q, starts, pre, axis, typ, qi, mult, off, col, post, targets, weigh
             er2 * er2 if w[5] > 0 else 0.0)
         pe_max = max(pe_max, math.sqrt(pm))
         re_max = max(re_max, math.sqrt(rm))
-        # Jacobian block: w * [Rt^T Jv ; Rt^T Jw]
+        for a in range(3):
+            ptip[t, a] = pv[a]
+    cost = 0.0
+    for a in range(r.shape[0]):
+        cost += r[a] * r[a]
+    return 0.5 * cost, pe_max, re_max
+
+
+@njit_inline
+def jacobian(starts, typ, mult, col, z, pj, ptip, targets, weights, p, J):
+    """Residual Jacobian J (6T, nc) from the last :func:`evaluate`: w * [Rt^T Jv ; Rt^T Jw]."""
+    nc = J.shape[1]
+    for a in range(J.shape[0]):
+        for b in range(nc):
+            J[a, b] = 0.0
+    for t in range(starts.shape[0] - 1):
+        Tt = targets[p, t]
+        w = weights[p, t]
+        o = 6 * t
         for j in range(starts[t], starts[t + 1]):
             cj = col[j]
-            if cj < 0 or nc == 0:
+            if cj < 0:
                 continue
             mj = mult[j]
             zx, zy, zz = z[j, 0] * mj, z[j, 1] * mj, z[j, 2] * mj
@@ -181,17 +204,14 @@ def evaluate(q, starts, pre, axis, typ, qi, mult, off, col, post, targets, weigh
                 vx, vy, vz = zx, zy, zz
                 wx = wy = wz = 0.0
             else:
-                dx, dy, dz = pv[0] - pj[j, 0], pv[1] - pj[j, 1], pv[2] - pj[j, 2]
+                dx, dy, dz = ptip[t, 0] - pj[j, 0], ptip[t, 1] - pj[j, 1], ptip[t, 2] - pj[j, 2]
                 vx, vy, vz = zy * dz - zz * dy, zz * dx - zx * dz, zx * dy - zy * dx
                 wx, wy, wz = zx, zy, zz
             for a in range(3):
                 J[o + a, cj] += w[a] * (Tt[0, a] * vx + Tt[1, a] * vy + Tt[2, a] * vz)
                 J[o + 3 + a, cj] += w[3 + a] * (Tt[0, a] * wx + Tt[1, a] * wy
                                                 + Tt[2, a] * wz)
-    cost = 0.0
-    for a in range(r.shape[0]):
-        cost += r[a] * r[a]
-    return 0.5 * cost, pe_max, re_max
+
 
 @njit
 def solve_problem(p, q, active, conv, iters, pe, re, tout, starts, pre, axis, typ, qi, mult,
@@ -203,7 +223,7 @@ def solve_problem(p, q, active, conv, iters, pe, re, tout, starts, pre, axis, ty
     r = np.empty(m)
     J = np.empty((m, nc))
     r2 = np.empty(m)
-    J2 = np.empty((m, nc))
+    ptip = np.empty((m // 6, 3))
     R = np.empty((3, 3))
     pv = np.empty(3)
     z = np.empty((nJ, 3))
@@ -222,8 +242,9 @@ def solve_problem(p, q, active, conv, iters, pe, re, tout, starts, pre, axis, ty
         if not active[row]:
             continue
         qr = q[row]
-        cost, pe_r, re_r = evaluate(qr, starts, pre, axis, typ, qi, mult, off, col, post,
-                                    targets, weights, p, nc, r, J, R, pv, z, pj)
+        cost, pe_r, re_r = evaluate(qr, starts, pre, axis, typ, qi, mult, off, post,
+                                    targets, weights, p, r, R, pv, z, pj, ptip)
+        jacobian(starts, typ, mult, col, z, pj, ptip, targets, weights, p, J)
         ok = pe_r <= tol_p and re_r <= tol_r
         lam = lam0
         it = 0
@@ -279,8 +300,8 @@ def solve_problem(p, q, active, conv, iters, pe, re, tout, starts, pre, axis, ty
                 elif v > upper[i]:
                     v = upper[i]
                 qr[i] = v
-            cost2, pe2, re2 = evaluate(qr, starts, pre, axis, typ, qi, mult, off, col,
-                                       post, targets, weights, p, nc, r2, J2, R, pv, z, pj)
+            cost2, pe2, re2 = evaluate(qr, starts, pre, axis, typ, qi, mult, off, post,
+                                       targets, weights, p, r2, R, pv, z, pj, ptip)
             it += 1
             if cost2 < cost:
                 if cost2 > cost * stall_f:
@@ -290,8 +311,7 @@ def solve_problem(p, q, active, conv, iters, pe, re, tout, starts, pre, axis, ty
                 cost, pe_r, re_r = cost2, pe2, re2
                 for i in range(m):
                     r[i] = r2[i]
-                    for b in range(nc):
-                        J[i, b] = J2[i, b]
+                jacobian(starts, typ, mult, col, z, pj, ptip, targets, weights, p, J)
                 lam = max(lam * down, lmin)
                 ok = pe_r <= tol_p and re_r <= tol_r
             else:
@@ -325,19 +345,15 @@ def solve_serial(p0, p1, q, active, conv, iters, pe, re, tout, starts, pre, axis
                       max_iter, K, speed, deadline_ns, stop)
 
 @nb.njit(cache=True, nogil=True, parallel=True)
-def verify(q, starts, pre, axis, typ, qi, mult, off, col, post, targets, weights, pe, re):
+def verify(q, starts, pre, axis, typ, qi, mult, off, post, targets, weights, pe, re):
     """Goal errors of q[p] against problem p's targets, by FK along the chains."""
     nJ = pre.shape[0]
     m = 6 * (starts.shape[0] - 1)
     for p in nb.prange(q.shape[0]):
-        r = np.empty(m)
-        J = np.empty((m, 0))
-        R = np.empty((3, 3))
-        pv = np.empty(3)
-        z = np.empty((nJ, 3))
-        pj = np.empty((nJ, 3))
-        _, pe[p], re[p] = evaluate(q[p], starts, pre, axis, typ, qi, mult, off, col, post,
-                                   targets, weights, p, 0, r, J, R, pv, z, pj)
+        _, pe[p], re[p] = evaluate(q[p], starts, pre, axis, typ, qi, mult, off, post,
+                                   targets, weights, p, np.empty(m), np.empty((3, 3)),
+                                   np.empty(3), np.empty((nJ, 3)), np.empty((nJ, 3)),
+                                   np.empty((m // 6, 3)))
 
 
 @njit
@@ -419,9 +435,9 @@ def solve_one(target, weights, seed, rnd, keep, cont, starts, pre, axis, typ, qi
         q_out[i] = v
     nJ = pre.shape[0]
     m = 6 * (starts.shape[0] - 1)
-    _, pe_f, re_f = evaluate(q_out, starts, pre, axis, typ, qi, mult, off, col, post, targets,
-                             w, 0, 0, np.empty(m), np.empty((m, 0)), np.empty((3, 3)),
-                             np.empty(3), np.empty((nJ, 3)), np.empty((nJ, 3)))
+    _, pe_f, re_f = evaluate(q_out, starts, pre, axis, typ, qi, mult, off, post, targets,
+                             w, 0, np.empty(m), np.empty((3, 3)), np.empty(3),
+                             np.empty((nJ, 3)), np.empty((nJ, 3)), np.empty((m // 6, 3)))
     ok = pe_f <= fparams[0] and re_f <= fparams[1]  # q_out is clipped to the limits
     info[0] = 1.0 if ok else (-6.0 if timed_out else -31.0)
     info[1] = pe_f

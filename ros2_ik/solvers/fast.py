@@ -152,7 +152,7 @@ class ChainPlan:
         pe = np.empty(P)
         re = np.empty(P)
         k.verify(np.ascontiguousarray(q, dtype=np.float64), c["starts"], c["pre"], c["axis"],
-                 c["typ"], c["qi"], c["mult"], c["off"], c["col"], c["post"], self.targets,
+                 c["typ"], c["qi"], c["mult"], c["off"], c["post"], self.targets,
                  self.weights, pe, re)
         return pe, re
 
