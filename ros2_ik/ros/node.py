@@ -77,6 +77,7 @@ class KinematicsNode(Node):
         self._joint_pos = np.zeros(0)
         self._stopping = False
         self._pending_robot: tuple[LoadedRobot, str] | None = None
+        self._warm = threading.Event()  # set when the current model's warm-up solve is done
 
         # ---- parameters: declared with descriptors, validated, then one snapshot
         for spec in PARAMS:
@@ -194,6 +195,7 @@ class KinematicsNode(Node):
         verb = "replaced" if old is not None else "loaded"
         self.get_logger().info(f"{verb} robot model: {self._describe(robot)}"
                                + (f" (was {old.name!r})" if old is not None else ""))
+        self._warm.clear()
         threading.Thread(target=self._warm_up, args=(robot,), daemon=True,
                          name="ros2_ik-warm-up").start()
 
@@ -208,9 +210,11 @@ class KinematicsNode(Node):
                                seeds=q, config=IKConfig(num_seeds=2, max_iterations=5))
         except Exception as exc:  # noqa: BLE001  (a failed warm-up only costs time later)
             self.get_logger().warning(f"solver warm-up for {robot.name!r} failed: {exc}")
-            return
-        self.get_logger().info(f"solver warmed up for {robot.name!r} "
-                               f"in {time.perf_counter() - t0:.2f} s")
+        else:
+            self.get_logger().info(f"solver warmed up for {robot.name!r} "
+                                   f"in {time.perf_counter() - t0:.2f} s")
+        if self._robot is robot:
+            self._warm.set()
 
     def _on_robot_description(self, msg: String) -> None:
         text = msg.data
@@ -493,6 +497,10 @@ class KinematicsNode(Node):
     def robot(self) -> LoadedRobot | None:
         """The model now in use (None before one is loaded)."""
         return self._robot
+
+    def wait_until_warm(self, timeout: float | None = None) -> bool:
+        """Block until the current model's warm-up solve has finished (True) or ``timeout``."""
+        return self._warm.wait(timeout)
 
     def stop(self) -> None:
         """Ask running solves to stop (they return PREEMPTED / best so far)."""
