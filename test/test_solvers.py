@@ -166,7 +166,7 @@ def test_position_only_and_free_yaw(models):
     assert res.success_rate >= 0.95
     # free rotation about the tool z axis: the tool z axis must match, yaw may differ
     res = solve_pose(m, T[:, 0], tips="tool0", weights=(1, 1, 1, 1, 1, 0),
-                     config=IKConfig(num_seeds=16))
+                     config=IKConfig(num_seeds=64, stall_iterations=5))
     Tq = fk_frames(m, res.q, ["tool0"])[:, 0]
     zdot = np.einsum("bi,bi->b", Tq[:, :3, 2], T[:, 0, :3, 2])
     assert np.all(zdot[res.success] > math.cos(2 * TOL_R))

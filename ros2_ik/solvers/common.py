@@ -52,10 +52,10 @@ class IKConfig:
     num_seeds: int = 1
     solve_mode: SolveMode | str = SolveMode.SPEED
     rng_seed: int = 0
-    lambda_initial: float = 1e-3
+    lambda_initial: float = 0.1
     lambda_min: float = 1e-9
     lambda_max: float = 1e6
-    lambda_up: float = 4.0
+    lambda_up: float = 3.0
     lambda_down: float = 0.3
     use_fast_path: bool = True
     stall_iterations: int = 0
