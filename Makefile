@@ -1,6 +1,6 @@
 # The two commands of the README, and a few helpers. Every target sets up .venv first
 # (scripts/setup.sh is idempotent and takes seconds when nothing changed).
-.PHONY: setup demo test bench bench-kinematics clean
+.PHONY: setup demo test bench bench-kinematics bench-ik bench-peers-setup clean
 
 PY := .venv/bin/python
 
@@ -18,7 +18,26 @@ test: setup
 bench-kinematics: setup
 	@. scripts/env.sh && $(PY) bench/bench_kinematics.py $(ARGS)
 
-bench: bench-kinematics
+## bench-ik: IK latency / success / throughput on the bundled robots, and the peers when installed
+bench-ik: setup
+	@. scripts/env.sh && $(PY) bench/bench_ik.py $(ARGS)
+
+## bench-peers-setup: optional peer IK libraries (bench/requirements-peers.txt) for bench-ik, in
+## build/venv-peers: a venv layered over .venv by a .pth file, installed under
+## scripts/constraints.txt so .venv's pinned numpy/scipy are used; .venv itself is not touched.
+PEERS_VENV := build/venv-peers
+bench-peers-setup: setup
+	@set -e; \
+	[ -x $(PEERS_VENV)/bin/python ] || $(PY) -m venv $(PEERS_VENV); \
+	base=$$($(PY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])'); \
+	site=$$($(PEERS_VENV)/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])'); \
+	printf "import sys, site; p = '%s'; p in sys.path or site.addsitedir(p)\n" "$$base" \
+	  > "$$site/_ros2_ik_base_venv.pth"; \
+	$(PEERS_VENV)/bin/python -m pip install --disable-pip-version-check -q \
+	  -r bench/requirements-peers.txt -c scripts/constraints.txt; \
+	echo "peer IK libraries installed in $(PEERS_VENV); bench/bench_ik.py finds them there"
+
+bench: bench-kinematics bench-ik
 
 clean:
 	rm -rf .venv build
