@@ -285,3 +285,22 @@ def test_numpy_and_cupy_agree(models):
     b = solve_pose(m, cp.asarray(T[:, 0]), tips="panda_link8", config=cfg)
     np.testing.assert_array_equal(a.success, b.success)
     np.testing.assert_allclose(a.q[a.success], b.q[b.success], atol=1e-6)
+
+
+@pytest.mark.parametrize("fast", [False, True])
+def test_wide_revolute_goes_around_instead_of_sticking_at_a_limit(fast):
+    """A +-2 pi revolute joint stepping past a limit continues 2 pi lower (same pose)."""
+    from ros2_ik.model import Model
+
+    urdf = """<robot name="w"><link name="b"/><link name="l"/><link name="t"/>
+      <joint name="j" type="revolute"><parent link="b"/><child link="l"/><axis xyz="0 0 1"/>
+        <limit lower="-6.283185307179586" upper="6.283185307179586" effort="1" velocity="1"/>
+      </joint>
+      <joint name="f" type="fixed"><parent link="l"/><child link="t"/><origin xyz="0.5 0 0"/>
+      </joint></robot>"""
+    m = Model.from_urdf(urdf, tips=["t"])
+    T = fk_frames(m, np.array([[0.2]]), ["t"])[:, 0]
+    res = solve_pose(m, T, tips="t", seeds=np.array([6.1]),
+                     config=IKConfig(use_fast_path=fast))
+    assert res.success[0], res.messages
+    assert abs(res.q[0, 0] - 0.2) < 1e-3 and m.lower[0] <= res.q[0, 0] <= m.upper[0]

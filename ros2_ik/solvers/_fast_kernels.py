@@ -215,7 +215,7 @@ def jacobian(starts, typ, mult, col, z, pj, ptip, targets, weights, p, J):
 
 @njit
 def solve_problem(p, q, active, conv, iters, pe, re, tout, starts, pre, axis, typ, qi, mult,
-                  off, col, post, colq, targets, weights, lower, upper, fparams, max_iter,
+                  off, col, post, colq, targets, weights, lower, upper, wide, fparams, max_iter,
                   K, speed, deadline_ns, stop):
     nc = colq.shape[0]
     nJ = pre.shape[0]
@@ -295,6 +295,11 @@ def solve_problem(p, q, active, conv, iters, pe, re, tout, starts, pre, axis, ty
                 i = colq[a]
                 qs[a] = qr[i]
                 v = qr[i] + dq[a]
+                if wide[i]:  # a revolute joint with 2 pi or more of range: same pose 2 pi on
+                    if v > upper[i]:
+                        v -= 2.0 * math.pi
+                    elif v < lower[i]:
+                        v += 2.0 * math.pi
                 if v < lower[i]:
                     v = lower[i]
                 elif v > upper[i]:
@@ -328,37 +333,49 @@ def solve_problem(p, q, active, conv, iters, pe, re, tout, starts, pre, axis, ty
 
 @nb.njit(cache=True, nogil=True, parallel=True)
 def solve_parallel(p0, p1, q, active, conv, iters, pe, re, tout, starts, pre, axis, typ,
-                   qi, mult, off, col, post, colq, targets, weights, lower, upper, fparams,
+                   qi, mult, off, col, post, colq, targets, weights, lower, upper, wide, fparams,
                    max_iter, K, speed, deadline_ns, stop):
     for p in nb.prange(p0, p1):
         solve_problem(p, q, active, conv, iters, pe, re, tout, starts, pre, axis, typ, qi,
-                      mult, off, col, post, colq, targets, weights, lower, upper, fparams,
+                      mult, off, col, post, colq, targets, weights, lower, upper, wide, fparams,
                       max_iter, K, speed, deadline_ns, stop)
 
 @njit
 def solve_serial(p0, p1, q, active, conv, iters, pe, re, tout, starts, pre, axis, typ, qi,
-                 mult, off, col, post, colq, targets, weights, lower, upper, fparams,
+                 mult, off, col, post, colq, targets, weights, lower, upper, wide, fparams,
                  max_iter, K, speed, deadline_ns, stop):
     for p in range(p0, p1):
         solve_problem(p, q, active, conv, iters, pe, re, tout, starts, pre, axis, typ, qi,
-                      mult, off, col, post, colq, targets, weights, lower, upper, fparams,
+                      mult, off, col, post, colq, targets, weights, lower, upper, wide, fparams,
                       max_iter, K, speed, deadline_ns, stop)
 
-@nb.njit(cache=True, nogil=True, parallel=True)
-def verify(q, starts, pre, axis, typ, qi, mult, off, post, targets, weights, pe, re):
+@njit_inline
+def verify_problem(p, q, starts, pre, axis, typ, qi, mult, off, post, targets, weights, pe, re):
     """Goal errors of q[p] against problem p's targets, by FK along the chains."""
     nJ = pre.shape[0]
     m = 6 * (starts.shape[0] - 1)
+    _, pe[p], re[p] = evaluate(q[p], starts, pre, axis, typ, qi, mult, off, post, targets,
+                               weights, p, np.empty(m), np.empty((3, 3)), np.empty(3),
+                               np.empty((nJ, 3)), np.empty((nJ, 3)), np.empty((m // 6, 3)))
+
+
+@nb.njit(cache=True, nogil=True, parallel=True)
+def verify(q, starts, pre, axis, typ, qi, mult, off, post, targets, weights, pe, re):
     for p in nb.prange(q.shape[0]):
-        _, pe[p], re[p] = evaluate(q[p], starts, pre, axis, typ, qi, mult, off, post,
-                                   targets, weights, p, np.empty(m), np.empty((3, 3)),
-                                   np.empty(3), np.empty((nJ, 3)), np.empty((nJ, 3)),
-                                   np.empty((m // 6, 3)))
+        verify_problem(p, q, starts, pre, axis, typ, qi, mult, off, post, targets, weights, pe,
+                       re)
+
+
+@njit
+def verify_serial(q, starts, pre, axis, typ, qi, mult, off, post, targets, weights, pe, re):
+    for p in range(q.shape[0]):
+        verify_problem(p, q, starts, pre, axis, typ, qi, mult, off, post, targets, weights, pe,
+                       re)
 
 
 @njit
 def solve_one(target, weights, seed, rnd, keep, cont, starts, pre, axis, typ, qi, mult, off,
-              col, post, colq, lower, upper, fparams, max_iter, deadline_ns, q_out, info):
+              col, post, colq, lower, upper, wide, fparams, max_iter, deadline_ns, q_out, info):
     """One problem, its seed then ``rnd`` rows in order until one converges (speed mode).
 
     Writes the finalized q (continuous joints wrapped near the seed, inside limits) to q_out and
@@ -410,7 +427,7 @@ def solve_one(target, weights, seed, rnd, keep, cont, starts, pre, axis, typ, qi
     tout = np.zeros(K, dtype=np.bool_)
     stop = np.zeros(1, dtype=np.int64)
     solve_problem(0, q, active, conv, iters, pe, re, tout, starts, pre, axis, typ, qi, mult,
-                  off, col, post, colq, targets, w, lower, upper, fparams, max_iter, K, True,
+                  off, col, post, colq, targets, w, lower, upper, wide, fparams, max_iter, K, True,
                   deadline_ns, stop)
     best = 0
     best_err = np.inf

@@ -135,10 +135,31 @@ def expand_seeds(model: Model, seeds, num_seeds: int, rng_seed: int, xp):
     return rows.reshape(P * K, model.nq)
 
 
+def wide_revolute(model: Model) -> np.ndarray:
+    """(nq,) bool: revolute coordinates whose limits span 2 pi or more. A step past one of their
+    limits is moved back by 2 pi (the same pose) before clipping, so a joint with limits like
+    +-2 pi is not pinned at a limit it could go around."""
+    m = model._cache.get("wide_revolute")
+    if m is None:
+        rev = np.array([model.joint_type[int(l)] == JointType.REVOLUTE for l in model.q_joint],
+                       dtype=bool)
+        with np.errstate(invalid="ignore"):
+            m = rev & np.isfinite(model.lower) & (model.upper - model.lower >= 2 * math.pi)
+        m = np.ascontiguousarray(m)
+        model._cache["wide_revolute"] = m
+    return m
+
+
 def clip_to_limits(model: Model, q):
+    """Back inside the limits: wide revolute joints by 2 pi first (:func:`wide_revolute`)."""
     xp = get_xp(q)
     lo = xp.asarray(model.lower, dtype=q.dtype)
     hi = xp.asarray(model.upper, dtype=q.dtype)
+    w = wide_revolute(model)
+    if w.any():
+        wx = xp.asarray(w)
+        q = xp.where(wx & (q > hi), q - 2 * math.pi, q)
+        q = xp.where(wx & (q < lo), q + 2 * math.pi, q)
     return xp.clip(q, lo, hi)
 
 

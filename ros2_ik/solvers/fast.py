@@ -30,11 +30,14 @@ import time
 import numpy as np
 
 from ..model import JointType, Model
+from .common import wide_revolute
 from .objectives import OrientationObjective, PoseObjective, PositionObjective
 
 __all__ = ["plan", "available", "ChainPlan"]
 
 _POSE_TYPES = (PoseObjective, PositionObjective, OrientationObjective)
+PARALLEL_MIN = 4
+VERIFY_PARALLEL_MIN = 256  # problems: below this one thread solves them (no thread hand-off)
 POLL_S = 0.001  # how often should_stop() is polled while a kernel runs [s]
 
 _kernels = None
@@ -151,7 +154,8 @@ class ChainPlan:
         P = q.shape[0]
         pe = np.empty(P)
         re = np.empty(P)
-        k.verify(np.ascontiguousarray(q, dtype=np.float64), c["starts"], c["pre"], c["axis"],
+        fn = k.verify if P >= VERIFY_PARALLEL_MIN else k.verify_serial
+        fn(np.ascontiguousarray(q, dtype=np.float64), c["starts"], c["pre"], c["axis"],
                  c["typ"], c["qi"], c["mult"], c["off"], c["post"], self.targets,
                  self.weights, pe, re)
         return pe, re
@@ -182,7 +186,8 @@ class ChainPlan:
         c = self.chain
         args = (c["starts"], c["pre"], c["axis"], c["typ"], c["qi"], c["mult"], c["off"],
                 c["col"], c["post"], c["colq"], self.targets, self.weights,
-                np.ascontiguousarray(m.lower), np.ascontiguousarray(m.upper), fparams,
+                np.ascontiguousarray(m.lower), np.ascontiguousarray(m.upper),
+                wide_revolute(m), fparams,
                 int(cfg.max_iterations), int(K), bool(first_per_problem), int(deadline_ns))
         stop = np.zeros(1, dtype=np.int64)
         done = threading.Event()
@@ -196,7 +201,7 @@ class ChainPlan:
             watcher = threading.Thread(target=watch, name="ros2_ik-cancel", daemon=True)
             watcher.start()
         try:
-            fn = k.solve_parallel if N >= 8 else k.solve_serial
+            fn = k.solve_parallel if P >= PARALLEL_MIN else k.solve_serial
             fn(0, P, q, active, conv, iters, pe, re, tout, *args, stop)
         finally:
             done.set()
@@ -251,6 +256,7 @@ class ChainSolver:
         self._cont = np.ascontiguousarray(model.q_continuous)
         self._lower = np.ascontiguousarray(model.lower, dtype=np.float64)
         self._upper = np.ascontiguousarray(model.upper, dtype=np.float64)
+        self._wide = wide_revolute(model)
         self._fparams = np.array([cfg.position_tolerance, cfg.orientation_tolerance,
                                   cfg.lambda_initial, cfg.lambda_min, cfg.lambda_max,
                                   cfg.lambda_up, cfg.lambda_down, cfg.stall_ratio,
@@ -299,7 +305,7 @@ class ChainSolver:
         info = self._info
         self._kernels.solve_one(np.ascontiguousarray(T), self.weights, s, self._rnd, self._keep,
                                 self._cont, *self._chain_args, self._lower, self._upper,
-                                self._fparams, int(cfg.max_iterations), deadline_ns, q, info)
+                                self._wide, self._fparams, int(cfg.max_iterations), deadline_ns, q, info)
         status = int(info[0])
         if msg:
             status = -16
