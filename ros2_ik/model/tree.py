@@ -418,13 +418,16 @@ class Model:
     def neutral_q(self) -> np.ndarray:
         """Mid-range configuration (nq,): bounded joints at the middle of their limits, others 0,
         floating quaternions identity."""
-        bounded = np.isfinite(self.lower) & np.isfinite(self.upper)
-        q = np.zeros(self.nq)
-        q[bounded] = 0.5 * (self.lower[bounded] + self.upper[bounded])
-        for l in range(1, self.num_links):
-            if self.joint_type[l] == JointType.FLOATING and self.q_start[l] >= 0:
-                q[self.q_start[l] + 6] = 1.0
-        return q
+        q = self._cache.get("neutral_q")
+        if q is None:
+            bounded = np.isfinite(self.lower) & np.isfinite(self.upper)
+            q = np.zeros(self.nq)
+            q[bounded] = 0.5 * (self.lower[bounded] + self.upper[bounded])
+            for l in range(1, self.num_links):
+                if self.joint_type[l] == JointType.FLOATING and self.q_start[l] >= 0:
+                    q[self.q_start[l] + 6] = 1.0
+            self._cache["neutral_q"] = q
+        return q.copy()
 
     def random_q(self, rng: np.random.Generator | int | None, batch: int = 1) -> np.ndarray:
         """Uniform random configurations within limits, shape (batch, nq).
