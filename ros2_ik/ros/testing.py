@@ -131,11 +131,16 @@ class Client:
     clients for the ros2_ik services and action (under ``/<server_name>``)."""
 
     def __init__(self, domain_id: int, server_name: str = "ros2_ik",
-                 node_name: str = "ros2_ik_client"):
+                 node_name: str = "ros2_ik_client", executor: str = "multi"):
         self.context = rclpy.Context()
         rclpy.init(context=self.context, domain_id=domain_id)
         self.node = rclpy.create_node(node_name, context=self.context)
-        self.executor = MultiThreadedExecutor(num_threads=4, context=self.context)
+        if executor == "single":
+            from rclpy.executors import SingleThreadedExecutor  # noqa: PLC0415
+
+            self.executor = SingleThreadedExecutor(context=self.context)
+        else:
+            self.executor = MultiThreadedExecutor(num_threads=4, context=self.context)
         self.executor.add_node(self.node)
         self._thread = threading.Thread(target=self._spin, daemon=True)
         self._thread.start()

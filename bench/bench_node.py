@@ -1,0 +1,161 @@
+"""What the ROS layer costs: the node (a separate process, DDS on loopback) vs the bare solver.
+
+    python bench/bench_node.py [--robot panda] [--batch 10000] [--seeds 4]
+
+1. single goal: median round trip of a one-goal ComputeIK call (compact and friendly form)
+   through the node vs the median bare ``solve_pose`` call with the same goal and options;
+2. batch: one ComputeIK request of ``--batch`` goals (compact form) end to end vs the bare
+   solver on the same goals: wall time and goals/s;
+3. the compact conversion of 100,000 goals: flat field -> validated (N, 7) array, solutions
+   -> flat field, and rclpy (de)serialization of such a request.
+
+The success rate of each measured solve is printed and asserted (>= 80 %); speed is only
+reported, never asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+
+import numpy as np  # noqa: E402
+
+from common import banner, timeit  # noqa: E402
+from ros2_ik import load_robot  # noqa: E402
+from ros2_ik.kinematics import fk_frames, pose_to_pq  # noqa: E402
+from ros2_ik.ros.robot import default_tip_of  # noqa: E402
+from ros2_ik.solvers import IKConfig, solve_pose  # noqa: E402
+
+MIN_SUCCESS = 0.8
+
+
+def _median_call(fn, n: int) -> float:
+    fn()
+    times = []
+    for _ in range(n):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return statistics.median(times)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--robot", default="panda")
+    ap.add_argument("--batch", type=int, default=10_000)
+    ap.add_argument("--seeds", type=int, default=4)
+    ap.add_argument("--calls", type=int, default=200, help="single-goal calls to time")
+    args = ap.parse_args(argv)
+
+    import rclpy
+    from rclpy.serialization import deserialize_message, serialize_message
+    from ros2_ik_interfaces.srv import ComputeIK
+
+    from ros2_ik.ros import codes
+    from ros2_ik.ros.conversions import as_f64, check_poses, f64_array, pq_to_pose_stamped
+    from ros2_ik.ros.testing import Client, NodeProcess, ik_request, random_domain_id
+
+    print(banner(f"bench_node robot={args.robot} batch={args.batch} seeds={args.seeds}"))
+    print(f"rclpy from {os.path.dirname(rclpy.__file__)}, RMW "
+          f"{os.environ.get('RMW_IMPLEMENTATION', 'default (rmw_fastrtps_cpp)')}")
+    model = load_robot(args.robot)
+    tip = default_tip_of(model)
+    rng = np.random.default_rng(0)
+    cfg = IKConfig(num_seeds=args.seeds, timeout=60.0)
+    seed = model.neutral_q()
+
+    domain = random_domain_id()
+    node = NodeProcess(domain, params={"robot": args.robot, "num_seeds": args.seeds,
+                                       "timeout": 60.0, "markers.enabled": False,
+                                       "max_batch": max(100_000, args.batch)},
+                       log_level="info")
+    client = Client(domain, executor="single")
+    failures = []
+    try:
+        client.wait_for_server(30)
+        deadline = time.monotonic() + 60
+        while "warmed up" not in node.log_text() and time.monotonic() < deadline:
+            time.sleep(0.1)
+
+        # ---- 1. single goal
+        q1 = model.random_q(rng, 1)
+        T1 = np.asarray(fk_frames(model, q1, [tip]))[:, 0]
+        pq1 = pose_to_pq(T1)
+        req_c = ik_request(pq1, compact_response=True)
+        req_f = ik_request(goals=pq_to_pose_stamped(pq1, model.base))
+        bare1 = _median_call(lambda: solve_pose(model, pq1[:, None], tips=[tip], seeds=seed,
+                                                config=cfg),
+                             args.calls)
+        node_c = _median_call(lambda: client.call(client.ik, req_c), args.calls)
+        node_f = _median_call(lambda: client.call(client.ik, req_f), args.calls)
+        from ros2_ik_interfaces.srv import ComputeJacobian
+
+        floor = _median_call(lambda: client.call(client.jac, ComputeJacobian.Request()),
+                             args.calls)
+        r = client.call(client.ik, req_c)
+        print(f"\n1. single goal ({tip}, {args.seeds} seeds), median of {args.calls} calls; "
+              f"status {codes.name_of(r.status[0])}")
+        print(f"   bare solve_pose               {1e3 * bare1:8.3f} ms")
+        print(f"   node ComputeIK, compact       {1e3 * node_c:8.3f} ms   "
+              f"(overhead {1e3 * (node_c - bare1):+.3f} ms)")
+        print(f"   node ComputeIK, PoseStamped   {1e3 * node_f:8.3f} ms   "
+              f"(overhead {1e3 * (node_f - bare1):+.3f} ms)")
+        print(f"   node ComputeJacobian (no solve: the service round-trip floor) "
+              f"{1e3 * floor:.3f} ms")
+
+        # ---- 2. batch
+        N = args.batch
+        qN = model.random_q(rng, N)
+        TN = np.asarray(fk_frames(model, qN, [tip]))[:, 0]
+        pqN = pose_to_pq(TN)
+        t = time.perf_counter()
+        bare = solve_pose(model, pqN[:, None], tips=[tip], seeds=seed, config=cfg)
+        t_bare = time.perf_counter() - t
+        reqN = ik_request(pqN, compact_response=True)
+        t = time.perf_counter()
+        resp = client.call(client.ik, reqN, timeout=600)
+        t_node = time.perf_counter() - t
+        ok_node = float(np.mean(np.asarray(resp.status) == codes.SUCCESS))
+        print(f"\n2. one request of {N} goals, compact form, {args.seeds} seeds")
+        print(f"   bare solve_pose   {t_bare:8.3f} s  {N / t_bare:12.0f} goals/s  "
+              f"success {bare.success_rate:.3f}")
+        print(f"   node end to end   {t_node:8.3f} s  {N / t_node:12.0f} goals/s  "
+              f"success {ok_node:.3f}  (overhead {t_node - t_bare:+.3f} s)")
+        for label, rate in (("bare", bare.success_rate), ("node", ok_node)):
+            if rate < MIN_SUCCESS:
+                failures.append(f"{label} success rate {rate:.3f} < {MIN_SUCCESS}")
+
+        # ---- 3. compact conversion of 100,000 goals
+        M = 100_000
+        pqM = pose_to_pq(np.asarray(fk_frames(model, model.random_q(rng, M), [tip]))[:, 0])
+        msg = ComputeIK.Request()
+        t_in = timeit(lambda: f64_array(pqM))
+        msg.compact_goals = f64_array(pqM)
+        t_parse = timeit(lambda: check_poses(as_f64(msg.compact_goals).reshape(M, 1, 7)))
+        qM = np.tile(seed, (M, 1))
+        t_out = timeit(lambda: f64_array(qM))
+        t_ser = timeit(lambda: serialize_message(msg))
+        raw = serialize_message(msg)
+        t_de = timeit(lambda: deserialize_message(raw, ComputeIK.Request))
+        print(f"\n3. compact conversion, {M} goals ({M * 7 * 8 / 1e6:.1f} MB)")
+        print(f"   ndarray -> float64[] field          {1e3 * t_in:8.2f} ms")
+        print(f"   field -> validated (N, 7) array     {1e3 * t_parse:8.2f} ms")
+        print(f"   {M} x {model.nq} solutions -> field   {1e3 * t_out:8.2f} ms")
+        print(f"   rclpy serialize request           {1e3 * t_ser:8.2f} ms")
+        print(f"   rclpy deserialize request         {1e3 * t_de:8.2f} ms")
+    finally:
+        client.close()
+        node.stop()
+    if failures:
+        print("FAILED: " + "; ".join(failures))
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
