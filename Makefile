@@ -1,6 +1,6 @@
 # The two commands of the README, and a few helpers. Every target sets up .venv first
 # (scripts/setup.sh is idempotent and takes seconds when nothing changed).
-.PHONY: setup demo test bench bench-kinematics bench-ik bench-peers-setup clean
+.PHONY: setup demo test bench bench-kinematics bench-ik bench-node bench-peers-setup clean
 
 PY := .venv/bin/python
 
@@ -37,7 +37,11 @@ bench-peers-setup: setup
 	  -r bench/requirements-peers.txt -c scripts/constraints.txt; \
 	echo "peer IK libraries installed in $(PEERS_VENV); bench/bench_ik.py finds them there"
 
-bench: bench-kinematics bench-ik
+## bench-node: what the ROS node adds: service round trip vs bare solve, a 10k-goal request, compact conversion
+bench-node: setup
+	@. scripts/env.sh && $(PY) bench/bench_node.py $(ARGS)
+
+bench: bench-kinematics bench-ik bench-node
 
 clean:
 	rm -rf .venv build
