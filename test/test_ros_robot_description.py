@@ -169,7 +169,17 @@ def test_model_parameter_at_runtime(ros):
     resp = ros.client.call(ros.client.ik, ik_request(pose_to_pq(T), compact_response=True,
                                                      num_seeds=8))
     check_solutions(model, "right_tool", T, resp)
-    assert robots.ROBOTS["dual_arm"]["root"] == "base_link"
+    # the topic replaces it; a later tip_link change rebuilds the model in use (ur), it does
+    # not go back to the robot parameter's dual_arm
+    ros.client.publish_robot_description(robots.urdf_string("ur"))
+    wait_for_model(ros, "ur")
+    res = ros.client.set_parameters({"tip_link": "wrist_3_link"})
+    assert res[0].successful, res[0].reason
+    ur = load_robot("ur")
+    T = np.asarray(fk_frames(ur, ur.random_q(np.random.default_rng(4), 4), ["wrist_3_link"]))[:, 0]
+    resp = ros.client.call(ros.client.ik, ik_request(pose_to_pq(T), compact_response=True,
+                                                     num_seeds=8))
+    check_solutions(ur, "wrist_3_link", T, resp)
 
 
 def test_node_survived(ros):

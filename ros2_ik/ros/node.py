@@ -61,6 +61,7 @@ __all__ = ["KinematicsNode", "main", "ROBOT_DESCRIPTION_QOS"]
 #: QoS of robot_description, as robot_state_publisher publishes it (latched).
 ROBOT_DESCRIPTION_QOS = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
                                    reliability=ReliabilityPolicy.RELIABLE)
+SOURCE_PARAMS = ("robot", "urdf_file", "robot_description")
 FEEDBACK_PERIOD = 0.05  # [s] fewest seconds between two action feedback messages (last always)
 
 
@@ -294,7 +295,11 @@ class KinematicsNode(Node):
         self._pending_robot = None
         if any(k in changes for k in MODEL_PARAMS):
             try:
-                src = self._urdf_from_settings(new)
+                # a new source (robot / urdf_file / robot_description) loads that; a new
+                # base_link / tip_link alone rebuilds the model in use (wherever it came from)
+                src = None
+                if any(k in changes for k in SOURCE_PARAMS):
+                    src = self._urdf_from_settings(new)
                 if src is None and self._urdf is not None:
                     src = (self._urdf, self._robot.source if self._robot else "previous model")
                 if src is not None:
