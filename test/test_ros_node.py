@@ -113,6 +113,23 @@ def test_ik_matches_bare_solver(ros):
     np.testing.assert_allclose(Q, bare.q, atol=1e-12)
 
 
+@pytest.mark.parametrize("solver", __import__("ros2_ik.solvers", fromlist=["x"]).SOLVERS)
+def test_ik_every_solver(ros, solver):
+    model = ros.model
+    _, T = reachable(model, 20, seed=15)
+    resp = ik(ros, ik_request(pose_to_pq(T), solver=solver, compact_response=True, num_seeds=8))
+    status = np.asarray(resp.status)
+    assert set(status.tolist()) <= {codes.SUCCESS, codes.NO_IK_SOLUTION, codes.TIMED_OUT}
+    ok = status == codes.SUCCESS
+    assert ok.any(), resp.message
+    Q = as_f64(resp.compact_solutions).reshape(20, model.nq)
+    assert_fk_matches(model, Q[ok], resp.joint_names, T[ok])
+    if solver != "dls":  # CCD takes one tip: a two-tip request is refused with the reason
+        T2 = np.asarray(fk_frames(model, model.neutral_q(), ["panda_link8", TIP]))
+        bad = ik(ros, ik_request(pose_to_pq(T2), tip_links=["panda_link8", TIP], solver=solver))
+        assert bad.error_code.val == codes.INVALID_REQUEST and "dls" in bad.message
+
+
 def test_ik_friendly_form_two_tips(ros):
     model = ros.model
     tips = ["panda_link8", TIP]
