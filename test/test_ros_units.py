@@ -396,3 +396,24 @@ def test_markers_and_diagnostics(panda):
     assert "NO_IK_SOLUTION" in values["last_error"] and st.level == DiagnosticStatus.WARN
     stats.set_model_error("robot_description rejected: bad XML")
     assert diagnostic_status("ros2_ik", stats, panda, "numpy").level == DiagnosticStatus.ERROR
+
+
+# ---------------------------------------------------------------------- start-up errors
+@pytest.mark.parametrize("arg, needle", [
+    ("num_seeds:=0", "num_seeds out of range"),
+    ("backend:=tpu", "'backend' = 'tpu' is not one of"),
+    ("timeout:=5", "decimal point"),
+    ("robot:=r2d2", "not a bundled robot"),
+])
+def test_node_refuses_bad_start_up_parameters(arg, needle):
+    pytest.importorskip("rclpy", reason="rclpy (ROS 2 wheels) not installed")
+    import os
+
+    from ros2_ik.ros.testing import find_node_executable, random_domain_id
+
+    env = dict(os.environ, ROS_DOMAIN_ID=str(random_domain_id()))
+    out = subprocess.run([find_node_executable(), "--ros-args", "-p", arg], capture_output=True,
+                         text=True, env=env, timeout=60)
+    assert out.returncode == 1
+    assert "cannot start" in out.stderr and needle in out.stderr, out.stderr
+    assert "Traceback" not in out.stderr, out.stderr

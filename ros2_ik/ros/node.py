@@ -513,7 +513,10 @@ class KinematicsNode(Node):
 
     def destroy_node(self):
         self.stop()
-        self._action.destroy()
+        action = getattr(self, "_action", None)  # absent when __init__ failed part-way
+        if action is not None:
+            action.destroy()
+            self._action = None
         return super().destroy_node()
 
 
@@ -523,7 +526,10 @@ def main(args=None) -> int:
     try:
         node = KinematicsNode()
     except Exception as exc:  # noqa: BLE001
-        print(f"[ros2_ik_node] cannot start: {exc}", file=sys.stderr)
+        hint = ""
+        if "expecting type 'DOUBLE'" in str(exc):
+            hint = " (write double parameters with a decimal point, e.g. 5.0)"
+        print(f"[ros2_ik_node] cannot start: {exc}{hint}", file=sys.stderr)
         rclpy.try_shutdown()
         return 1
     executor = MultiThreadedExecutor(num_threads=8)
