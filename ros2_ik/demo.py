@@ -118,7 +118,8 @@ def run(args) -> int:
         for p in range(min(3, args.goals)):
             print(f"    goal {p}: xyz {T_goal[p, :3, 3]} -> {codes.name_of(status[p])}, "
                   f"error {pe[p]:.1e} m / {re[p]:.1e} rad")
-        _check(ok.mean() >= MIN_SUCCESS, f"at least {MIN_SUCCESS:.0%} of the goals solved", failures)
+        _check(ok.mean() >= MIN_SUCCESS, f"at least {MIN_SUCCESS:.0%} of the goals solved",
+               failures)
         _check(bool(np.all(pe[ok] <= 1e-4 * 1.0001) and np.all(re[ok] <= 1e-3 * 1.0001)),
                "every reported success verified by FK (1e-4 m, 1e-3 rad)", failures)
 

@@ -20,9 +20,11 @@ from ros2_ik_interfaces.srv import ComputeFK, ComputeJacobian  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 
 from ros2_ik import load_robot  # noqa: E402
-from ros2_ik.kinematics import fk_frames, jacobian, pose_error, pose_inverse, pose_to_pq, pq_to_pose  # noqa: E402
+from ros2_ik.kinematics import (fk_frames, jacobian, pose_error, pose_inverse,  # noqa: E402
+                                pose_to_pq, pq_to_pose)
 from ros2_ik.ros import codes  # noqa: E402
-from ros2_ik.ros.conversions import as_f64, f64_array, pq_to_pose_stamped, sec_to_duration  # noqa: E402
+from ros2_ik.ros.conversions import (as_f64, f64_array, pq_to_pose_stamped,  # noqa: E402
+                                     sec_to_duration)
 from ros2_ik.ros.testing import (Client, NodeProcess, ik_request, joint_state,  # noqa: E402
                                  random_domain_id)
 from ros2_ik.solvers import IKConfig, interpolate_keyframes, solve_pose  # noqa: E402

@@ -28,8 +28,8 @@ from . import codes
 from .conversions import as_f64
 
 __all__ = ["moveit_available", "moveit_code", "ik_request_as_compute_ik",
-           "fk_request_as_compute_fk", "fill_ik_response", "fill_fk_response", "compute_ik_response",
-           "compute_fk_response", "IGNORED_WARNING"]
+           "fk_request_as_compute_fk", "fill_ik_response", "fill_fk_response",
+           "compute_ik_response", "compute_fk_response", "IGNORED_WARNING"]
 
 IGNORED_WARNING = ("compute_ik (MoveIt): avoid_collisions / constraints are not supported by "
                    "ros2_ik (no collision model) and are ignored")

@@ -145,11 +145,12 @@ class KinematicsNode(Node):
         self._diag_timer = self.create_timer(self._settings.diagnostics_period,
                                              self._publish_diagnostics,
                                              callback_group=self._cb_timer)
+        model = (self._describe(self._robot) if self._robot
+                 else "none yet (waiting for robot_description)")
         self.get_logger().info(
             f"ready: services {self.resolve_service_name('~/compute_ik')} (and compute_fk, "
             f"compute_jacobian), action {self.resolve_service_name('~/trajectory_seed')}, "
-            f"backend {self._backend}; model: "
-            f"{self._describe(self._robot) if self._robot else 'none yet (waiting for robot_description)'}")
+            f"backend {self._backend}; model: {model}")
 
     # ================================================================== model
     @staticmethod
@@ -462,8 +463,8 @@ class KinematicsNode(Node):
 
         stats = None
         try:
-            stats = services.trajectory_seed_goal(self._request_context(should_stop), goal_handle.request,
-                                                  result, progress=progress)
+            stats = services.trajectory_seed_goal(self._request_context(should_stop),
+                                                  goal_handle.request, result, progress=progress)
             code = int(result.error_code.val)
         except Exception as exc:  # noqa: BLE001
             code, message = self._fail("trajectory_seed", exc)

@@ -152,7 +152,8 @@ def validate(name: str, value: Any) -> str | None:
     if spec.range is not None:
         lo, hi = spec.range
         if not (isinstance(value, (int, float)) and math.isfinite(value) and lo <= value <= hi):
-            return f"parameter {name!r} = {value!r} is outside [{lo:g}, {hi:g}] {spec.units}".strip()
+            return (f"parameter {name!r} = {value!r} is outside [{lo:g}, {hi:g}] "
+                    f"{spec.units}").strip()
     if spec.choices is not None and value not in spec.choices:
         return f"parameter {name!r} = {value!r} is not one of {list(spec.choices)}"
     if name == "solver":

@@ -21,7 +21,8 @@ from .codes import (FRAME_TRANSFORM_FAILURE, INVALID_LINK_NAME, INVALID_ROBOT_ST
 
 __all__ = ["LoadedRobot", "build_robot", "default_tip_of"]
 
-SEED_LIMIT_SLACK = 1e-3  # [rad or m] an explicit seed this far past a limit is clipped, further is an error
+#: [rad or m] an explicit seed this far past a limit is clipped into it; further out is an error
+SEED_LIMIT_SLACK = 1e-3
 
 
 def default_tip_of(model: Model) -> str:
