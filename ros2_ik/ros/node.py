@@ -62,6 +62,7 @@ __all__ = ["KinematicsNode", "main", "ROBOT_DESCRIPTION_QOS"]
 ROBOT_DESCRIPTION_QOS = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
                                    reliability=ReliabilityPolicy.RELIABLE)
 SOURCE_PARAMS = ("robot", "urdf_file", "robot_description")
+WARM_UP_BATCH = 512  # problems in the second warm-up solve
 FEEDBACK_PERIOD = 0.05  # [s] fewest seconds between two action feedback messages (last always)
 
 
@@ -206,10 +207,13 @@ class KinematicsNode(Node):
         kernels loaded or built, caches filled) do not land on the first request's timeout."""
         t0 = time.perf_counter()
         try:
-            q = robot.model.neutral_q()
+            q = robot.model.random_q(0, WARM_UP_BATCH)
             T = fk_frames(robot.model, q, [robot.default_tip])[:, 0]
-            solvers.solve_pose(robot.model, self._xp.asarray(T), tips=[robot.default_tip],
-                               seeds=q, config=IKConfig(num_seeds=2, max_iterations=5))
+            # one problem and a batch: solvers may take different code paths for the two
+            for n in (1, WARM_UP_BATCH):
+                solvers.solve_pose(robot.model, self._xp.asarray(T[:n]),
+                                   tips=[robot.default_tip], seeds=robot.model.neutral_q(),
+                                   config=IKConfig(num_seeds=2, max_iterations=3))
         except Exception as exc:  # noqa: BLE001  (a failed warm-up only costs time later)
             self.get_logger().warning(f"solver warm-up for {robot.name!r} failed: {exc}")
         else:
