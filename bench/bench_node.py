@@ -78,7 +78,7 @@ def main(argv=None) -> int:
     failures = []
     try:
         client.wait_for_server(30)
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 240  # a fresh clone compiles kernels on the first solve
         while "warmed up" not in node.log_text() and time.monotonic() < deadline:
             time.sleep(0.1)
 

@@ -43,7 +43,8 @@ def ros():
     try:
         client = Client(domain)
         client.wait_for_server(30)
-        assert node.wait_for_log("solver warmed up", 60), node.log_text()
+        # the first solve after a fresh clone compiles kernels (tens of seconds on 2 cores)
+        assert node.wait_for_log("solver warmed up", 240), node.log_text()
         yield types.SimpleNamespace(node=node, client=client, model=load_robot("panda"),
                                     domain=domain)
     finally:

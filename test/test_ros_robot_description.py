@@ -58,6 +58,14 @@ def check_solutions(model, tip, T, resp):
 
 
 def wait_for_model(ros, name, timeout=20.0):
+    """Until the node answers for robot ``name`` (and its first warm-up solve is done: after a
+    fresh clone that compiles kernels, which must not eat the requests' timeouts)."""
+    model_name = load_robot(name).name
+    assert ros.node.wait_for_log((f"loaded robot model: '{model_name}'",
+                                  f"replaced robot model: '{model_name}'"), timeout), \
+        ros.node.log_text()[-2000:]
+    assert ros.node.wait_for_log(f"solver warmed up for '{model_name}'", 240), \
+        ros.node.log_text()[-2000:]
     end = time.monotonic() + timeout
     while time.monotonic() < end:
         model, tip, T, resp = solve(ros, name)

@@ -97,13 +97,20 @@ class NodeProcess:
         except OSError:
             return ""
 
-    def wait_for_log(self, text: str, timeout: float = 10.0) -> bool:
+    def wait_for_log(self, text: str | tuple[str, ...], timeout: float = 10.0) -> bool:
+        """Wait until the log contains ``text`` (or any of several texts)."""
+        texts = (text,) if isinstance(text, str) else tuple(text)
+
+        def found() -> bool:
+            log = self.log_text()
+            return any(t in log for t in texts)
+
         end = time.monotonic() + timeout
         while time.monotonic() < end:
-            if text in self.log_text():
+            if found():
                 return True
             if not self.alive():
-                return text in self.log_text()
+                return found()
             time.sleep(0.05)
         return False
 
