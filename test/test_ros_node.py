@@ -174,6 +174,7 @@ def test_ik_goal_at_seed_returns_seed_without_iterations(ros):
     assert resp.error_code.val == codes.SUCCESS, resp.message
     assert list(resp.iterations) == [0]
     np.testing.assert_allclose(as_f64(resp.compact_solutions), seed, atol=1e-12)
+    assert_fk_matches(model, [as_f64(resp.compact_solutions)], resp.joint_names, T[:, None])
 
 
 def test_ik_seed_from_joint_states_topic(ros):
@@ -194,6 +195,7 @@ def test_ik_seed_from_joint_states_topic(ros):
     else:
         pytest.fail("the node never used joint_states as the seed")
     np.testing.assert_allclose(as_f64(resp.compact_solutions), q, atol=1e-12)
+    assert_fk_matches(model, [as_f64(resp.compact_solutions)], resp.joint_names, T[:, None])
     # reset the topic seed to mid-range so later tests see the default again
     pub.publish(joint_state(model.q_names, model.neutral_q()))
 
@@ -310,7 +312,10 @@ def test_giant_compact_batch_is_rejected_and_node_keeps_serving(ros):
     assert "100000 problems" in resp.message and "max_batch" in resp.message
     _, T = reachable(ros.model, 3, seed=8)
     resp = ik(ros, ik_request(pose_to_pq(T), compact_response=True, num_seeds=8))
-    assert np.asarray(resp.status).shape == (3,)
+    ok = np.asarray(resp.status) == codes.SUCCESS
+    assert ok.shape == (3,) and ok.any(), resp.message
+    assert_fk_matches(ros.model, as_f64(resp.compact_solutions).reshape(3, -1)[ok],
+                      resp.joint_names, T[ok])
     assert ros.node.alive()
 
 
@@ -548,6 +553,9 @@ def test_parameter_changes_are_validated(ros):
     _, T = reachable(ros.model, 1, seed=13)
     resp = ik(ros, ik_request(pose_to_pq(T), compact_response=True))
     assert np.asarray(resp.status).shape == (1,)
+    if resp.status[0] == codes.SUCCESS:
+        assert_fk_matches(ros.model, [as_f64(resp.compact_solutions)], resp.joint_names,
+                          T[:, None])
     assert ros.client.set_parameters({"num_seeds": 8})[0].successful
 
 
@@ -569,6 +577,9 @@ def test_markers_for_ik_requests(ros):
     arrows = [m for m in markers if m.type == Marker.ARROW and m.action == Marker.ADD]
     assert len(arrows) == 3
     status = np.asarray(resp.status)
+    ok = status == codes.SUCCESS
+    assert_fk_matches(ros.model, as_f64(resp.compact_solutions).reshape(3, -1)[ok],
+                      resp.joint_names, T[ok])
     for a, st in zip(arrows, status):
         assert a.header.frame_id == "panda_link0"
         if st == codes.SUCCESS:

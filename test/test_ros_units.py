@@ -139,6 +139,11 @@ def test_mimic_joints_are_filled_from_their_leader():
     resp = ComputeIK.Response()
     compute_ik(ctx_for(misc), req, resp)   # friendly response: JointState per problem
     assert len(resp.solutions) == 4
+    ok = np.asarray(resp.status) == codes.SUCCESS
+    assert ok.any(), resp.message
+    Q = np.array([list(js.position)[:model.nq] for js in resp.solutions])
+    pe, re = pose_error(T[ok], np.asarray(fk_frames(model, Q[ok], ["tool"]))[:, 0])
+    assert pe.max() <= 1e-4 * 1.0001 and re.max() <= 1e-3 * 1.0001
     for js in resp.solutions:
         assert list(js.name) == list(misc.out_names)
         pos = np.asarray(js.position)
