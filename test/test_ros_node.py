@@ -601,6 +601,12 @@ def test_diagnostics(ros):
     assert int(values["requests"]) > 0
     assert 0.0 <= float(values["success_rate"]) <= 1.0
     assert "last_error" in values
+    # a new period restarts the timer; reports keep coming
+    assert ros.client.set_parameters({"diagnostics.period": 0.3})[0].successful
+    assert not ros.client.set_parameters({"diagnostics.period": 0.0})[0].successful
+    with cond:
+        n = len(got)
+    assert Client.wait_for(cond, lambda: len(got) > n + 2, timeout=20)
 
 
 # ---------------------------------------------------------------------- last: clean exit
