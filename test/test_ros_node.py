@@ -591,11 +591,16 @@ def test_markers_for_ik_requests(ros):
 def test_diagnostics(ros):
     from diagnostic_msgs.msg import DiagnosticArray
 
+    ik(ros, ik_request(pose_to_pq(reachable(ros.model, 1)[1]), compact_response=True))
     got, cond = ros.client.subscribe(DiagnosticArray, "/diagnostics")
-    assert Client.wait_for(cond, lambda: any(
-        s.name == "ros2_ik: kinematics" for m in got for s in m.status), timeout=20)
-    st = [s for m in got for s in m.status if s.name == "ros2_ik: kinematics"][-1]
-    values = {kv.key: kv.value for kv in st.values}
+
+    def ours():
+        return [{kv.key: kv.value for kv in s.values} for m in got for s in m.status
+                if s.name == "ros2_ik: kinematics"]
+
+    assert Client.wait_for(cond, lambda: any(int(v["requests"]) > 0 for v in ours()),
+                           timeout=20)
+    values = ours()[-1]
     assert values["model"] == "panda" and values["dof"] == "7"
     assert values["backend"] in ("numpy", "cupy")
     assert int(values["requests"]) > 0
