@@ -304,3 +304,16 @@ def test_wide_revolute_goes_around_instead_of_sticking_at_a_limit(fast):
                      config=IKConfig(use_fast_path=fast))
     assert res.success[0], res.messages
     assert abs(res.q[0, 0] - 0.2) < 1e-3 and m.lower[0] <= res.q[0, 0] <= m.upper[0]
+
+
+def test_target_shapes_for_one_tip(models):
+    """(P, 7), (P, 4, 4), (P, 1, 7), (P, 1, 4, 4) all mean P goals for one tip, P = 1 too."""
+    m = models["panda"]
+    q, T = _targets(m, ["panda_link8"], 2, 51)
+    pq = pose_to_pq(T[:, 0])
+    for P in (1, 2):
+        ref = solve_pose(m, T[:P, 0], tips="panda_link8")
+        for t in (pq[:P], pq[:P, None], T[:P], T[:P, 0]):
+            res = solve_pose(m, t, tips="panda_link8")
+            assert len(res) == P
+            np.testing.assert_allclose(res.q, ref.q, atol=1e-9)

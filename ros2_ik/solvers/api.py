@@ -107,11 +107,12 @@ def solve_ik(model: Model, objectives: Sequence[Objective], *, seeds=None,
     if invalid.any():
         all_obj = [_sanitized(o, invalid, xp) for o in all_obj]
         objectives = all_obj[:len(objectives)]
-    deadline = None if cfg.timeout is None else t0 + cfg.timeout
-
     from . import fast  # noqa: PLC0415
 
     fast_plan = fast.plan(model, objectives, regularizers, cfg, "dls", xp)
+    # the timeout counts from the call, less a one-time kernel compilation in this process
+    compile_time = fast_plan.compile_time if fast_plan is not None else 0.0
+    deadline = None if cfg.timeout is None else t0 + cfg.timeout + compile_time
     rows_seed = expand_seeds(model, seeds_p, K, cfg.rng_seed, xp)
     problem_idx = xp.repeat(xp.arange(P), K)
     active = xp.asarray(np.repeat(~invalid, K))
@@ -226,9 +227,9 @@ def solve_pose(model: Model, targets, *, tips: Sequence[str] | str | None = None
         raise InvalidInputError("no tip links given")
     xp = get_xp(targets)
     t = xp.asarray(targets, dtype=xp.float64)
-    if len(tips) == 1 and t.ndim in (2, 3) and t.shape[-2:] != (1, 7) and not (
-            t.ndim == 3 and t.shape[1] == 1):
-        t = t[:, None] if t.ndim == 2 else t[:, None]
+    if len(tips) == 1 and ((t.ndim == 2 and t.shape[1] == 7)
+                           or (t.ndim == 3 and t.shape[1:] == (4, 4))):
+        t = t[:, None]  # (P, 7) / (P, 4, 4) for one tip -> (P, 1, ...)
     if t.ndim == 2 and len(tips) > 1:
         raise ShapeError(f"targets for {len(tips)} tips must have shape (P, {len(tips)}, 4, 4) "
                          f"or (P, {len(tips)}, 7), got {tuple(t.shape)}")

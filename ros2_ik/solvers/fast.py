@@ -48,16 +48,54 @@ def available() -> bool:
     return _get_kernels() is not None
 
 
+_import_time = 0.0
+
+
 def _get_kernels():
-    global _kernels
+    global _kernels, _import_time
     if _kernels is None:
+        t0 = time.perf_counter()
         try:
             from . import _fast_kernels  # noqa: PLC0415
 
             _kernels = _fast_kernels
         except Exception:  # noqa: BLE001 - any import failure means "no fast path"
             _kernels = False
+        _import_time = time.perf_counter() - t0
     return _kernels or None
+
+
+_compiled = False
+
+
+def ensure_compiled() -> float:
+    """Compile (or load from Numba's disk cache) every kernel once per process, on a one-joint
+    problem. Returns the seconds it took (0 once done): solvers add it to their deadline, so a
+    process's first call is not timed out by a one-time compilation."""
+    global _compiled
+    if _compiled:
+        return 0.0
+    t0 = time.perf_counter()
+    k = _get_kernels()
+    one = np.ones(1)
+    i0 = np.zeros(1, np.int64)
+    chain = (np.array([0, 1]), np.eye(4)[None], np.array([[0.0, 0.0, 1.0]]), i0, i0, one,
+             np.zeros(1), i0, np.eye(4)[None], i0)
+    limits = (-one, one, np.zeros(1, dtype=bool))
+    fparams = np.array([1e-4, 1e-3, 0.1, 1e-9, 1e6, 3.0, 0.3, 0.9, 0.0])
+    targets, weights = np.eye(4)[None, None], np.ones((1, 1, 6))
+    for fn in (k.solve_serial, k.solve_parallel):
+        fn(0, 1, np.zeros((1, 1)), np.ones(1, dtype=bool), np.zeros(1, dtype=np.bool_),
+           np.zeros(1, np.int64), np.zeros(1), np.zeros(1), np.zeros(1, dtype=np.bool_),
+           *chain, targets, weights, *limits, fparams, 2, 1, True, -1, np.zeros(1, np.int64))
+    for fn in (k.verify, k.verify_serial):
+        fn(np.zeros((1, 1)), *chain[:6], chain[6], chain[8], targets, weights, np.zeros(1),
+           np.zeros(1))
+    k.solve_one(np.eye(4), np.ones(6), np.zeros(1), np.zeros((0, 1)), np.zeros(1, dtype=bool),
+                np.zeros(1, dtype=bool), *chain, *limits, fparams, 2, -1, np.zeros(1),
+                np.zeros(6))
+    _compiled = True
+    return time.perf_counter() - t0 + _import_time  # the import of Numba, once, too
 
 
 def plan(model, objectives, regularizers, cfg, solver, xp):
@@ -70,7 +108,9 @@ def plan(model, objectives, regularizers, cfg, solver, xp):
     chain = _chain_arrays(model, tuple(o.link for o in objectives))
     if chain is None:
         return None
-    return ChainPlan(model, objectives, chain)
+    p = ChainPlan(model, objectives, chain)
+    p.compile_time = ensure_compiled()
+    return p
 
 
 def _chain_arrays(model: Model, tips: tuple[int, ...]):
@@ -155,7 +195,7 @@ class ChainPlan:
         pe = np.empty(P)
         re = np.empty(P)
         fn = k.verify if P >= VERIFY_PARALLEL_MIN else k.verify_serial
-        fn(np.ascontiguousarray(q, dtype=np.float64), c["starts"], c["pre"], c["axis"],
+        fn(np.array(q, dtype=np.float64), c["starts"], c["pre"], c["axis"],
                  c["typ"], c["qi"], c["mult"], c["off"], c["post"], self.targets,
                  self.weights, pe, re)
         return pe, re
@@ -169,7 +209,7 @@ class ChainPlan:
         K = N // P
         m = self.model
         q = np.ascontiguousarray(np.clip(rows_seed, m.lower, m.upper), dtype=np.float64)
-        active = np.ones(N, dtype=bool) if active is None else np.ascontiguousarray(active)
+        active = np.ones(N, dtype=bool) if active is None else np.array(active, dtype=bool)
         conv = np.zeros(N, dtype=np.bool_)
         iters = np.zeros(N, dtype=np.int64)
         pe = np.full(N, np.inf)
@@ -186,7 +226,7 @@ class ChainPlan:
         c = self.chain
         args = (c["starts"], c["pre"], c["axis"], c["typ"], c["qi"], c["mult"], c["off"],
                 c["col"], c["post"], c["colq"], self.targets, self.weights,
-                np.ascontiguousarray(m.lower), np.ascontiguousarray(m.upper),
+                np.array(m.lower, dtype=np.float64), np.array(m.upper, dtype=np.float64),
                 wide_revolute(m), fparams,
                 int(cfg.max_iterations), int(K), bool(first_per_problem), int(deadline_ns))
         stop = np.zeros(1, dtype=np.int64)
@@ -240,7 +280,7 @@ class ChainSolver:
             raise InvalidInputError("no tip link given and the model has no default tip")
         self._link = model.link_index(self.tip)
         self.config = config or IKConfig()
-        self.weights = np.ascontiguousarray(_weights(weights, 1, np)[0], dtype=np.float64)
+        self.weights = np.array(_weights(weights, 1, np)[0], dtype=np.float64)  # writable
         self._check_seeds = _check_seeds
         cfg = self.config
         chain = _chain_arrays(model, (self._link,)) if cfg.use_fast_path else None
@@ -251,11 +291,12 @@ class ChainSolver:
         from .common import restart_seeds  # noqa: PLC0415
 
         rnd, keep = restart_seeds(model, cfg.num_seeds, cfg.rng_seed)
-        self._rnd = np.ascontiguousarray(rnd, dtype=np.float64).reshape(-1, model.nq)
-        self._keep = np.ascontiguousarray(keep)
-        self._cont = np.ascontiguousarray(model.q_continuous)
-        self._lower = np.ascontiguousarray(model.lower, dtype=np.float64)
-        self._upper = np.ascontiguousarray(model.upper, dtype=np.float64)
+        self._rnd = np.array(rnd, dtype=np.float64).reshape(-1, model.nq)
+        self._keep = np.array(keep, dtype=bool)
+        # writable copies: Numba compiles read-only arrays (the model's) as other types
+        self._cont = np.array(model.q_continuous, dtype=bool)
+        self._lower = np.array(model.lower, dtype=np.float64)
+        self._upper = np.array(model.upper, dtype=np.float64)
         self._wide = wide_revolute(model)
         self._fparams = np.array([cfg.position_tolerance, cfg.orientation_tolerance,
                                   cfg.lambda_initial, cfg.lambda_min, cfg.lambda_max,
@@ -265,6 +306,7 @@ class ChainSolver:
         self._chain_args = (c["starts"], c["pre"], c["axis"], c["typ"], c["qi"], c["mult"],
                             c["off"], c["col"], c["post"], c["colq"])
         self._neutral = np.ascontiguousarray(model.neutral_q())
+        ensure_compiled()
         self._info = np.zeros(6)
 
     def solve(self, target, seed=None):
@@ -303,9 +345,11 @@ class ChainSolver:
         deadline_ns = -1 if cfg.timeout is None else time.monotonic_ns() + int(cfg.timeout * 1e9)
         q = np.empty(self.model.nq)
         info = self._info
-        self._kernels.solve_one(np.ascontiguousarray(T), self.weights, s, self._rnd, self._keep,
+        self._kernels.solve_one(np.array(T, dtype=np.float64), self.weights,
+                                np.array(s, dtype=np.float64), self._rnd, self._keep,
                                 self._cont, *self._chain_args, self._lower, self._upper,
-                                self._wide, self._fparams, int(cfg.max_iterations), deadline_ns, q, info)
+                                self._wide, self._fparams, int(cfg.max_iterations), deadline_ns,
+                                q, info)
         status = int(info[0])
         if msg:
             status = -16
