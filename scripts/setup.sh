@@ -167,7 +167,9 @@ fi
 
 # ---- 3. ros2_ik (editable) -------------------------------------------------------------------
 KEY_EXTRA=$deps_key
-pkg_key=$(key "$ROOT/package.xml" "$ROOT/setup.py" "$ROOT/setup.cfg")
+# the names of the launch/config files count too: each one is linked on its own (below)
+pkg_key=$(KEY_EXTRA="$(cd "$ROOT" && ls -1 launch config 2>/dev/null || true)" \
+  key "$ROOT/package.xml" "$ROOT/setup.py" "$ROOT/setup.cfg")
 if current package "$pkg_key" && [[ -d $VENV/lib/ros2_ik ]]; then
   say "ros2_ik: up to date (editable: edits under ros2_ik/ need no re-run)"
 else
@@ -177,16 +179,22 @@ else
 
   # What colcon build --symlink-install makes of setup.py/setup.cfg, so that `ros2 run`,
   # launch_ros and get_package_share_directory('ros2_ik') find the package under the venv
-  # prefix. Mirrors data_files in setup.py; launch/ and config/ are linked as directories
-  # (the links may dangle until those directories exist).
+  # prefix. Mirrors data_files in setup.py: share/ros2_ik/launch and config are directories
+  # with a link per file, as colcon makes them (`ros2 launch ros2_ik <file>` does not look
+  # inside a linked directory).
   layout() {
     local share=$VENV/share scripts
     rm -rf "$VENV/lib/ros2_ik" "$share/ros2_ik"
     mkdir -p "$VENV/lib/ros2_ik" "$share/ros2_ik" "$share/ament_index/resource_index/packages"
     ln -sfn "$ROOT/resource/ros2_ik" "$share/ament_index/resource_index/packages/ros2_ik"
     ln -sfn "$ROOT/package.xml" "$share/ros2_ik/package.xml"
-    ln -sfn "$ROOT/launch" "$share/ros2_ik/launch"
-    ln -sfn "$ROOT/config" "$share/ros2_ik/config"
+    local d f
+    for d in launch config; do
+      mkdir -p "$share/ros2_ik/$d"
+      for f in "$ROOT/$d"/*; do
+        [[ -f $f ]] && ln -sfn "$f" "$share/ros2_ik/$d/${f##*/}"
+      done
+    done
     scripts=$("$VPY" -c 'from importlib.metadata import distribution
 print(" ".join(e.name for e in distribution("ros2_ik").entry_points if e.group == "console_scripts"))')
     for exe in $scripts; do
