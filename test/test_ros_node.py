@@ -27,7 +27,7 @@ from ros2_ik.ros.conversions import (as_f64, f64_array, pq_to_pose_stamped,  # n
                                      sec_to_duration)
 from ros2_ik.ros.testing import (Client, NodeProcess, ik_request, joint_state,  # noqa: E402
                                  random_domain_id)
-from ros2_ik.solvers import IKConfig, interpolate_keyframes, solve_pose  # noqa: E402
+from ros2_ik.solvers import interpolate_keyframes, solve_pose  # noqa: E402
 
 TIP = "panda_hand_tcp"
 MAX_BATCH = 50_000
@@ -109,8 +109,11 @@ def test_ik_matches_bare_solver(ros):
     _, T = reachable(model, 50, seed=2)
     resp = ik(ros, ik_request(pose_to_pq(T), compact_response=True, num_seeds=4, rng_seed=7,
                               timeout=60.0))
-    bare = solve_pose(model, pose_to_pq(T), tips=[TIP], seeds=model.neutral_q(),
-                      config=IKConfig(num_seeds=4, rng_seed=7, timeout=60.0))
+    from ros2_ik.ros.params import Settings, ik_config
+
+    cfg = ik_config(Settings.from_values(), num_seeds=4, rng_seed=7, timeout=60.0)
+    assert (cfg.num_seeds, cfg.rng_seed, cfg.timeout) == (4, 7, 60.0)
+    bare = solve_pose(model, pose_to_pq(T), tips=[TIP], seeds=model.neutral_q(), config=cfg)
     np.testing.assert_array_equal(np.asarray(resp.status), bare.status)
     Q = as_f64(resp.compact_solutions).reshape(50, model.nq)
     np.testing.assert_allclose(Q, bare.q, atol=1e-12)

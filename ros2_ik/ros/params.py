@@ -53,7 +53,7 @@ PARAMS: tuple[ParamSpec, ...] = (
     ParamSpec("backend", "auto", "Array backend: auto (CuPy when a GPU is usable, else NumPy), "
               "numpy, or cupy.", choices=BACKENDS),
     ParamSpec("solver", "dls", "Default IK solver; one of ros2_ik.solvers.SOLVERS "
-              "(dls; ccd and ccd+dls where built)."),
+              "(dls, ccd, ccd+dls)."),
     ParamSpec("solve_mode", "speed", "Which converged seed wins: speed (first), distance (closest "
               "to the seed), manipulability (largest).", choices=SOLVE_MODES),
     ParamSpec("position_tolerance", 1e-4, "Default success tolerance on tip position error.",
@@ -61,8 +61,11 @@ PARAMS: tuple[ParamSpec, ...] = (
     ParamSpec("orientation_tolerance", 1e-3, "Default success tolerance on tip orientation error "
               "(rotation angle).", range=(1e-9, math.pi), units="rad"),
     ParamSpec("max_iterations", 100, "Solver iterations per seed.", range=(1, 100_000)),
-    ParamSpec("num_seeds", 8, "Default seeds per problem (the request's seed first, then random "
+    ParamSpec("num_seeds", 32, "Default seeds per problem (the request's seed first, then random "
               "ones within the joint limits).", range=(1, 10_000)),
+    ParamSpec("stall_iterations", 5, "A seed is given up after this many slow iterations in a "
+              "row (rejected, or cost down by less than 10 %), freeing time for the next seed; "
+              "0 = never.", range=(0, 100_000)),
     ParamSpec("timeout", 5.0, "Default time budget of one request (whole batch or trajectory); "
               "0 = no limit.", range=(0.0, 3600.0), units="s"),
     ParamSpec("rng_seed", 0, "Default seed of the random generator for the extra seeds "
@@ -108,6 +111,7 @@ class Settings:
     orientation_tolerance: float
     max_iterations: int
     num_seeds: int
+    stall_iterations: int
     timeout: float
     rng_seed: int
     max_batch: int
@@ -205,6 +209,7 @@ def ik_config(s: Settings, *, position_tolerance: float = 0.0, orientation_toler
         max_iterations=s.max_iterations,
         timeout=t if t > 0 else None,
         num_seeds=num_seeds if num_seeds > 0 else s.num_seeds,
+        stall_iterations=s.stall_iterations,
         solve_mode=solve_mode or s.solve_mode,
         rng_seed=rng_seed if rng_seed >= 0 else s.rng_seed,
     )
