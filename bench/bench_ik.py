@@ -241,7 +241,10 @@ def run_ours(robot, model, tips, P, args, solver="ros2_ik"):
         return rows
 
     # batched throughput
-    for label, cfg in ((f"batch {B}, 1 seed mid", cfg1), (f"batch {B}, {K} seeds", cfgK)):
+    cfgS = IKConfig(max_iterations=args.max_iterations, num_seeds=args.budget_seeds,
+                    stall_iterations=5)  # random restarts, the node's way
+    for label, cfg in ((f"batch {B}, 1 seed mid", cfg1), (f"batch {B}, {K} seeds", cfgK),
+                       (f"batch {B}, {args.budget_seeds} seeds, stall 5", cfgS)):
         tag = f"ours/{robot}/{label}"
         warm(model, tips, tg, mid, cfg, k=1)
         q, flag, el = ours_batch(model, tips, tg[:B], mid[:B], cfg, args.repeats)

@@ -317,3 +317,21 @@ def test_target_shapes_for_one_tip(models):
             res = solve_pose(m, t, tips="panda_link8")
             assert len(res) == P
             np.testing.assert_allclose(res.q, ref.q, atol=1e-9)
+
+
+@pytest.mark.parametrize("fast", [False, True])
+def test_stall_gives_up_seeds_but_never_the_last(models, fast):
+    m = models["panda"]
+    q, T = _targets(m, ["panda_link8"], 40, 61)
+    base = dict(use_fast_path=fast, max_iterations=100)
+    one = solve_pose(m, T[:, 0], tips="panda_link8", config=IKConfig(**base))
+    one_st = solve_pose(m, T[:, 0], tips="panda_link8",
+                        config=IKConfig(stall_iterations=1, **base))
+    np.testing.assert_array_equal(one.success, one_st.success)  # one seed: it is the last
+    np.testing.assert_allclose(one.q, one_st.q, atol=1e-12)
+    many = solve_pose(m, T[:, 0], tips="panda_link8",
+                      config=IKConfig(num_seeds=32, stall_iterations=5, **base))
+    _verify(m, ["panda_link8"], T, many)
+    assert many.success_rate >= one.success_rate
+    # stalled seeds stopped early: the winning seed's iteration count stays small
+    assert np.median(many.iterations[many.success]) < 30

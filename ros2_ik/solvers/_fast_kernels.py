@@ -249,7 +249,9 @@ def solve_problem(p, q, active, conv, iters, pe, re, tout, starts, pre, axis, ty
         lam = lam0
         it = 0
         stall = 0
-        while not ok and it < max_iter and (stall_n <= 0 or stall < stall_n):
+        # a seed is given up when it stalls, unless it is the problem's last one
+        give_up = stall_n if k < K - 1 else 0
+        while not ok and it < max_iter and (give_up <= 0 or stall < give_up):
             if read_flag(stop) != 0:
                 break
             if deadline_ns >= 0 and monotonic_ns() >= deadline_ns:

@@ -41,8 +41,8 @@ class IKConfig:
     Tolerances are on the errors the objectives report: position [m], orientation [rad].
     ``timeout`` [s] bounds wall-clock time (None: no limit); ``max_iterations`` bounds iterations.
     ``stall_iterations`` (0: off): a seed is given up after that many iterations in a row that
-    were rejected or lowered the cost by less than the factor ``stall_ratio``; with several seeds
-    this frees the budget for the next seed (random restarts).
+    were rejected or lowered the cost by less than the factor ``stall_ratio``, which frees the
+    budget for the next seed (random restarts); a problem's last seed is never given up.
     """
 
     position_tolerance: float = 1e-4

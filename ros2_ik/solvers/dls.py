@@ -77,6 +77,8 @@ def lm_solve_rows(model: Model, objectives, q0, seed_q, problem_idx, cfg: IKConf
     converged = (pe <= cfg.position_tolerance) & (re <= cfg.orientation_tolerance)
     timed_out = False
     stall = xp.zeros(N, dtype=xp.int64)
+    K = N // num_problems if num_problems else 1
+    last_seed = (xp.arange(N) % K) == K - 1
     eye = xp.eye(nva)
     for _ in range(cfg.max_iterations):
         if first_per_problem:
@@ -84,8 +86,8 @@ def lm_solve_rows(model: Model, objectives, q0, seed_q, problem_idx, cfg: IKConf
             done_p[problem_idx[converged]] = True
             active &= ~done_p[problem_idx]
         active &= ~converged
-        if cfg.stall_iterations > 0:
-            active &= stall < cfg.stall_iterations
+        if cfg.stall_iterations > 0:  # a problem's last seed is never given up
+            active &= (stall < cfg.stall_iterations) | last_seed
         if not bool(xp.any(active)):
             break
         if (deadline is not None and time.perf_counter() >= deadline) or (
