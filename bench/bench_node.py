@@ -29,7 +29,8 @@ from common import banner, timeit  # noqa: E402
 from ros2_ik import load_robot  # noqa: E402
 from ros2_ik.kinematics import fk_frames, pose_to_pq  # noqa: E402
 from ros2_ik.ros.robot import default_tip_of  # noqa: E402
-from ros2_ik.solvers import IKConfig, solve_pose  # noqa: E402
+from ros2_ik.ros.params import Settings, ik_config  # noqa: E402
+from ros2_ik.solvers import solve_pose  # noqa: E402
 
 MIN_SUCCESS = 0.8
 
@@ -66,7 +67,8 @@ def main(argv=None) -> int:
     model = load_robot(args.robot)
     tip = default_tip_of(model)
     rng = np.random.default_rng(0)
-    cfg = IKConfig(num_seeds=args.seeds, timeout=60.0)
+    # the node's own mapping from its parameters to IKConfig, so both sides solve alike
+    cfg = ik_config(Settings.from_values({"timeout": 60.0}), num_seeds=args.seeds)
     seed = model.neutral_q()
 
     domain = random_domain_id()
