@@ -63,7 +63,7 @@ def run(args) -> int:
     try:
         t0 = time.perf_counter()
         server = KinematicsNode(context=ctx, parameter_overrides=[
-            Parameter("robot", value=args.robot), Parameter("num_seeds", value=8)])
+            Parameter("robot", value=args.robot)])  # the node's defaults (config/ros2_ik.yaml)
         robot = server.robot
         if robot is None:
             print("the node could not load the robot model (see the log above)")
@@ -101,7 +101,7 @@ def run(args) -> int:
         req.compact_response = True
         sec_to_duration(10.0, req.timeout)
         print(f"\n1. ComputeIK: {args.goals} reachable goals (FK of random joint values), "
-              "8 seeds each")
+              f"{server.get_parameter('num_seeds').value} seeds each (the node's default)")
         t = time.perf_counter()
         resp = _wait(ik.call_async(req), 60.0)
         dt = time.perf_counter() - t
