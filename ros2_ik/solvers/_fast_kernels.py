@@ -232,6 +232,9 @@ def solve_problem(p, q, active, conv, iters, pe, re, tout, starts, pre, axis, ty
     g = np.empty(nc)
     dq = np.empty(nc)
     qs = np.empty(nc)
+    H0 = np.empty((nc, nc))
+    gb = np.empty(nc)
+    blocked = np.zeros(nc, dtype=np.bool_)
     clk = np.zeros(2, dtype=np.int64)
     tol_p, tol_r = fparams[0], fparams[1]
     lam0, lmin, lmax, up, down = fparams[2], fparams[3], fparams[4], fparams[5], fparams[6]
@@ -257,7 +260,7 @@ def solve_problem(p, q, active, conv, iters, pe, re, tout, starts, pre, axis, ty
             if deadline_ns >= 0 and monotonic_ns() >= deadline_ns:
                 tout[row] = True
                 break
-            # H = J^T J + lam (diag(J^T J) + 1e-9), g = J^T r
+            # H0 = J^T J + lam (diag(J^T J) + 1e-9), g = J^T r
             for a in range(nc):
                 acc = 0.0
                 for i in range(m):
@@ -267,32 +270,52 @@ def solve_problem(p, q, active, conv, iters, pe, re, tout, starts, pre, axis, ty
                     acc = 0.0
                     for i in range(m):
                         acc += J[i, a] * J[i, b]
-                    H[a, b] = acc
-                    H[b, a] = acc
+                    H0[a, b] = acc
+                    H0[b, a] = acc
             for a in range(nc):
-                H[a, a] += lam * (H[a, a] + 1e-9)
-            # Cholesky H = L L^T in place (lower triangle), then solve L L^T dq = -g
-            for a in range(nc):
-                s = H[a, a]
-                for b in range(a):
-                    s -= H[a, b] * H[a, b]
-                s = math.sqrt(s) if s > 0 else 1e-300
-                H[a, a] = s
-                for i in range(a + 1, nc):
-                    t = H[i, a]
+                H0[a, a] += lam * (H0[a, a] + 1e-9)
+                blocked[a] = False
+            # Joints that the step would push through their limit leave the system and the
+            # step is solved again without them (active set; at most two solves).
+            for _pass in range(2):
+                for a in range(nc):
+                    for b in range(nc):
+                        H[a, b] = 0.0 if (blocked[a] or blocked[b]) else H0[a, b]
+                    if blocked[a]:
+                        H[a, a] = 1.0
+                    gb[a] = 0.0 if blocked[a] else g[a]
+                # Cholesky H = L L^T in place (lower triangle), then solve L L^T dq = -g
+                for a in range(nc):
+                    s = H[a, a]
                     for b in range(a):
-                        t -= H[i, b] * H[a, b]
-                    H[i, a] = t / s
-            for a in range(nc):
-                t = -g[a]
-                for b in range(a):
-                    t -= H[a, b] * dq[b]
-                dq[a] = t / H[a, a]
-            for a in range(nc - 1, -1, -1):
-                t = dq[a]
-                for b in range(a + 1, nc):
-                    t -= H[b, a] * dq[b]
-                dq[a] = t / H[a, a]
+                        s -= H[a, b] * H[a, b]
+                    s = math.sqrt(s) if s > 0 else 1e-300
+                    H[a, a] = s
+                    for i in range(a + 1, nc):
+                        t = H[i, a]
+                        for b in range(a):
+                            t -= H[i, b] * H[a, b]
+                        H[i, a] = t / s
+                for a in range(nc):
+                    t = -gb[a]
+                    for b in range(a):
+                        t -= H[a, b] * dq[b]
+                    dq[a] = t / H[a, a]
+                for a in range(nc - 1, -1, -1):
+                    t = dq[a]
+                    for b in range(a + 1, nc):
+                        t -= H[b, a] * dq[b]
+                    dq[a] = t / H[a, a]
+                more = False
+                for a in range(nc):
+                    i = colq[a]
+                    if not blocked[a] and not wide[i] and (
+                            (dq[a] < 0.0 and qr[i] <= lower[i])
+                            or (dq[a] > 0.0 and qr[i] >= upper[i])):
+                        blocked[a] = True
+                        more = True
+                if not more:
+                    break
             for a in range(nc):
                 i = colq[a]
                 qs[a] = qr[i]

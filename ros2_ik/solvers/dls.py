@@ -17,11 +17,13 @@ from __future__ import annotations
 
 import time
 
+import numpy as np
+
 
 from ..backend import get_xp
 from ..kinematics.fk import integrate
-from ..model import Model
-from .common import IKConfig, clip_to_limits
+from ..model import JointType, Model
+from .common import IKConfig, clip_to_limits, wide_revolute
 from .objectives import EvalContext
 
 __all__ = ["lm_solve_rows", "evaluate", "goal_errors"]
@@ -55,6 +57,44 @@ def goal_errors(objectives, ctx, problem_idx):
     return pe, re
 
 
+def _limited_columns(model: Model):
+    """Active Jacobian columns of bounded 1-DOF coordinates (not the +-2 pi wide revolute ones,
+    which go around), and their q indices."""
+    wide = wide_revolute(model)
+    one_dof = (JointType.REVOLUTE, JointType.CONTINUOUS, JointType.PRISMATIC)
+    cols, qs = [], []
+    for c, v in enumerate(model.v_active):
+        l = int(model.v_joint[v])
+        if int(model.joint_type[l]) not in one_dof or model.mimic_q[l] >= 0:
+            continue
+        qi = int(model.q_start[l])
+        if np.isfinite(model.lower[qi]) and np.isfinite(model.upper[qi]) and not wide[qi]:
+            cols.append(c)
+            qs.append(qi)
+    return np.array(cols, dtype=np.int64), np.array(qs, dtype=np.int64)
+
+
+def _active_set_step(H, g, dq, q, cols, qidx, lower, upper, xp):
+    """Joints at a limit that the step pushes outward leave the system; rows where that
+    happens solve again without them (they do not move). One re-solve, as the fast path."""
+    qc = q[:, qidx]
+    d = dq[:, cols]
+    push = ((d < 0) & (qc <= lower[qidx])) | ((d > 0) & (qc >= upper[qidx]))
+    rows = xp.any(push, axis=1)
+    if not bool(xp.any(rows)):
+        return dq
+    blocked = xp.zeros(dq.shape, dtype=bool)
+    blocked[:, cols] = push
+    b = blocked[rows]
+    Hb = xp.where(b[:, :, None] | b[:, None, :], 0.0, H[rows])
+    n = dq.shape[1]
+    Hb = Hb + b[:, :, None] * xp.eye(n)
+    gb = xp.where(b, 0.0, g[rows])
+    dq = dq.copy()
+    dq[rows] = -xp.linalg.solve(Hb, gb[..., None])[..., 0]
+    return dq
+
+
 def lm_solve_rows(model: Model, objectives, q0, seed_q, problem_idx, cfg: IKConfig, *,
                   deadline: float | None, active=None, first_per_problem: bool = False,
                   num_problems: int | None = None, should_stop=None):
@@ -76,6 +116,9 @@ def lm_solve_rows(model: Model, objectives, q0, seed_q, problem_idx, cfg: IKConf
     pe, re = goal_errors(objectives, ctx, problem_idx)
     converged = (pe <= cfg.position_tolerance) & (re <= cfg.orientation_tolerance)
     timed_out = False
+    lim_cols, lim_q = _limited_columns(model)
+    lim_cols, lim_q = xp.asarray(lim_cols), xp.asarray(lim_q)
+    lower, upper = xp.asarray(model.lower), xp.asarray(model.upper)
     stall = xp.zeros(N, dtype=xp.int64)
     K = N // num_problems if num_problems else 1
     last_seed = (xp.arange(N) % K) == K - 1
@@ -99,6 +142,8 @@ def lm_solve_rows(model: Model, objectives, q0, seed_q, problem_idx, cfg: IKConf
         diag = xp.diagonal(JtJ, axis1=1, axis2=2)
         H = JtJ + lam[:, None, None] * (diag[:, :, None] * eye + 1e-9 * eye)
         dq = -xp.linalg.solve(H, g[..., None])[..., 0]
+        if lim_cols.size:
+            dq = _active_set_step(H, g, dq, q, lim_cols, lim_q, lower, upper, xp)
         dv = xp.zeros((N, model.nv))
         dv[:, va] = xp.where(active[:, None], dq, 0.0)
         q_try = clip_to_limits(model, integrate(model, q, dv))
