@@ -105,6 +105,10 @@ def restart_seeds(model: Model, num_seeds: int, rng_seed: int):
     """The K-1 random seeds (K-1, nq) drawn from ``rng_seed``, and the mask (nq,) of coordinates
     every seed keeps from the problem's own seed: frozen joints, floating bases and unbounded
     translations (continuous joints are drawn in (-pi, pi])."""
+    key = ("restart_seeds", int(num_seeds), int(rng_seed))
+    hit = model._cache.get(key)
+    if hit is not None:
+        return hit[0].copy(), hit[1].copy()
     rnd = model.random_q(np.random.default_rng(rng_seed), max(int(num_seeds) - 1, 0))
     keep = ~(np.isfinite(model.lower) & np.isfinite(model.upper)) & ~model.q_continuous
     frozen_links = {model.joint_index(n) for n in model.frozen}
@@ -113,7 +117,9 @@ def restart_seeds(model: Model, num_seeds: int, rng_seed: int):
         if model.joint_type[l] == JointType.FLOATING and model.q_start[l] >= 0:
             s = int(model.q_start[l])
             keep[s:s + 7] = True
-    return rnd, keep
+    if len(model._cache) < 10_000:  # cached per model, seed count and rng seed
+        model._cache[key] = (rnd, keep)
+    return rnd.copy(), keep.copy()
 
 
 def expand_seeds(model: Model, seeds, num_seeds: int, rng_seed: int, xp):
