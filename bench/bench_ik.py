@@ -243,7 +243,10 @@ def run_ours(robot, model, tips, P, args, solver="ros2_ik"):
     # batched throughput
     cfgS = IKConfig(max_iterations=args.max_iterations, num_seeds=args.budget_seeds,
                     stall_iterations=5)  # random restarts, the node's way
-    for label, cfg in ((f"batch {B}, 1 seed mid", cfg1), (f"batch {B}, {K} seeds", cfgK),
+    cfgI = IKConfig(max_iterations=min(30, args.max_iterations))  # a tighter iteration cap
+    for label, cfg in ((f"batch {B}, 1 seed mid", cfg1),
+                       (f"batch {B}, 1 seed mid, {cfgI.max_iterations} it", cfgI),
+                       (f"batch {B}, {K} seeds", cfgK),
                        (f"batch {B}, {args.budget_seeds} seeds, stall 5", cfgS)):
         tag = f"ours/{robot}/{label}"
         warm(model, tips, tg, mid, cfg, k=1)
