@@ -1,7 +1,9 @@
 """Public IK entry points: :func:`solve_ik` (any objectives) and :func:`solve_pose` (pose goals).
 
-Flow: validate -> expand problems into seeds (rows, ``problem_idx``) -> solver (``dls``) -> choose one converged row per problem by the solve mode -> wrap
-continuous joints near the seed -> verify by FK against the tolerances and the limits.
+Flow: validate -> expand problems into seeds (rows, ``problem_idx``) -> solver (``dls``, ``ccd``
+or ``ccd+dls``; the compiled fast path where it applies) -> choose one converged row per problem
+by the solve mode -> wrap continuous joints near the seed -> verify by FK against the tolerances
+and the limits.
 """
 
 from __future__ import annotations

@@ -8,7 +8,9 @@ to Inverse Kinematics with Jacobian Transpose, Pseudoinverse and Damped Least Sq
 
 ``dq`` is applied with ``q (+) dq`` (frozen coordinates untouched), the result clipped to the hard
 joint limits, and accepted only if the cost ``0.5 |r|^2`` decreases; lambda then shrinks
-(``lambda_down``), otherwise it grows (``lambda_up``, capped at ``lambda_max``) and the row retries from the same point.
+(``lambda_down``), otherwise it grows (``lambda_up``, capped at ``lambda_max``) and the row
+retries from the same point. A joint already at a limit that ``dq`` pushes further out leaves
+the system, and ``dq`` is solved again without it (active set).
 A row stops when its goal errors meet the tolerances (converged; never touched again), at the
 iteration cap, at the deadline, or (``stall_iterations``) after that many slow iterations in a row.
 """
