@@ -198,3 +198,16 @@ def test_chain_solver_continuous_wrap():
     assert r.success[0]
     assert abs(r.q[0, 0] - (3.0 + 2 * np.pi)) < 1e-3  # the 2 pi branch nearest the seed
     assert load_robot  # the module-level import stays used
+
+
+def test_cancel_before_start_and_small_solves_poll_once(models):
+    m = models["panda"]
+    T = _targets(m, ["panda_link8"], 3, 13)
+    calls = []
+    r = solve_pose(m, T, tips="panda_link8",
+                   should_stop=lambda: calls.append(1) or True)  # cancelled from the start
+    assert not r.success.any() and np.all(r.iterations == 0)
+    calls.clear()
+    r = solve_pose(m, T, tips="panda_link8", config=IKConfig(num_seeds=4),
+                   should_stop=lambda: calls.append(1) or False)
+    assert r.success.all() and len(calls) == 1  # a small solve: polled once, no watcher

@@ -39,6 +39,7 @@ _POSE_TYPES = (PoseObjective, PositionObjective, OrientationObjective)
 PARALLEL_MIN = 4
 VERIFY_PARALLEL_MIN = 256  # problems: below this one thread solves them (no thread hand-off)
 POLL_S = 0.001  # how often should_stop() is polled while a kernel runs [s]
+WATCH_MIN_WORK = 100_000  # rows x iteration cap from which a watcher thread polls should_stop
 
 _kernels = None
 
@@ -232,7 +233,11 @@ class ChainPlan:
         stop = np.zeros(1, dtype=np.int64)
         done = threading.Event()
         watcher = None
-        if should_stop is not None:  # polled while the kernel runs (it releases the GIL)
+        if should_stop is not None and should_stop():
+            stop[0] = 1
+        elif should_stop is not None and N * int(cfg.max_iterations) > WATCH_MIN_WORK:
+            # polled while the kernel runs (it releases the GIL); small solves end sooner than
+            # a watcher thread starts, so they are polled only before they start
             def watch():
                 while not done.wait(POLL_S):
                     if should_stop():
