@@ -72,6 +72,7 @@ def so3_log(m00, m01, m02, m10, m11, m12, m20, m21, m22):
     sc = 2.0 * math.atan2(sh, wq) / sh
     return x * sc, y * sc, zq * sc
 
+
 @njit_inline
 def evaluate(q, starts, pre, axis, typ, qi, mult, off, post, targets, weights, p,
              r, R, pv, z, pj, ptip):
@@ -235,7 +236,6 @@ def solve_problem(p, q, active, conv, iters, pe, re, tout, starts, pre, axis, ty
     H0 = np.empty((nc, nc))
     gb = np.empty(nc)
     blocked = np.zeros(nc, dtype=np.bool_)
-    clk = np.zeros(2, dtype=np.int64)
     tol_p, tol_r = fparams[0], fparams[1]
     lam0, lmin, lmax, up, down = fparams[2], fparams[3], fparams[4], fparams[5], fparams[6]
     stall_f = fparams[7]
@@ -356,6 +356,7 @@ def solve_problem(p, q, active, conv, iters, pe, re, tout, starts, pre, axis, ty
         if tout[row] or read_flag(stop) != 0 or (ok and speed):
             break
 
+
 @nb.njit(cache=True, nogil=True, parallel=True)
 def solve_parallel(p0, p1, q, active, conv, iters, pe, re, tout, starts, pre, axis, typ,
                    qi, mult, off, col, post, colq, targets, weights, lower, upper, wide, fparams,
@@ -365,6 +366,7 @@ def solve_parallel(p0, p1, q, active, conv, iters, pe, re, tout, starts, pre, ax
                       mult, off, col, post, colq, targets, weights, lower, upper, wide, fparams,
                       max_iter, K, speed, deadline_ns, stop)
 
+
 @njit
 def solve_serial(p0, p1, q, active, conv, iters, pe, re, tout, starts, pre, axis, typ, qi,
                  mult, off, col, post, colq, targets, weights, lower, upper, wide, fparams,
@@ -373,6 +375,7 @@ def solve_serial(p0, p1, q, active, conv, iters, pe, re, tout, starts, pre, axis
         solve_problem(p, q, active, conv, iters, pe, re, tout, starts, pre, axis, typ, qi,
                       mult, off, col, post, colq, targets, weights, lower, upper, wide, fparams,
                       max_iter, K, speed, deadline_ns, stop)
+
 
 @njit_inline
 def verify_problem(p, q, starts, pre, axis, typ, qi, mult, off, post, targets, weights, pe, re):

@@ -17,8 +17,8 @@ from ..backend import get_xp, to_numpy
 from ..errors import InvalidInputError, ShapeError
 from ..kinematics.jacobian import jacobians_all
 from ..model import MAX_BATCH, Model
-from .common import (IKConfig, IKResult, SolveMode, Status, expand_seeds, finalize_q,
-                     seed_distance)
+from .common import (INVALID_GOAL_MESSAGE, IKConfig, IKResult, SolveMode, Status, expand_seeds,
+                     finalize_q, seed_distance, unsolved_message)
 from .ccd import ccd_solve_rows
 from .dls import evaluate, goal_errors, lm_solve_rows
 from .objectives import Objective, PoseObjective
@@ -38,7 +38,8 @@ def _check_seeds(model: Model, seeds, P: int, xp):
         s = xp.broadcast_to(s, (P, s.shape[0]))
     if s.ndim != 2 or s.shape != (P, model.nq):
         raise ShapeError(f"seeds must have shape ({model.nq},) or ({P}, {model.nq}) "
-                         f"(coordinates {list(model.q_names)}), got {tuple(xp.asarray(seeds).shape)}")
+                         f"(coordinates {list(model.q_names)}), "
+                         f"got {tuple(xp.asarray(seeds).shape)}")
     s = s.copy()
     sn = to_numpy(s)
     finite = np.all(np.isfinite(sn), axis=1)
@@ -101,8 +102,7 @@ def solve_ik(model: Model, objectives: Sequence[Objective], *, seeds=None,
         if m is not None:
             m = to_numpy(m)
             for p in np.nonzero(m & ~invalid)[0][:1000]:
-                msgs[int(p)] = ("goal contains NaN/inf or a rotation that is not orthonormal "
-                                "(normalize the quaternion)")
+                msgs[int(p)] = INVALID_GOAL_MESSAGE
             invalid |= m
     # Invalid problems get a harmless placeholder target so the batch math stays finite.
     all_obj = objectives + list(regularizers)
@@ -119,32 +119,28 @@ def solve_ik(model: Model, objectives: Sequence[Objective], *, seeds=None,
     problem_idx = xp.repeat(xp.arange(P), K)
     active = xp.asarray(np.repeat(~invalid, K))
     speed = cfg.solve_mode is SolveMode.SPEED
-    start = rows_seed
-    ccd_iters = 0
-    if solver in ("ccd", "ccd+dls"):
+
+    def run_lm(start, act):
+        if fast_plan is not None:
+            return fast_plan.solve(start, problem_idx, cfg, deadline=deadline, active=act,
+                                   first_per_problem=speed, num_problems=P,
+                                   should_stop=should_stop)
+        return lm_solve_rows(model, all_obj, start, rows_seed, problem_idx, cfg,
+                             deadline=deadline, active=act, first_per_problem=speed,
+                             num_problems=P, should_stop=should_stop)
+
+    if solver == "dls":
+        q, conv, iters, pe, re, timed_out = run_lm(rows_seed, active)
+    else:
         if regularizers:
             raise InvalidInputError("CCD does not take regularizers; use solver='dls'")
-        q, conv, ccd_iters, pe, re, timed_out = ccd_solve_rows(
+        q, conv, iters, pe, re, timed_out = ccd_solve_rows(
             model, objectives, rows_seed, rows_seed, problem_idx, cfg, deadline=deadline,
             active=active, should_stop=should_stop,
             max_sweeps=None if solver == "ccd" else CCD_POLISH_SWEEPS)
-        start = q
-        active = active & ~conv
-    if solver == "ccd":
-        iters = ccd_iters
-    elif fast_plan is not None:
-        q, conv2, iters, pe, re, timed_out = fast_plan.solve(
-            start, problem_idx, cfg, deadline=deadline, active=active,
-            first_per_problem=speed, num_problems=P, should_stop=should_stop)
-    else:
-        q, conv2, iters, pe, re, timed_out = lm_solve_rows(
-            model, all_obj, start, rows_seed, problem_idx, cfg, deadline=deadline,
-            active=active, first_per_problem=speed, num_problems=P, should_stop=should_stop)
-    if solver == "ccd+dls":
-        iters = iters + ccd_iters
-        conv = conv | conv2
-    elif solver == "dls":
-        conv = conv2
+        if solver == "ccd+dls":  # LM from where CCD stopped, for the rows CCD did not finish
+            q, conv2, iters2, pe, re, timed_out = run_lm(q, active & ~conv)
+            conv, iters = conv | conv2, iters + iters2
     return _select(model, objectives, cfg, q, rows_seed, problem_idx, conv, iters, pe, re,
                    timed_out, invalid, msgs, P, K, t0, fast_plan)
 
@@ -201,9 +197,7 @@ def _select(model, objectives, cfg, q, rows_seed, problem_idx, conv, iters, pe, 
         messages[p] = m
     nc = np.nonzero(~ok & ~invalid)[0]
     for p in nc[:1000]:
-        messages[p] = (f"{'timed out' if timed_out else 'no solution'}: best error "
-                       f"{pe_f[p]:.3g} m / {re_f[p]:.3g} rad (tolerances "
-                       f"{cfg.position_tolerance:g} m / {cfg.orientation_tolerance:g} rad)")
+        messages[p] = unsolved_message(timed_out, pe_f[p], re_f[p], cfg)
     pe_f[invalid] = np.nan
     re_f[invalid] = np.nan
     return IKResult(q=qn, success=ok, position_error=pe_f, orientation_error=re_f,

@@ -101,6 +101,17 @@ class IKResult:
         return float(np.mean(self.success)) if len(self) else 0.0
 
 
+INVALID_GOAL_MESSAGE = ("goal contains NaN/inf or a rotation that is not orthonormal (normalize "
+                        "the quaternion)")
+
+
+def unsolved_message(timed_out: bool, pos_err: float, rot_err: float, cfg: IKConfig) -> str:
+    """The message of a problem without a solution within the tolerances."""
+    return (f"{'timed out' if timed_out else 'no solution'}: best error {pos_err:.3g} m / "
+            f"{rot_err:.3g} rad (tolerances {cfg.position_tolerance:g} m / "
+            f"{cfg.orientation_tolerance:g} rad)")
+
+
 def restart_seeds(model: Model, num_seeds: int, rng_seed: int):
     """The K-1 random seeds (K-1, nq) drawn from ``rng_seed``, and the mask (nq,) of coordinates
     every seed keeps from the problem's own seed: frozen joints, floating bases and unbounded

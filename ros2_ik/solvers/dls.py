@@ -61,7 +61,10 @@ def goal_errors(objectives, ctx, problem_idx):
 
 def _limited_columns(model: Model):
     """Active Jacobian columns of bounded 1-DOF coordinates (not the +-2 pi wide revolute ones,
-    which go around), and their q indices."""
+    which go around), and their q indices (cached on the model)."""
+    hit = model._cache.get("limited_columns")
+    if hit is not None:
+        return hit
     wide = wide_revolute(model)
     one_dof = (JointType.REVOLUTE, JointType.CONTINUOUS, JointType.PRISMATIC)
     cols, qs = [], []
@@ -73,7 +76,9 @@ def _limited_columns(model: Model):
         if np.isfinite(model.lower[qi]) and np.isfinite(model.upper[qi]) and not wide[qi]:
             cols.append(c)
             qs.append(qi)
-    return np.array(cols, dtype=np.int64), np.array(qs, dtype=np.int64)
+    out = np.array(cols, dtype=np.int64), np.array(qs, dtype=np.int64)
+    model._cache["limited_columns"] = out
+    return out
 
 
 def _active_set_step(H, g, dq, q, cols, qidx, lower, upper, xp):

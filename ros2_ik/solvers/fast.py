@@ -29,15 +29,20 @@ import time
 
 import numpy as np
 
+from ..errors import InvalidInputError, ShapeError
+from ..kinematics.se3 import pq_to_pose
 from ..model import JointType, Model
-from .common import wide_revolute
-from .objectives import OrientationObjective, PoseObjective, PositionObjective
+from .api import _check_seeds, solve_pose
+from .common import (INVALID_GOAL_MESSAGE, IKConfig, IKResult, SolveMode, Status,
+                     clip_to_limits, restart_seeds, unsolved_message, wide_revolute)
+from .objectives import OrientationObjective, PoseObjective, PositionObjective, _weights
 
-__all__ = ["plan", "available", "ChainPlan"]
+__all__ = ["plan", "available", "ensure_compiled", "ChainPlan", "ChainSolver"]
 
 _POSE_TYPES = (PoseObjective, PositionObjective, OrientationObjective)
+# problems: below these counts one thread solves / verifies them (no thread hand-off)
 PARALLEL_MIN = 4
-VERIFY_PARALLEL_MIN = 256  # problems: below this one thread solves them (no thread hand-off)
+VERIFY_PARALLEL_MIN = 256
 POLL_S = 0.001  # how often should_stop() is polled while a kernel runs [s]
 WATCH_MIN_WORK = 100_000  # rows x iteration cap from which a watcher thread polls should_stop
 
@@ -69,6 +74,13 @@ def _get_kernels():
 _compiled = False
 
 
+def _fparams(cfg: IKConfig) -> np.ndarray:
+    """The float options of the kernels, in the order ``solve_problem`` reads them."""
+    return np.array([cfg.position_tolerance, cfg.orientation_tolerance, cfg.lambda_initial,
+                     cfg.lambda_min, cfg.lambda_max, cfg.lambda_up, cfg.lambda_down,
+                     cfg.stall_ratio, cfg.stall_iterations], dtype=np.float64)
+
+
 def ensure_compiled() -> float:
     """Compile (or load from Numba's disk cache) every kernel once per process, on a one-joint
     problem. Returns the seconds it took (0 once done): solvers add it to their deadline, so a
@@ -83,7 +95,7 @@ def ensure_compiled() -> float:
     chain = (np.array([0, 1]), np.eye(4)[None], np.array([[0.0, 0.0, 1.0]]), i0, i0, one,
              np.zeros(1), i0, np.eye(4)[None], i0)
     limits = (-one, one, np.zeros(1, dtype=bool))
-    fparams = np.array([1e-4, 1e-3, 0.1, 1e-9, 1e6, 3.0, 0.3, 0.9, 0.0])
+    fparams = _fparams(IKConfig())
     targets, weights = np.eye(4)[None, None], np.ones((1, 1, 6))
     for fn in (k.solve_serial, k.solve_parallel):
         fn(0, 1, np.zeros((1, 1)), np.ones(1, dtype=bool), np.zeros(1, dtype=np.bool_),
@@ -196,9 +208,8 @@ class ChainPlan:
         pe = np.empty(P)
         re = np.empty(P)
         fn = k.verify if P >= VERIFY_PARALLEL_MIN else k.verify_serial
-        fn(np.array(q, dtype=np.float64), c["starts"], c["pre"], c["axis"],
-                 c["typ"], c["qi"], c["mult"], c["off"], c["post"], self.targets,
-                 self.weights, pe, re)
+        fn(np.array(q, dtype=np.float64), c["starts"], c["pre"], c["axis"], c["typ"], c["qi"],
+           c["mult"], c["off"], c["post"], self.targets, self.weights, pe, re)
         return pe, re
 
     def solve(self, rows_seed, problem_idx, cfg, *, deadline=None, active=None,
@@ -209,17 +220,13 @@ class ChainPlan:
         N = rows_seed.shape[0]
         K = N // P
         m = self.model
-        q = np.ascontiguousarray(np.clip(rows_seed, m.lower, m.upper), dtype=np.float64)
+        q = np.ascontiguousarray(clip_to_limits(m, rows_seed), dtype=np.float64)
         active = np.ones(N, dtype=bool) if active is None else np.array(active, dtype=bool)
         conv = np.zeros(N, dtype=np.bool_)
         iters = np.zeros(N, dtype=np.int64)
         pe = np.full(N, np.inf)
         re = np.full(N, np.inf)
         tout = np.zeros(N, dtype=np.bool_)
-        fparams = np.array([cfg.position_tolerance, cfg.orientation_tolerance,
-                            cfg.lambda_initial, cfg.lambda_min, cfg.lambda_max, cfg.lambda_up,
-                            cfg.lambda_down, cfg.stall_ratio, cfg.stall_iterations],
-                           dtype=np.float64)
         if deadline is None:
             deadline_ns = -1
         else:
@@ -228,7 +235,7 @@ class ChainPlan:
         args = (c["starts"], c["pre"], c["axis"], c["typ"], c["qi"], c["mult"], c["off"],
                 c["col"], c["post"], c["colq"], self.targets, self.weights,
                 np.array(m.lower, dtype=np.float64), np.array(m.upper, dtype=np.float64),
-                wide_revolute(m), fparams,
+                wide_revolute(m), _fparams(cfg),
                 int(cfg.max_iterations), int(K), bool(first_per_problem), int(deadline_ns))
         stop = np.zeros(1, dtype=np.int64)
         done = threading.Event()
@@ -273,28 +280,19 @@ class ChainSolver:
 
     def __init__(self, model: Model, tip: str | None = None, config=None,
                  weights=(1, 1, 1, 1, 1, 1)):
-        from .api import _check_seeds  # noqa: PLC0415
-        from .common import IKConfig, SolveMode  # noqa: PLC0415
-        from .objectives import _weights  # noqa: PLC0415
-
         self.model = model
         self.tip = tip or (model.tips[0] if model.tips else None)
         if self.tip is None:
-            from ..errors import InvalidInputError  # noqa: PLC0415
-
             raise InvalidInputError("no tip link given and the model has no default tip")
         self._link = model.link_index(self.tip)
         self.config = config or IKConfig()
         self.weights = np.array(_weights(weights, 1, np)[0], dtype=np.float64)  # writable
-        self._check_seeds = _check_seeds
         cfg = self.config
         chain = _chain_arrays(model, (self._link,)) if cfg.use_fast_path else None
         self._kernels = _get_kernels() if chain is not None else None
         self.compiled = (self._kernels is not None and cfg.solve_mode is SolveMode.SPEED)
         if not self.compiled:
             return
-        from .common import restart_seeds  # noqa: PLC0415
-
         rnd, keep = restart_seeds(model, cfg.num_seeds, cfg.rng_seed)
         self._rnd = np.array(rnd, dtype=np.float64).reshape(-1, model.nq)
         self._keep = np.array(keep, dtype=bool)
@@ -303,10 +301,7 @@ class ChainSolver:
         self._lower = np.array(model.lower, dtype=np.float64)
         self._upper = np.array(model.upper, dtype=np.float64)
         self._wide = wide_revolute(model)
-        self._fparams = np.array([cfg.position_tolerance, cfg.orientation_tolerance,
-                                  cfg.lambda_initial, cfg.lambda_min, cfg.lambda_max,
-                                  cfg.lambda_up, cfg.lambda_down, cfg.stall_ratio,
-                                  cfg.stall_iterations], dtype=np.float64)
+        self._fparams = _fparams(cfg)
         c = chain
         self._chain_args = (c["starts"], c["pre"], c["axis"], c["typ"], c["qi"], c["mult"],
                             c["off"], c["col"], c["post"], c["colq"])
@@ -319,9 +314,6 @@ class ChainSolver:
 
         Returns an :class:`IKResult` with one problem.
         """
-        from .api import solve_pose  # noqa: PLC0415
-        from .common import IKResult  # noqa: PLC0415
-
         if not self.compiled:
             return solve_pose(self.model, np.asarray(target, dtype=np.float64)[None],
                               tips=self.tip, weights=self.weights, config=self.config,
@@ -329,20 +321,16 @@ class ChainSolver:
         t0 = time.perf_counter()
         T = np.asarray(target, dtype=np.float64)
         if T.shape == (7,):
-            from ..kinematics.se3 import pq_to_pose  # noqa: PLC0415
-
             T = pq_to_pose(T)
         elif T.shape != (4, 4):
-            from ..errors import ShapeError  # noqa: PLC0415
-
             raise ShapeError(f"target must have shape (4, 4) or (7,) [x y z qx qy qz qw], "
                              f"got {T.shape}")
         msg = ""
         if seed is None:
             s = self._neutral
         else:
-            s, bad, msgs = self._check_seeds(self.model, np.asarray(seed, dtype=np.float64)[None],
-                                             1, np)
+            s, bad, msgs = _check_seeds(self.model, np.asarray(seed, dtype=np.float64)[None], 1,
+                                        np)
             s = s[0]
             if bad[0]:
                 msg = msgs[0]
@@ -357,17 +345,14 @@ class ChainSolver:
                                 q, info)
         status = int(info[0])
         if msg:
-            status = -16
-        elif status == -16:
-            msg = ("goal contains NaN/inf or a rotation that is not orthonormal (normalize the "
-                   "quaternion)")
-        elif status != 1:
-            msg = (f"{'timed out' if status == -6 else 'no solution'}: best error {info[1]:.3g} m "
-                   f"/ {info[2]:.3g} rad (tolerances {cfg.position_tolerance:g} m / "
-                   f"{cfg.orientation_tolerance:g} rad)")
-        ok = status == 1
+            status = Status.INVALID_INPUT
+        elif status == Status.INVALID_INPUT:
+            msg = INVALID_GOAL_MESSAGE
+        elif status != Status.CONVERGED:
+            msg = unsolved_message(status == Status.TIMED_OUT, info[1], info[2], cfg)
+        ok = status == Status.CONVERGED
         return IKResult(q=q[None], success=np.array([ok]), position_error=np.array([info[1]]),
                         orientation_error=np.array([info[2]]),
                         iterations=np.array([int(info[3])]), seed_index=np.array([int(info[4])]),
-                        status=np.array([status], dtype=np.int64), messages=[msg],
+                        status=np.array([int(status)], dtype=np.int64), messages=[msg],
                         solve_time=time.perf_counter() - t0)

@@ -15,6 +15,7 @@ trajectory optimizer.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
@@ -170,7 +171,7 @@ def trajectory_seed(model: Model, keyframes, node_indices: Sequence[int], *,
         if deadline is None:
             return cfg
         left = max(0.0, deadline - time.perf_counter())
-        return IKConfig(**{**cfg.__dict__, "timeout": left})
+        return dataclasses.replace(cfg, timeout=left)
 
     def stopped() -> bool:
         return should_stop is not None and bool(should_stop())
