@@ -47,7 +47,7 @@ from ..errors import InvalidInputError
 from ..model import JointType, Model
 from ..solvers.common import restart_seeds, wide_revolute
 
-__all__ = ["Chain", "chain_of", "solve_source", "frames_source", "HOST_SHIM", "DTYPES",
+__all__ = ["Chain", "chain_of", "solve_source", "frames_source", "host_variant", "HOST_SHIM", "DTYPES",
            "source_hash"]
 
 DTYPES = {"float32": "float", "float64": "double"}
@@ -214,10 +214,7 @@ class _Emit:
     def __init__(self):
         self.lines = []
         self.ind = 0
-        self.kernels = []  # (name, parameter list) of every kernel, for the host entries
-
     def kernel(self, name, args):
-        self.kernels.append((name, args))
         return self.block(f"R2IK_KERNEL {name}({args})")
 
     def __call__(self, s=""):
@@ -840,11 +837,12 @@ def _scalar(dtype: str) -> str:
 
 
 def solve_source(ch: Chain, dtype="float32", *, host: bool = False) -> str:
-    """CUDA C++ of the solve kernels (stamp, lm, ccd for one tip, select) for ``ch``."""
+    """CUDA C++ of the solve kernels (stamp, lm, ccd for one tip, select) for ``ch``; with
+    ``host``, the same text for g++ (:func:`host_variant`)."""
     scalar = _scalar(dtype)
     e = _Emit()
     e(_header(ch, scalar, "solve"))
-    e(HOST_SHIM if host else _DEVICE_PRELUDE)
+    e(_DEVICE_PRELUDE)
     e(f"typedef {scalar} S;  // the kernels' scalar (templates below take theirs as a parameter)")
     _emit_common(e, ch)
     with e.kernel("r2ik_stamp", "unsigned long long* clock0"):
@@ -853,9 +851,7 @@ def solve_source(ch: Chain, dtype="float32", *, host: bool = False) -> str:
     if ch.T == 1:
         _emit_ccd_kernel(e, ch, scalar)
     _emit_select_kernel(e, ch, scalar)
-    if host:
-        _emit_host_entries(e)
-    return e.text()
+    return host_variant(e.text()) if host else e.text()
 
 
 def _emit_frames_kernels(e: _Emit, ch: Chain, scalar: str):
@@ -917,27 +913,34 @@ def _emit_frames_kernels(e: _Emit, ch: Chain, scalar: str):
 
 
 def frames_source(ch: Chain, dtype="float32", *, host: bool = False) -> str:
-    """CUDA C++ of ``r2ik_fk`` and ``r2ik_jac`` for the frames ``ch.tips``."""
+    """CUDA C++ of ``r2ik_fk`` and ``r2ik_jac`` for the frames ``ch.tips`` (``host``: for g++)."""
     scalar = _scalar(dtype)
     e = _Emit()
     e(_header(ch, scalar, "frames"))
-    e(HOST_SHIM if host else _DEVICE_PRELUDE)
+    e(_DEVICE_PRELUDE)
     e(_PRELUDE)
     e(f"typedef {scalar} S;")
     _emit_frames_kernels(e, ch, scalar)
-    if host:
-        _emit_host_entries(e)
-    return e.text()
+    return host_variant(e.text()) if host else e.text()
 
 
-def _emit_host_entries(e: _Emit):
-    """Host mode: ``host_<kernel>(rows, args...)`` runs the kernel once per row, in row order
-    (the threads do not cooperate, so this is the kernel's exact result)."""
-    for name, args in e.kernels:
+KERNEL_RE = re.compile(r"^R2IK_KERNEL (\w+)\(([^)]*)\)", re.M)
+
+
+def host_variant(src: str) -> str:
+    """The generated CUDA text made into host C++: the device prelude swapped for
+    :data:`HOST_SHIM`, and per kernel an ``extern "C" host_<kernel>(rows, args...)`` that runs
+    it once per row, in row order (the threads do not cooperate, so this is the kernel's
+    result). Everything between is the very text NVRTC compiles."""
+    if _DEVICE_PRELUDE not in src:
+        raise InvalidInputError("not a generated ros2_ik kernel source")
+    e = _Emit()
+    for name, args in KERNEL_RE.findall(src):
         params = [a.strip() for a in args.split(",")]
         names = [re.findall(r"[A-Za-z_][A-Za-z_0-9]*", a)[-1] for a in params]
         with e.block(f'extern "C" void host_{name}(long long rows, {args})'):
             e(f"for (r2ik_row_ = 0; r2ik_row_ < rows; ++r2ik_row_) {name}({', '.join(names)});")
+    return src.replace(_DEVICE_PRELUDE, HOST_SHIM) + e.text()
 
 
 def source_hash(src: str) -> str:

@@ -1,0 +1,343 @@
+"""The generated kernels on a GPU through CuPy: :class:`GpuSolver` and :class:`GpuKinematics`.
+
+Per solve, on one CUDA stream and with one host synchronisation (reading the results):
+upload targets/seeds (or take CuPy arrays as they are) -> check the goals on the device ->
+``r2ik_stamp`` (device clock at the call) -> ``r2ik_lm`` (one thread per problem x seed; seeds
+expanded in the kernel) -> ``r2ik_select`` (winning seed, float64 finalisation and FK
+verification against the caller's tolerances) -> copy (P, nq) solutions and (P, 6) info back.
+
+- Source: :func:`.codegen.solve_source`, compiled by NVRTC through ``cupy.RawModule`` once per
+  source text (the text is the cache key: model, tips and dtype are all in it; CuPy also keeps
+  the cubin in its on-disk kernel cache, ``~/.cupy/kernel_cache`` or ``CUPY_CACHE_DIR``).
+- float32 by default (half the registers, twice the rate); ``dtype="float64"`` on request. Every
+  success is re-judged in float64 either way.
+- Work buffers are kept per thread and grown to the largest batch seen; each calling thread has
+  its own non-blocking stream, so concurrent callers (the node's workers) overlap.
+- Deadline: ``timeout`` is turned into a budget on the device clock, checked by every row each
+  iteration; cancel: a flag in mapped host memory that the kernel polls every 8 iterations,
+  set from ``should_stop()`` while the host waits for the result.
+
+The CuPy module is a parameter (``xp``) so that tests run this code against a CPU stand-in that
+enforces CuPy's host/device rules; by default CuPy itself is imported (lazily).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+import time
+
+import numpy as np
+
+from ..errors import BackendUnavailableError, InvalidInputError, ShapeError
+from ..model import Model
+from ..solvers.common import (INVALID_GOAL_MESSAGE, IKConfig, IKResult, SolveMode, Status,
+                              restart_seeds, unsolved_message)
+from .codegen import chain_of, frames_source, solve_source, source_hash
+
+__all__ = ["GpuSolver", "GpuKinematics", "get_cupy", "NVRTC_OPTIONS", "BLOCK"]
+
+NVRTC_OPTIONS = ("--std=c++17",)
+BLOCK = 128        # threads per block (the LM kernel uses about 200 registers a thread)
+POLL_S = 0.0002    # host polling of completion / should_stop while a solve runs [s]
+
+
+def get_cupy(xp=None):
+    """The CuPy module to use (``xp`` if given), or BackendUnavailableError with the reason."""
+    if xp is not None:
+        return xp
+    from ..backend import get_backend  # noqa: PLC0415
+
+    return get_backend("cupy")
+
+
+_modules: dict = {}
+_mod_lock = threading.Lock()
+
+
+def _module(cp, src: str):
+    key = (id(cp), source_hash(src))
+    with _mod_lock:
+        mod = _modules.get(key)
+        if mod is None:
+            mod = cp.RawModule(code=src, options=NVRTC_OPTIONS)
+            _modules[key] = mod
+        return mod
+
+
+def _grid(n: int, block: int = BLOCK):
+    return (max(1, -(-int(n) // block)),), (block,)
+
+
+class _Flag:
+    """An int32 in mapped, pinned host memory: the host writes it, running kernels read it."""
+
+    def __init__(self, cp):
+        rt = cp.cuda.runtime
+        self._host = rt.hostAlloc(4, 2)  # cudaHostAllocMapped
+        self.device_ptr = np.uint64(rt.hostGetDevicePointer(self._host, 0))
+        self._rt = rt
+        self.value = 0
+
+    @property
+    def value(self) -> int:
+        return ctypes.c_int32.from_address(self._host).value
+
+    @value.setter
+    def value(self, v: int):
+        ctypes.c_int32.from_address(self._host).value = int(v)
+
+    def __del__(self):
+        try:
+            self._rt.freeHost(self._host)
+        except Exception:  # noqa: BLE001 - interpreter shutdown
+            pass
+
+
+class _Workspace:
+    """Per-thread buffers of one solver, grown to the largest batch seen."""
+
+    def __init__(self, cp):
+        self.cp = cp
+        self.stream = cp.cuda.Stream(non_blocking=True)
+        self.rows = 0
+        self.problems = 0
+        self.stop = _Flag(cp)
+        self.clock0 = cp.zeros(1, dtype=cp.uint64)
+
+    def ensure(self, P: int, K: int, nq: int, scalar):
+        cp = self.cp
+        N = P * K
+        if N > self.rows:
+            n = max(N, 2 * self.rows)
+            self.q_rows = cp.empty((n, nq), dtype=scalar)
+            self.conv = cp.empty(n, dtype=cp.uint8)
+            self.iters = cp.empty(n, dtype=cp.int32)
+            self.pe = cp.empty(n, dtype=scalar)
+            self.re = cp.empty(n, dtype=scalar)
+            self.tout = cp.empty(n, dtype=cp.uint8)
+            self.rows = n
+        if P > self.problems:
+            n = max(P, 2 * self.problems)
+            self.done = cp.empty(n, dtype=cp.int32)
+            self.q_best = cp.empty((n, nq), dtype=cp.float64)
+            self.info = cp.empty((n, 6), dtype=cp.float64)
+            self.problems = n
+
+
+class GpuSolver:
+    """Fused LM IK on the GPU for one model and tip set (pose goals, speed mode).
+
+    Args:
+        model: the robot; every joint between the base and the tips must be revolute,
+            continuous, prismatic or fixed (mimic and frozen joints included).
+        tips: link names (default ``model.tips``; several tips solve one goal per tip at once).
+        config: :class:`IKConfig` (tolerances, iterations, seeds, restarts, timeout). Only
+            ``solve_mode="speed"`` runs on the device (the first converged seed wins).
+        dtype: "float32" (default) or "float64" for the solve; verification is float64.
+        xp: the CuPy module (default: import CuPy; BackendUnavailableError without a GPU).
+    """
+
+    def __init__(self, model: Model, tips=None, config: IKConfig | None = None, *,
+                 dtype="float32", xp=None):
+        self.cp = cp = get_cupy(xp)
+        self.model = model
+        self.tips = tuple(model.tips if tips is None else ([tips] if isinstance(tips, str)
+                                                           else tips))
+        self.config = cfg = config or IKConfig()
+        if cfg.solve_mode is not SolveMode.SPEED:
+            raise InvalidInputError(f"the GPU solver runs solve_mode 'speed' only, got "
+                                    f"{cfg.solve_mode.value!r}; use solve_pose for the others")
+        self.chain = chain_of(model, self.tips)
+        if self.chain is None:
+            raise InvalidInputError(
+                f"the GPU kernels cover chains of revolute, continuous, prismatic and fixed "
+                f"joints; the path to {list(self.tips)} has another joint type (use solve_pose)")
+        self.dtype = np.dtype(dtype)
+        self.source = solve_source(self.chain, self.dtype)
+        mod = _module(cp, self.source)
+        self._lm = mod.get_function("r2ik_lm")
+        self._stamp = mod.get_function("r2ik_stamp")
+        self._select = mod.get_function("r2ik_select")
+        K = int(cfg.num_seeds)
+        rnd, _ = restart_seeds(model, K, cfg.rng_seed)
+        rnd = np.asarray(rnd, dtype=np.float64).reshape(-1, model.nq)
+        self._rnd = cp.asarray(rnd if K > 1 else np.zeros((1, model.nq)))
+        from ..solvers.fast import _fparams  # noqa: PLC0415 - one order of the options
+
+        self._fp = cp.asarray(_fparams(cfg))
+        self._neutral = np.asarray(model.neutral_q(), dtype=np.float64)
+        self._local = threading.local()
+
+    def _ws(self) -> _Workspace:
+        ws = getattr(self._local, "ws", None)
+        if ws is None:
+            ws = self._local.ws = _Workspace(self.cp)
+        return ws
+
+    def _targets(self, targets):
+        """(P, T, 4, 4) float64 on the device, from (P, 4, 4) / (P, 7) for one tip, or
+        (P, T, 4, 4) / (P, T, 7)."""
+        cp = self.cp
+        T = len(self.tips)
+        t = cp.asarray(targets, dtype=cp.float64)
+        if T == 1 and t.ndim in (2, 3) and t.shape[1:] in ((7,), (4, 4)):
+            t = t[:, None]
+        if t.ndim < 3 or t.shape[1] != T or t.shape[2:] not in ((4, 4), (7,)):
+            raise ShapeError(f"targets must have shape (P, 4, 4) / (P, 7) for one tip or "
+                             f"(P, {T}, 4, 4) / (P, {T}, 7) for tips {list(self.tips)}, got "
+                             f"{tuple(t.shape)}")
+        if t.shape[0] == 0:
+            raise InvalidInputError("empty batch: no targets given")
+        if t.shape[-1] == 7:
+            from ..kinematics.se3 import pq_to_pose  # noqa: PLC0415
+
+            t = pq_to_pose(t)
+        return cp.ascontiguousarray(t)
+
+    def _valid(self, t):
+        """(P,) bool on the device: finite targets with orthonormal right-handed rotations."""
+        cp = self.cp
+        P = t.shape[0]
+        flat = t.reshape(P, -1)
+        fin = cp.all(cp.isfinite(flat), axis=1)
+        R = cp.where(fin[:, None, None, None], t[..., :3, :3], cp.eye(3))
+        Rt = cp.swapaxes(R, -1, -2)
+        ortho = cp.abs(Rt @ R - cp.eye(3)).max(axis=(1, 2, 3)) <= 1e-6
+        det = cp.linalg.det(R.reshape(-1, 3, 3)).reshape(P, -1)
+        return fin & ortho & cp.all(det > 0, axis=1)
+
+    def solve(self, targets, *, seeds=None, weights=(1, 1, 1, 1, 1, 1), should_stop=None,
+              timeout: float | None = None) -> IKResult:
+        """Solve P pose problems; ``timeout`` [s] overrides ``config.timeout``.
+
+        Returns an :class:`IKResult` (host arrays), every success verified by float64 FK.
+        """
+        t0 = time.perf_counter()
+        cp, m, cfg = self.cp, self.model, self.config
+        timeout = cfg.timeout if timeout is None else timeout
+        tg = self._targets(targets)
+        P, T, K = tg.shape[0], tg.shape[1], int(cfg.num_seeds)
+        from ..model import MAX_BATCH  # noqa: PLC0415
+
+        if P * K > MAX_BATCH:
+            raise InvalidInputError(f"{P} problems x {K} seeds = {P * K} rows exceeds the limit "
+                                    f"{MAX_BATCH}; split the batch or use fewer seeds")
+        from ..solvers.api import _check_seeds  # noqa: PLC0415
+
+        if seeds is None:
+            sd = cp.asarray(np.broadcast_to(self._neutral, (P, m.nq)))
+            bad_seed, msgs = np.zeros(P, dtype=bool), {}
+        else:
+            sd, bad_seed, msgs = _check_seeds(m, seeds, P, cp)
+        sd = cp.ascontiguousarray(sd, dtype=cp.float64)
+        w = cp.asarray(weights, dtype=cp.float64)
+        if w.shape == (6,):
+            w = cp.broadcast_to(w, (P, T, 6))
+        elif w.shape == (P, 6):
+            w = cp.broadcast_to(w[:, None], (P, T, 6))
+        if w.shape != (P, T, 6):
+            raise ShapeError(f"weights must have shape (6,), ({P}, 6) or ({P}, {T}, 6), "
+                             f"got {tuple(w.shape)}")
+        w = cp.ascontiguousarray(w)
+        valid = self._valid(tg)
+        tg = cp.where(valid[:, None, None, None], tg, cp.eye(4))
+        active = cp.ascontiguousarray(valid & cp.asarray(~bad_seed)).astype(cp.uint8)
+        S = self.dtype
+        ws = self._ws()
+        ws.ensure(P, K, m.nq, S)
+        stop = ws.stop
+        stop.value = 1 if (should_stop is not None and should_stop()) else 0
+        with ws.stream:
+            ws.done[:P] = 0
+            tgS = tg.reshape(P, -1).astype(S)
+            wS = w.reshape(P, -1).astype(S)
+            budget = -1 if timeout is None else max(
+                0, int((timeout - (time.perf_counter() - t0)) * 1e9))
+            self._stamp((1,), (1,), (ws.clock0,))
+            N = P * K
+            self._lm(*_grid(N), (sd, self._rnd, tgS, wS, np.int64(P), np.int32(K), active,
+                                 np.int32(cfg.max_iterations), self._fp,
+                                 np.int32(1), ws.clock0, np.int64(budget), stop.device_ptr,
+                                 ws.done, ws.q_rows, ws.conv, ws.iters, ws.pe, ws.re, ws.tout))
+            self._select(*_grid(P), (ws.q_rows, ws.conv, ws.iters, ws.pe, ws.re, ws.tout, sd,
+                                     tg.reshape(P, -1), w.reshape(P, -1), np.int64(P),
+                                     np.int32(K), self._fp, ws.q_best, ws.info))
+            done = cp.cuda.Event()
+            done.record(ws.stream)
+        while not done.done:  # wait, passing on a cancel; no host sync before this point
+            if should_stop is not None and not stop.value and should_stop():
+                stop.value = 1
+            time.sleep(POLL_S)
+        cancelled = bool(stop.value)
+        q = ws.q_best[:P].get(stream=ws.stream)
+        info = ws.info[:P].get(stream=ws.stream)
+        valid_h = valid.get(stream=ws.stream)
+        ok = info[:, 0] > 0.5
+        invalid = ~valid_h | bad_seed
+        ok &= ~invalid
+        timed = info[:, 5] > 0.5
+        status = np.where(ok, Status.CONVERGED, np.where(
+            invalid, Status.INVALID_INPUT, np.where(
+                cancelled, Status.PREEMPTED, np.where(timed, Status.TIMED_OUT,
+                                                      Status.NOT_CONVERGED)))).astype(np.int64)
+        pe, re = info[:, 1].copy(), info[:, 2].copy()
+        messages = [""] * P
+        for p, msg in msgs.items():
+            messages[p] = msg
+        for p in np.nonzero(~valid_h & ~bad_seed)[0][:1000]:
+            messages[p] = INVALID_GOAL_MESSAGE
+        for p in np.nonzero(~ok & ~invalid)[0][:1000]:
+            messages[p] = ("cancelled before a solution was found" if cancelled else
+                           unsolved_message(bool(timed[p]), pe[p], re[p], cfg))
+        pe[invalid] = np.nan
+        re[invalid] = np.nan
+        return IKResult(q=q, success=ok, position_error=pe, orientation_error=re,
+                        iterations=info[:, 3].astype(np.int64),
+                        seed_index=info[:, 4].astype(np.int64), status=status,
+                        messages=messages, solve_time=time.perf_counter() - t0)
+
+
+class GpuKinematics:
+    """Batched FK and world Jacobians of chosen frames on the GPU (generated kernels).
+
+    ``fk(q)`` -> (B, F, 4, 4); ``jacobian(q)`` -> (B, F, 6, nv_active) (linear; angular), in the
+    base frame, as :func:`~ros2_ik.kinematics.fk_frames` / :func:`~ros2_ik.kinematics.jacobians_all`.
+    q may be a NumPy or a CuPy array (B, nq); the result is a CuPy array in ``dtype``.
+    """
+
+    def __init__(self, model: Model, frames, *, dtype="float32", xp=None):
+        self.cp = cp = get_cupy(xp)
+        self.model = model
+        self.frames = tuple([frames] if isinstance(frames, str) else frames)
+        self.chain = chain_of(model, self.frames)
+        if self.chain is None:
+            raise InvalidInputError("the GPU kernels cover chains of 1-DOF and fixed joints; "
+                                    f"the path to {list(self.frames)} has another joint type")
+        self.dtype = np.dtype(dtype)
+        mod = _module(cp, frames_source(self.chain, self.dtype))
+        self._fk = mod.get_function("r2ik_fk")
+        self._jac = mod.get_function("r2ik_jac")
+
+    def _q(self, q):
+        q = self.cp.ascontiguousarray(self.cp.asarray(q, dtype=self.dtype))
+        if q.ndim == 1:
+            q = q[None]
+        if q.ndim != 2 or q.shape[1] != self.model.nq:
+            raise ShapeError(f"q must have shape (B, {self.model.nq}) or ({self.model.nq},), "
+                             f"got {tuple(q.shape)}")
+        return q
+
+    def fk(self, q):
+        q = self._q(q)
+        B = q.shape[0]
+        out = self.cp.empty((B, len(self.frames), 4, 4), dtype=self.dtype)
+        self._fk(*_grid(B), (q, np.int64(B), out))
+        return out
+
+    def jacobian(self, q):
+        q = self._q(q)
+        B = q.shape[0]
+        out = self.cp.empty((B, len(self.frames), 6, self.model.nv_active), dtype=self.dtype)
+        self._jac(*_grid(B), (q, np.int64(B), out))
+        return out

@@ -1,0 +1,356 @@
+"""The GPU path without a GPU: generated CUDA compiled for sm_90, the same text run on the CPU
+(g++ host shim) against the Numba fast path and the NumPy references, and the CuPy runtime run
+against a CPU stand-in of CuPy's host/device rules. With a GPU, the runtime cases also run on
+CuPy itself."""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import time
+
+import numpy as np
+import pytest
+
+import cupy_standin
+from ros2_ik import Model, load_robot
+from ros2_ik.gpu import codegen, compile as gcompile, hostrun
+from ros2_ik.kinematics.fk import fk_frames
+from ros2_ik.kinematics.jacobian import jacobians_all
+from ros2_ik.kinematics.se3 import pose_error
+from ros2_ik.solvers import IKConfig, PoseObjective, Status, solve_pose
+from ros2_ik.solvers import fast
+from ros2_ik.solvers.ccd import ccd_solve_rows
+from ros2_ik.solvers.common import clip_to_limits, expand_seeds, restart_seeds
+
+# every 1-DOF joint case the generator resolves: revolute about +z / -z / x / y / an oblique
+# axis, continuous, prismatic, fixed with rotation, a mimic joint, a frozen joint (locked
+# below), a +-2 pi ("wide") revolute joint
+ALLTYPES_URDF = """<?xml version="1.0"?>
+<robot name="alltypes">
+  <link name="base"/><link name="a"/><link name="b"/><link name="c"/><link name="d"/>
+  <link name="e"/><link name="f"/><link name="g"/><link name="h"/><link name="tool"/>
+  <joint name="j_z" type="revolute"><parent link="base"/><child link="a"/>
+    <origin xyz="0 0 0.1"/><axis xyz="0 0 1"/>
+    <limit lower="-2.8" upper="2.8" effort="1" velocity="1"/></joint>
+  <joint name="j_obl" type="revolute"><parent link="a"/><child link="b"/>
+    <origin xyz="0.05 0 0.2" rpy="0.3 -0.2 0.1"/><axis xyz="0.3 0.5 0.8"/>
+    <limit lower="-2" upper="2" effort="1" velocity="1"/></joint>
+  <joint name="j_pri" type="prismatic"><parent link="b"/><child link="c"/>
+    <origin xyz="0 0.02 0.15"/><axis xyz="1 0 0"/>
+    <limit lower="-0.1" upper="0.2" effort="1" velocity="1"/></joint>
+  <joint name="j_cont" type="continuous"><parent link="c"/><child link="d"/>
+    <origin xyz="0 0 0.1" rpy="1.5707963 0 0"/><axis xyz="0 0 -1"/></joint>
+  <joint name="j_mim" type="revolute"><parent link="d"/><child link="e"/>
+    <origin xyz="0.1 0 0"/><axis xyz="1 0 0"/>
+    <limit lower="-3" upper="3" effort="1" velocity="1"/>
+    <mimic joint="j_z" multiplier="-0.5" offset="0.1"/></joint>
+  <joint name="j_frz" type="revolute"><parent link="e"/><child link="f"/>
+    <origin xyz="0 0.1 0"/><axis xyz="0 1 0"/>
+    <limit lower="-1" upper="1" effort="1" velocity="1"/></joint>
+  <joint name="j_y" type="revolute"><parent link="f"/><child link="g"/>
+    <origin xyz="0 0 0.12"/><axis xyz="0 1 0"/>
+    <limit lower="-2.5" upper="2.5" effort="1" velocity="1"/></joint>
+  <joint name="j_wide" type="revolute"><parent link="g"/><child link="h"/>
+    <origin xyz="0 0 0.1"/><axis xyz="0 0 1"/>
+    <limit lower="-6.3" upper="6.3" effort="1" velocity="1"/></joint>
+  <joint name="j_tool" type="fixed"><parent link="h"/><child link="tool"/>
+    <origin xyz="0.02 0 0.08" rpy="0 0.4 0"/></joint>
+</robot>
+"""
+
+
+def _alltypes():
+    return Model.from_urdf(ALLTYPES_URDF, tips=["tool"]).lock(["j_frz"])
+
+
+CASES = {  # name -> (model factory, tips)
+    "panda": (lambda: load_robot("panda"), None),
+    "ur": (lambda: load_robot("ur"), None),
+    "dual_arm": (lambda: load_robot("dual_arm"), ("left_tool", "right_tool")),
+    "alltypes": (_alltypes, None),
+}
+
+
+@pytest.fixture(scope="module")
+def case_models():
+    return {n: (f(), t) for n, (f, t) in CASES.items()}
+
+
+def _tips(model, tips):
+    return list(model.tips if tips is None else tips)
+
+
+def _problems(model, tips, P, seed=3):
+    rng = np.random.default_rng(seed)
+    T = fk_frames(model, model.random_q(rng, P), tips)
+    return np.ascontiguousarray(T), np.ones((P, len(tips), 6))
+
+
+need_cxx = pytest.mark.skipif(hostrun.available() is None, reason="no g++ to run kernels on "
+                              "the host")
+
+
+# ---------------------------------------------------------------- sm_90 builds
+
+@pytest.mark.skipif(not any(gcompile.tools().values()),
+                    reason="neither NVRTC (libnvrtc) nor nvcc is installed here")
+def test_every_generated_kernel_compiles_for_sm90(case_models):
+    jobs = []
+    for name, (m, tips) in case_models.items():
+        ch = codegen.chain_of(m, _tips(m, tips))
+        for dt in ("float32", "float64"):
+            jobs.append((name, dt, "solve", codegen.solve_source(ch, dt)))
+            jobs.append((name, dt, "frames", codegen.frames_source(ch, dt)))
+    with cf.ThreadPoolExecutor(2) as ex:
+        done = list(ex.map(lambda j: (j, gcompile.compile_cubin(j[3])), jobs))
+    for (name, dt, kind, _), (cubin, log, tool) in done:
+        assert cubin[:4] == b"\x7fELF", (name, dt, kind, tool)
+        reports = {r.name for r in gcompile.parse_ptxas(log)}
+        want = ({"r2ik_lm", "r2ik_select", "r2ik_stamp"} | (
+            {"r2ik_ccd"} if kind == "solve" and name != "dual_arm" else set())
+            if kind == "solve" else {"r2ik_fk", "r2ik_jac"})
+        assert want <= reports, (name, dt, kind, reports)
+
+
+def test_generator_refuses_what_it_does_not_cover():
+    m = load_robot("misc")  # floating and planar joints on the way to its tips
+    assert codegen.chain_of(m, ["platform_marker"]) is None
+    from ros2_ik.errors import IKError
+
+    with pytest.raises(IKError, match="float32 or float64"):
+        codegen.solve_source(codegen.chain_of(load_robot("ur"), ["tool0"]), "float16")
+
+
+# ---------------------------------------------------------------- the same text on the CPU
+
+def _numba_rows(m, tips, T, W, K, cfg):
+    ch = fast._chain_arrays(m, tuple(int(m.link_index(t)) for t in tips))
+    P = T.shape[0]
+    seeds = np.tile(m.neutral_q(), (P, 1))
+    q = np.ascontiguousarray(clip_to_limits(m, expand_seeds(m, seeds, K, cfg.rng_seed, np)))
+    N = P * K
+    conv, iters = np.zeros(N, bool), np.zeros(N, np.int64)
+    pe, re, tout = np.full(N, np.inf), np.full(N, np.inf), np.zeros(N, bool)
+    fast.ensure_compiled()
+    c = ch
+    fast._get_kernels().solve_serial(
+        0, P, q, np.ones(N, bool), conv, iters, pe, re, tout, c["starts"], c["pre"], c["axis"],
+        c["typ"], c["qi"], c["mult"], c["off"], c["col"], c["post"], c["colq"], T, W,
+        np.array(m.lower), np.array(m.upper), fast.wide_revolute(m), fast._fparams(cfg),
+        int(cfg.max_iterations), K, True, -1, np.zeros(1, np.int64))
+    return q, conv, iters
+
+
+def _host_rows(m, tips, T, W, K, cfg, dtype, gen=codegen):
+    src = gen.solve_source(gen.chain_of(m, tips), dtype, host=True)
+    lm = hostrun.compile_host(src).get_function("r2ik_lm")
+    S = np.dtype(dtype)
+    P, nq = T.shape[0], m.nq
+    N = P * K
+    rnd, _ = restart_seeds(m, K, cfg.rng_seed)
+    rnd = np.ascontiguousarray(rnd.reshape(-1, nq)) if K > 1 else np.zeros((1, nq))
+    qo = np.zeros((N, nq), S)
+    conv, it = np.zeros(N, np.uint8), np.zeros(N, np.int32)
+    pe, re, to = np.zeros(N, S), np.zeros(N, S), np.zeros(N, np.uint8)
+    lm(N, np.ascontiguousarray(np.tile(m.neutral_q(), (P, 1))), rnd,
+       np.ascontiguousarray(T.reshape(P, -1), S), np.ascontiguousarray(W.reshape(P, -1), S),
+       P, K, np.ones(P, np.uint8), int(cfg.max_iterations), fast._fparams(cfg), 1,
+       np.zeros(1, np.uint64), -1, np.zeros(1, np.int32), np.zeros(P, np.int32), qo, conv, it,
+       pe, re, to)
+    return qo, conv.astype(bool), it
+
+
+def _agreement(name, case_models, dtype, K=1, P=150, gen=codegen):
+    m, tips = case_models[name]
+    tips = _tips(m, tips)
+    T, W = _problems(m, tips, P)
+    cfg = IKConfig(num_seeds=K, stall_iterations=5 if K > 1 else 0)
+    a = _numba_rows(m, tips, T, W, K, cfg)
+    b = _host_rows(m, tips, T, W, K, cfg, dtype, gen)
+    return {"same_conv": float(np.mean(a[1] == b[1])), "same_iters": float(np.mean(a[2] == b[2])),
+            "max_dq": float(np.max(np.abs(a[0] - b[0]))), "conv": float(np.mean(a[1]))}
+
+
+@need_cxx
+@pytest.mark.parametrize("name", list(CASES))
+@pytest.mark.parametrize("K", [1, 4])
+def test_lm_kernel_float64_equals_numba_fast_path(case_models, name, K):
+    r = _agreement(name, case_models, "float64", K=K)
+    assert r["conv"] > 0.1, r  # the comparison says something: many rows converge
+    assert r["same_conv"] == 1.0 and r["same_iters"] == 1.0 and r["max_dq"] <= 1e-12, r
+
+
+@need_cxx
+@pytest.mark.parametrize("name", list(CASES))
+def test_lm_kernel_float32_converges_like_numba(case_models, name):
+    r = _agreement(name, case_models, "float32", K=1)
+    assert r["same_conv"] >= 0.99, r
+
+
+@need_cxx
+def test_a_broken_generator_fails_the_comparison(case_models, monkeypatch):
+    """The comparison has teeth: a generator that bakes one constant slightly wrong (fixed
+    transforms' literals off by 1e-7 relative) no longer matches the Numba rows."""
+    real_lit = codegen._lit
+    monkeypatch.setattr(codegen, "_lit", lambda x: real_lit(float(x) * (1 + 1e-7)))
+    r = _agreement("panda", case_models, "float64", K=1, P=60)
+    assert not (r["same_conv"] == 1.0 and r["same_iters"] == 1.0 and r["max_dq"] <= 1e-12), r
+
+
+@need_cxx
+@pytest.mark.parametrize("name", ["panda", "ur", "alltypes"])
+def test_ccd_kernel_equals_numpy_ccd(case_models, name):
+    m, tips = case_models[name]
+    tips = _tips(m, tips)
+    P = 80
+    T, W = _problems(m, tips, P, seed=5)
+    cfg = IKConfig(max_iterations=30)
+    obj = PoseObjective(m, tips[0], T[:, 0])
+    q0 = np.tile(m.neutral_q(), (P, 1))
+    ref = ccd_solve_rows(m, [obj], q0.copy(), q0, np.arange(P), cfg, deadline=None)
+    ccd = hostrun.compile_host(codegen.solve_source(codegen.chain_of(m, tips), "float64",
+                                                    host=True)).get_function("r2ik_ccd")
+    q = np.ascontiguousarray(q0)
+    conv, sw = np.zeros(P, np.uint8), np.zeros(P, np.int32)
+    pe, re, to = np.zeros(P), np.zeros(P), np.zeros(P, np.uint8)
+    ccd(P, q, np.ascontiguousarray(T.reshape(P, -1)), np.ascontiguousarray(W.reshape(P, -1)),
+        np.ones(P, np.uint8), P, 30, fast._fparams(cfg), 1e-6, np.zeros(1, np.uint64), -1,
+        np.zeros(1, np.int32), conv, sw, pe, re, to)
+    assert np.mean(ref[0] != q0) > 0.3  # CCD moved the joints
+    assert np.array_equal(ref[1], conv.astype(bool))
+    assert np.mean(ref[2] == sw) >= 0.97
+    same = ref[2] == sw
+    assert np.abs(ref[0][same] - q[same]).max() <= 1e-9
+    assert np.allclose(ref[3], pe, atol=1e-9) and np.allclose(ref[4], re, atol=1e-9)
+
+
+@need_cxx
+@pytest.mark.parametrize("name", list(CASES))
+@pytest.mark.parametrize("dtype,tol", [("float64", 1e-12), ("float32", 2e-5)])
+def test_fk_and_jacobian_kernels_equal_reference(case_models, name, dtype, tol):
+    m, tips = case_models[name]
+    frames = _tips(m, tips)
+    mod = hostrun.compile_host(codegen.frames_source(codegen.chain_of(m, frames), dtype,
+                                                     host=True))
+    q = m.random_q(np.random.default_rng(7), 40)
+    S = np.dtype(dtype)
+    qS = np.ascontiguousarray(q, S)
+    F = np.zeros((40, len(frames), 4, 4), S)
+    mod.get_function("r2ik_fk")(40, qS, 40, F)
+    J = np.zeros((40, len(frames), 6, m.nv_active), S)
+    mod.get_function("r2ik_jac")(40, qS, 40, J)
+    Jr, _ = jacobians_all(m, qS.astype(np.float64), frames)
+    assert np.abs(F - fk_frames(m, qS.astype(np.float64), frames)).max() <= tol
+    assert np.abs(J - Jr).max() <= tol
+
+
+# ---------------------------------------------------------------- the CuPy runtime
+
+def _xp_params():
+    from ros2_ik.backend import cupy_available
+
+    marks = [] if cupy_available() else [pytest.mark.skip(reason="no usable CuPy / GPU here")]
+    return [pytest.param("standin", marks=[need_cxx]), pytest.param("cupy", marks=marks)]
+
+
+@pytest.fixture(params=_xp_params())
+def cpx(request, monkeypatch):
+    if request.param == "standin":
+        return cupy_standin.install(monkeypatch)
+    import cupy
+
+    return cupy
+
+
+def _gpu_solver(*a, **k):
+    from ros2_ik.gpu.runtime import GpuSolver
+
+    return GpuSolver(*a, **k)
+
+
+def test_standin_enforces_cupys_host_device_rules(monkeypatch):
+    cp = cupy_standin.install(monkeypatch)
+    d = cp.asarray(np.ones(3))
+    for bad in (lambda: np.asarray(d), lambda: bool(d.any()), lambda: float(d[0]),
+                lambda: d + np.ones(3), lambda: list(d)):
+        with pytest.raises(TypeError):
+            bad()
+    assert cp.stats["to_device"] == 1 and cp.stats["to_host"] == 0
+    assert np.array_equal(d.get(), np.ones(3)) and cp.stats["to_host"] == 1
+
+
+@pytest.mark.parametrize("name", list(CASES))
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_gpu_solver_matches_solve_pose_and_is_verified(cpx, case_models, name, dtype):
+    m, tips = case_models[name]
+    tips = _tips(m, tips)
+    P = 120
+    T, _ = _problems(m, tips, P, seed=11)
+    cfg = IKConfig(num_seeds=8, stall_iterations=5)
+    g = _gpu_solver(m, tips, cfg, dtype=dtype, xp=cpx)
+    r = g.solve(T)
+    ref = solve_pose(m, T, tips=tips, config=cfg)
+    assert r.success.mean() >= ref.success.mean() - 0.03, (r.success.mean(), ref.success.mean())
+    assert r.success.mean() >= 0.6
+    # independent check of every success: FK at the returned q, within limits
+    pe, re = pose_error(T, fk_frames(m, r.q, tips))
+    assert np.all(pe.max(axis=1)[r.success] <= cfg.position_tolerance)
+    assert np.all(re.max(axis=1)[r.success] <= cfg.orientation_tolerance)
+    assert np.all((r.q >= m.lower - 1e-12) & (r.q <= m.upper + 1e-12))
+    assert np.all(r.status[r.success] == Status.CONVERGED)
+    assert np.all(r.status[~r.success] == Status.NOT_CONVERGED)
+    assert np.allclose(r.position_error, pe.max(axis=1), atol=1e-9)
+
+
+def test_gpu_solver_bad_goals_seeds_timeout_cancel(cpx, case_models):
+    m, _ = case_models["panda"]
+    T, _ = _problems(m, list(m.tips), 6)
+    T = T[:, 0].copy()
+    T[1, 0, 0] = np.nan          # invalid goal
+    T[2, :3, :3] *= 2.0          # not a rotation
+    seeds = np.tile(m.neutral_q(), (6, 1))
+    seeds[3, 0] = 10.0           # outside the limits
+    g = _gpu_solver(m, None, IKConfig(num_seeds=4), xp=cpx)
+    r = g.solve(T, seeds=seeds)
+    assert list(r.status[[1, 2, 3]]) == [Status.INVALID_INPUT] * 3
+    assert "NaN" in r.messages[1] and "outside its limits" in r.messages[3]
+    assert np.all(np.isnan(r.position_error[[1, 2, 3]]))
+    assert r.success[[0, 4, 5]].all()
+    # an unreachable goal with no time: TIMED_OUT, not "no solution"
+    far = T[[0]].copy()
+    far[0, :3, 3] = [5.0, 0, 0]
+    g2 = _gpu_solver(m, None, IKConfig(num_seeds=4, max_iterations=100000), xp=cpx)
+    t0 = time.perf_counter()
+    r2 = g2.solve(far, timeout=0.02)
+    assert r2.status[0] == Status.TIMED_OUT and "timed out" in r2.messages[0]
+    assert time.perf_counter() - t0 < 5.0
+    # cancelled before it started: PREEMPTED
+    r3 = g2.solve(far, should_stop=lambda: True)
+    assert r3.status[0] == Status.PREEMPTED and not r3.success[0]
+
+
+def test_gpu_solver_host_syncs_do_not_grow_with_batch_or_iterations(monkeypatch, case_models):
+    cp = cupy_standin.install(monkeypatch)
+    m, _ = case_models["ur"]
+    counts = []
+    for P, iters in ((5, 10), (300, 200)):
+        T, _ = _problems(m, list(m.tips), P)
+        g = _gpu_solver(m, None, IKConfig(num_seeds=4, max_iterations=iters), xp=cp)
+        cp.reset_stats()
+        g.solve(T[:, 0])
+        counts.append(dict(cp.stats))
+    assert counts[0] == counts[1], counts
+    assert counts[0]["to_host"] <= 3 and counts[0]["launches"] == 3, counts
+
+
+def test_gpu_kinematics(cpx, case_models):
+    from ros2_ik.gpu.runtime import GpuKinematics
+
+    m, tips = case_models["dual_arm"]
+    q = m.random_q(np.random.default_rng(2), 25)
+    k = GpuKinematics(m, list(tips), dtype="float64", xp=cpx)
+    F = k.fk(cpx.asarray(q)).get()
+    J = k.jacobian(cpx.asarray(q)).get()
+    Jr, _ = jacobians_all(m, q, list(tips))
+    assert np.abs(F - fk_frames(m, q, list(tips))).max() < 1e-12
+    assert np.abs(J - Jr).max() < 1e-12
