@@ -277,14 +277,23 @@ def test_whole_batch_errors_are_clear(models):
 
 
 def test_numpy_and_cupy_agree(models):
+    """Like with like: the xp reference path (use_fast_path=False) on NumPy and on CuPy, same
+    seeds and seed rule. Last-bit differences of the two linear-algebra libraries may send a
+    row along another path, so the outcomes agree on nearly every problem and every success
+    is verified; the fused GPU kernels are compared with the Numba path in test_gpu.py."""
     cp = cupy_or_skip()
     m = models["panda"]
-    q, T = _targets(m, ["panda_link8"], 32, 43)
-    cfg = IKConfig(num_seeds=4)
+    q, T = _targets(m, ["panda_link8"], 64, 43)
+    cfg = IKConfig(num_seeds=4, use_fast_path=False)
     a = solve_pose(m, T[:, 0], tips="panda_link8", config=cfg)
     b = solve_pose(m, cp.asarray(T[:, 0]), tips="panda_link8", config=cfg)
-    np.testing.assert_array_equal(a.success, b.success)
-    np.testing.assert_allclose(a.q[a.success], b.q[b.success], atol=1e-6)
+    assert np.mean(a.success == b.success) >= 0.95
+    assert np.mean(a.iterations == b.iterations) >= 0.9
+    same = (a.success & b.success) & (a.iterations == b.iterations) & (a.seed_index == b.seed_index)
+    np.testing.assert_allclose(a.q[same], b.q[same], atol=1e-6)
+    pe, re = pose_error(T[:, 0], fk_frames(m, b.q, ["panda_link8"])[:, 0])
+    assert np.all(pe[b.success] <= cfg.position_tolerance)
+    assert np.all(re[b.success] <= cfg.orientation_tolerance)
 
 
 @pytest.mark.parametrize("fast", [False, True])

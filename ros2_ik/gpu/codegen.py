@@ -527,12 +527,14 @@ def _emit_lm_kernel(e: _Emit, ch: Chain, scalar: str):
     _, keep = restart_seeds(model, 1, 0)
     nz = _jac_structure(ch)
     e(f"""
-// rows = P * K, problem-major. seeds (P, nq) float64; rnd (K-1, nq) float64 restart seeds;
+// rows = P * K, problem-major. seeds (P, nq) float64 (seed_stride nq; 0: one seed for all);
+// rnd (K-1, nq) float64 restart seeds;
 // tgt (P, {T}, 16) and w (P, {T}, 6) in S; fp: tol_p tol_r lam0 lmin lmax up down stall_f stall_n.
 // Outputs per row: q_out (rows, nq) S, conv/tout (u8), iters (i32), pe/re (S).
 // done (P,) int: speed mode, set by a row that converged; stop: host-settable cancel flag;
 // clock0: the device clock at the call (r2ik_stamp); budget_ns < 0: no deadline.""")
-    args = ("const double* R2IK_RESTRICT seeds, const double* R2IK_RESTRICT rnd, "
+    args = ("const double* R2IK_RESTRICT seeds, long long seed_stride, "
+            "const double* R2IK_RESTRICT rnd, "
             "const S* R2IK_RESTRICT tgt_all, const S* R2IK_RESTRICT w_all, long long P, int K, "
             "const unsigned char* R2IK_RESTRICT active, int max_iter, "
             "const double* R2IK_RESTRICT fp, int speed, "
@@ -548,7 +550,7 @@ def _emit_lm_kernel(e: _Emit, ch: Chain, scalar: str):
         e("const S* tgt = tgt_all + p * " + str(16 * T) + "; const S* w = w_all + p * "
           + str(6 * T) + ";")
         e("S* qo = q_out + row * " + str(nq) + ";")
-        e("const double* sd = seeds + p * " + str(nq) + ";")
+        e("const double* sd = seeds + p * seed_stride;")
         e("const double* rk = rnd + (long long)(k > 0 ? k - 1 : 0) * " + str(nq) + ";")
         # start values: the problem's seed or a restart seed, clipped to the limits
         e("S " + ", ".join(f"q{i}" for i in used) + ";")
@@ -778,8 +780,9 @@ def _emit_select_kernel(e: _Emit, ch: Chain, scalar: str):
     args = ("const S* R2IK_RESTRICT q_rows, const unsigned char* R2IK_RESTRICT conv, "
             "const int* R2IK_RESTRICT iters, const S* R2IK_RESTRICT pe, "
             "const S* R2IK_RESTRICT re, const unsigned char* R2IK_RESTRICT tout, "
-            "const double* R2IK_RESTRICT seeds, const double* R2IK_RESTRICT tgt64, "
-            "const double* R2IK_RESTRICT w64, long long P, int K, "
+            "const double* R2IK_RESTRICT seeds, long long seed_stride, "
+            "const double* R2IK_RESTRICT tgt64, "
+            "const double* R2IK_RESTRICT w64, long long w_stride, long long P, int K, "
             "const double* R2IK_RESTRICT fp, double* R2IK_RESTRICT q_best, "
             "double* R2IK_RESTRICT info")
     with e.kernel("r2ik_select", args):
@@ -800,7 +803,7 @@ def _emit_select_kernel(e: _Emit, ch: Chain, scalar: str):
         e("if (best_c >= 0) best = best_c;")
         e("const long long row = p * K + best;")
         e("const S* qr = q_rows + row * " + str(nq) + ";")
-        e("const double* sd = seeds + p * " + str(nq) + ";")
+        e("const double* sd = seeds + p * seed_stride;")
         e("double* qb = q_best + p * " + str(nq) + ";")
         for i in range(nq):
             with e.block(""):
@@ -813,11 +816,45 @@ def _emit_select_kernel(e: _Emit, ch: Chain, scalar: str):
                 e(f"qb[{i}] = v;")
         e("double r[" + str(6 * T) + "]; double pe64, re64;")
         e(f"r2ik_errors<double>({', '.join(f'qb[{i}]' for i in used)}, tgt64 + p * {16 * T}, "
-          f"w64 + p * {6 * T}, r, pe64, re64);")
+          f"w64 + p * w_stride, r, pe64, re64);")
         e("const bool ok = pe64 <= fp[0] && re64 <= fp[1];  // verified by FK; q is clipped")
         e("double* inf = info + p * 6;")
         e("inf[0] = ok ? 1.0 : 0.0; inf[1] = pe64; inf[2] = re64; inf[3] = (double)iters[row]; "
           "inf[4] = (double)best; inf[5] = any_t ? 1.0 : 0.0;")
+
+
+def _emit_prep_kernel(e: _Emit, ch: Chain, scalar: str):
+    """Per problem: goal check in float64 (finite, rotation orthonormal within 1e-6 and
+    right-handed, as PoseObjective.invalid_problems), targets and weights cast to S (an invalid
+    goal becomes the identity, so the batch math stays finite), active = valid && seed_ok."""
+    T = ch.T
+    e("""
+// tgt64 (P, T, 16), w64 (P, T, 6) float64 (w_stride 6T, or 0: one set for all) -> tgtS, wS; seed_ok (P,) u8 (or null: all ok);
+// active (P,) u8, valid (P,) u8.""")
+    args = ("const double* R2IK_RESTRICT tgt64, const double* R2IK_RESTRICT w64, "
+            "long long w_stride, const unsigned char* R2IK_RESTRICT seed_ok, long long P, "
+            "S* R2IK_RESTRICT tgtS, S* R2IK_RESTRICT wS, unsigned char* R2IK_RESTRICT active, "
+            "unsigned char* R2IK_RESTRICT valid")
+    with e.kernel("r2ik_prep", args):
+        e(f"typedef {scalar} S;")
+        e("const long long p = R2IK_ROW;")
+        e("if (p >= P) return;")
+        e(f"const double* t = tgt64 + p * {16 * T};")
+        e("bool ok = true;")
+        e(f"for (int i = 0; i < {16 * T}; ++i) if (!(t[i] - t[i] == 0.0)) ok = false;")
+        with e.block(f"for (int k = 0; ok && k < {T}; ++k)"):
+            e("const double* m = t + 16 * k;")
+            e("for (int a = 0; a < 3; ++a) for (int b = 0; b < 3; ++b) {")
+            e("  const double d = m[a] * m[b] + m[4 + a] * m[4 + b] + m[8 + a] * m[8 + b];")
+            e("  if (fabs(d - (a == b ? 1.0 : 0.0)) > 1e-6) ok = false; }")
+            e("const double det = m[0] * (m[5] * m[10] - m[6] * m[9]) - m[1] * (m[4] * m[10] - "
+              "m[6] * m[8]) + m[2] * (m[4] * m[9] - m[5] * m[8]);")
+            e("if (!(det > 0)) ok = false;")
+        e(f"for (int i = 0; i < {16 * T}; ++i) tgtS[p * {16 * T} + i] = "
+          "ok ? S(t[i]) : S((i % 16) % 5 == 0 ? 1 : 0);")
+        e(f"for (int i = 0; i < {6 * T}; ++i) wS[p * {6 * T} + i] = S(w64[p * w_stride + i]);")
+        e("valid[p] = ok ? 1 : 0;")
+        e("active[p] = (ok && (seed_ok == 0 || seed_ok[p])) ? 1 : 0;")
 
 
 def _header(ch: Chain, scalar: str, what: str) -> str:
@@ -847,6 +884,7 @@ def solve_source(ch: Chain, dtype="float32", *, host: bool = False) -> str:
     _emit_common(e, ch)
     with e.kernel("r2ik_stamp", "unsigned long long* clock0"):
         e("if (R2IK_ROW == 0) clock0[0] = r2ik_now();")
+    _emit_prep_kernel(e, ch, scalar)
     _emit_lm_kernel(e, ch, scalar)
     if ch.T == 1:
         _emit_ccd_kernel(e, ch, scalar)

@@ -35,7 +35,7 @@ from ..solvers.common import (INVALID_GOAL_MESSAGE, IKConfig, IKResult, SolveMod
                               restart_seeds, unsolved_message)
 from .codegen import chain_of, frames_source, solve_source, source_hash
 
-__all__ = ["GpuSolver", "GpuKinematics", "get_cupy", "NVRTC_OPTIONS", "BLOCK"]
+__all__ = ["GpuSolver", "GpuKinematics", "solver_for", "get_cupy", "NVRTC_OPTIONS", "BLOCK"]
 
 NVRTC_OPTIONS = ("--std=c++17",)
 BLOCK = 128        # threads per block (the LM kernel uses about 200 registers a thread)
@@ -102,10 +102,11 @@ class _Workspace:
         self.stream = cp.cuda.Stream(non_blocking=True)
         self.rows = 0
         self.problems = 0
+        self.goals = 0
         self.stop = _Flag(cp)
         self.clock0 = cp.zeros(1, dtype=cp.uint64)
 
-    def ensure(self, P: int, K: int, nq: int, scalar):
+    def ensure(self, P: int, K: int, T: int, nq: int, scalar):
         cp = self.cp
         N = P * K
         if N > self.rows:
@@ -122,7 +123,14 @@ class _Workspace:
             self.done = cp.empty(n, dtype=cp.int32)
             self.q_best = cp.empty((n, nq), dtype=cp.float64)
             self.info = cp.empty((n, 6), dtype=cp.float64)
+            self.active = cp.empty(n, dtype=cp.uint8)
+            self.valid = cp.empty(n, dtype=cp.uint8)
             self.problems = n
+        if P * T > self.goals:
+            n = max(P * T, 2 * self.goals)
+            self.tgtS = cp.empty((n, 16), dtype=scalar)
+            self.wS = cp.empty((n, 6), dtype=scalar)
+            self.goals = n
 
 
 class GpuSolver:
@@ -159,6 +167,7 @@ class GpuSolver:
         self._lm = mod.get_function("r2ik_lm")
         self._stamp = mod.get_function("r2ik_stamp")
         self._select = mod.get_function("r2ik_select")
+        self._prep = mod.get_function("r2ik_prep")
         K = int(cfg.num_seeds)
         rnd, _ = restart_seeds(model, K, cfg.rng_seed)
         rnd = np.asarray(rnd, dtype=np.float64).reshape(-1, model.nq)
@@ -166,7 +175,7 @@ class GpuSolver:
         from ..solvers.fast import _fparams  # noqa: PLC0415 - one order of the options
 
         self._fp = cp.asarray(_fparams(cfg))
-        self._neutral = np.asarray(model.neutral_q(), dtype=np.float64)
+        self._neutral_d = cp.asarray(np.asarray(model.neutral_q(), dtype=np.float64))
         self._local = threading.local()
 
     def _ws(self) -> _Workspace:
@@ -195,18 +204,6 @@ class GpuSolver:
             t = pq_to_pose(t)
         return cp.ascontiguousarray(t)
 
-    def _valid(self, t):
-        """(P,) bool on the device: finite targets with orthonormal right-handed rotations."""
-        cp = self.cp
-        P = t.shape[0]
-        flat = t.reshape(P, -1)
-        fin = cp.all(cp.isfinite(flat), axis=1)
-        R = cp.where(fin[:, None, None, None], t[..., :3, :3], cp.eye(3))
-        Rt = cp.swapaxes(R, -1, -2)
-        ortho = cp.abs(Rt @ R - cp.eye(3)).max(axis=(1, 2, 3)) <= 1e-6
-        det = cp.linalg.det(R.reshape(-1, 3, 3)).reshape(P, -1)
-        return fin & ortho & cp.all(det > 0, axis=1)
-
     def solve(self, targets, *, seeds=None, weights=(1, 1, 1, 1, 1, 1), should_stop=None,
               timeout: float | None = None) -> IKResult:
         """Solve P pose problems; ``timeout`` [s] overrides ``config.timeout``.
@@ -225,44 +222,43 @@ class GpuSolver:
                                     f"{MAX_BATCH}; split the batch or use fewer seeds")
         from ..solvers.api import _check_seeds  # noqa: PLC0415
 
-        if seeds is None:
-            sd = cp.asarray(np.broadcast_to(self._neutral, (P, m.nq)))
+        if seeds is None:  # one shared seed: stride 0, nothing copied per problem
+            sd, stride, seed_ok = self._neutral_d, 0, None
             bad_seed, msgs = np.zeros(P, dtype=bool), {}
         else:
             sd, bad_seed, msgs = _check_seeds(m, seeds, P, cp)
-        sd = cp.ascontiguousarray(sd, dtype=cp.float64)
+            sd, stride = cp.ascontiguousarray(sd, dtype=cp.float64), m.nq
+            seed_ok = cp.asarray((~bad_seed).astype(np.uint8)) if bad_seed.any() else None
         w = cp.asarray(weights, dtype=cp.float64)
-        if w.shape == (6,):
-            w = cp.broadcast_to(w, (P, T, 6))
-        elif w.shape == (P, 6):
-            w = cp.broadcast_to(w[:, None], (P, T, 6))
-        if w.shape != (P, T, 6):
+        if w.shape == (6,):  # one set for every problem: stride 0
+            w, w_stride = cp.ascontiguousarray(cp.broadcast_to(w, (T, 6))), 0
+        elif w.shape in ((P, 6), (P, T, 6)):
+            w, w_stride = cp.ascontiguousarray(cp.broadcast_to(w.reshape(P, -1, 6),
+                                                               (P, T, 6))), 6 * T
+        else:
             raise ShapeError(f"weights must have shape (6,), ({P}, 6) or ({P}, {T}, 6), "
                              f"got {tuple(w.shape)}")
-        w = cp.ascontiguousarray(w)
-        valid = self._valid(tg)
-        tg = cp.where(valid[:, None, None, None], tg, cp.eye(4))
-        active = cp.ascontiguousarray(valid & cp.asarray(~bad_seed)).astype(cp.uint8)
         S = self.dtype
         ws = self._ws()
-        ws.ensure(P, K, m.nq, S)
+        ws.ensure(P, K, T, m.nq, S)
         stop = ws.stop
         stop.value = 1 if (should_stop is not None and should_stop()) else 0
         with ws.stream:
             ws.done[:P] = 0
-            tgS = tg.reshape(P, -1).astype(S)
-            wS = w.reshape(P, -1).astype(S)
             budget = -1 if timeout is None else max(
                 0, int((timeout - (time.perf_counter() - t0)) * 1e9))
             self._stamp((1,), (1,), (ws.clock0,))
+            self._prep(*_grid(P), (tg, w, np.int64(w_stride), seed_ok if seed_ok is not None else np.uint64(0),
+                                   np.int64(P), ws.tgtS, ws.wS, ws.active, ws.valid))
             N = P * K
-            self._lm(*_grid(N), (sd, self._rnd, tgS, wS, np.int64(P), np.int32(K), active,
-                                 np.int32(cfg.max_iterations), self._fp,
+            self._lm(*_grid(N), (sd, np.int64(stride), self._rnd, ws.tgtS, ws.wS, np.int64(P),
+                                 np.int32(K), ws.active, np.int32(cfg.max_iterations), self._fp,
                                  np.int32(1), ws.clock0, np.int64(budget), stop.device_ptr,
                                  ws.done, ws.q_rows, ws.conv, ws.iters, ws.pe, ws.re, ws.tout))
             self._select(*_grid(P), (ws.q_rows, ws.conv, ws.iters, ws.pe, ws.re, ws.tout, sd,
-                                     tg.reshape(P, -1), w.reshape(P, -1), np.int64(P),
-                                     np.int32(K), self._fp, ws.q_best, ws.info))
+                                     np.int64(stride), tg, w, np.int64(w_stride),
+                                     np.int64(P), np.int32(K),
+                                     self._fp, ws.q_best, ws.info))
             done = cp.cuda.Event()
             done.record(ws.stream)
         while not done.done:  # wait, passing on a cancel; no host sync before this point
@@ -272,7 +268,7 @@ class GpuSolver:
         cancelled = bool(stop.value)
         q = ws.q_best[:P].get(stream=ws.stream)
         info = ws.info[:P].get(stream=ws.stream)
-        valid_h = valid.get(stream=ws.stream)
+        valid_h = ws.valid[:P].get(stream=ws.stream).astype(bool)
         ok = info[:, 0] > 0.5
         invalid = ~valid_h | bad_seed
         ok &= ~invalid
@@ -341,3 +337,32 @@ class GpuKinematics:
         out = self.cp.empty((B, len(self.frames), 6, self.model.nv_active), dtype=self.dtype)
         self._jac(*_grid(B), (q, np.int64(B), out))
         return out
+
+
+_solvers: "collections.OrderedDict" = None
+_solvers_lock = threading.Lock()
+MAX_CACHED_SOLVERS = 16
+
+
+def solver_for(model: Model, tips: tuple, config: IKConfig, dtype="float32", xp=None):
+    """A :class:`GpuSolver` for (model, tips, config, dtype), prepared once and kept (the 16
+    most recent), or None when the kernels do not cover the model's chains."""
+    import collections  # noqa: PLC0415
+
+    global _solvers
+    key = (id(model), tuple(tips), config, str(np.dtype(dtype)), id(xp))
+    with _solvers_lock:
+        if _solvers is None:
+            _solvers = collections.OrderedDict()
+        hit = _solvers.get(key)
+        if hit is not None and hit[0] is model:
+            _solvers.move_to_end(key)
+            return hit[1]
+    if chain_of(model, tips) is None:
+        return None
+    s = GpuSolver(model, tips, config, dtype=dtype, xp=xp)
+    with _solvers_lock:
+        _solvers[key] = (model, s)
+        while len(_solvers) > MAX_CACHED_SOLVERS:
+            _solvers.popitem(last=False)
+    return s

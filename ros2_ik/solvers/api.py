@@ -212,6 +212,11 @@ def solve_pose(model: Model, targets, *, tips: Sequence[str] | str | None = None
                should_stop=None) -> IKResult:
     """Pose IK for one or several tips.
 
+    CuPy targets on a machine with a GPU are solved by the fused GPU kernels
+    (:class:`ros2_ik.gpu.GpuSolver`, float32 with float64 verification) where they cover the
+    request (speed mode, solver "dls", no regularizers, a chain of 1-DOF joints); everything
+    else runs the reference path on the targets' array module.
+
     Args:
         targets: (P, 4, 4) or (P, 7) [x y z qx qy qz qw] for one tip; for K tips (P, K, 4, 4)
             or (P, K, 7). Expressed in the model's base frame.
@@ -235,6 +240,14 @@ def solve_pose(model: Model, targets, *, tips: Sequence[str] | str | None = None
                          f"{tuple(xp.asarray(targets).shape)}")
     if t.shape[0] == 0:
         raise InvalidInputError("empty batch: no targets given")
+    cfg = config or IKConfig()
+    if (xp is not np and solver == "dls" and not regularizers and cfg.use_fast_path
+            and cfg.solve_mode is SolveMode.SPEED):
+        from ..gpu.runtime import solver_for  # noqa: PLC0415 - CuPy input: the fused kernels
+
+        gpu = solver_for(model, tuple(tips), cfg)
+        if gpu is not None:
+            return gpu.solve(t, seeds=seeds, weights=weights, should_stop=should_stop)
     objs = [PoseObjective(model, tip, t[:, k], weights) for k, tip in enumerate(tips)]
     return solve_ik(model, objs, seeds=seeds, config=config, solver=solver,
                     regularizers=regularizers, should_stop=should_stop)
