@@ -149,7 +149,7 @@ def bench_solve(cp, sizes, robots, seeds_list, dtype):
                     return _Chunked([gs.solve(Tin[s:s + per_call])
                                      for s in range(0, P, per_call)])
 
-                reps = 3 if P >= 1_000_000 else (7 if P >= 1000 else 31)
+                reps = 2 if P >= 1_000_000 else (7 if P >= 1000 else 31)
                 try:
                     t, r = timed(fused, cp.cuda.Device().synchronize, reps)
                 except Exception as exc:  # noqa: BLE001
@@ -240,6 +240,30 @@ def bench_fk(cp):
                 cp.get_default_memory_pool().free_all_blocks()
 
 
+def bench_tuning(cp, dtype):
+    """Launch shapes and register caps of the LM kernel on panda, batch 1M."""
+    from ros2_ik.gpu.runtime import GpuSolver
+
+    out(f"\n== LM kernel variants: panda, batch 1,000,000, {dtype} (block, register cap)")
+    m = load_robot("panda")
+    T = targets_on_device(cp, m, list(m.tips), 1_000_000)[:, 0]
+    for K, variants in ((1, ((128, None), (256, None), (128, 128))),
+                        (8, ((128, None), (256, None), (128, 128))),
+                        (16, ((128, None),)), (32, ((128, None),))):
+        cfg = IKConfig(num_seeds=K, stall_iterations=5 if K > 1 else 0)
+        for block, regs in variants:
+            try:
+                g = GpuSolver(m, None, cfg, dtype=dtype, xp=cp, block=block, max_registers=regs)
+                t, r = timed(lambda: g.solve(T), cp.cuda.Device().synchronize, 3)
+                out(f"K={K} block {block:3d} maxreg {str(regs):4s} regs {g._lm.num_regs:3d} "
+                    f"local {g._lm.local_size_bytes:4d} B: {t * 1e3:8.2f} ms "
+                    f"{1e6 / t:10.4g} solves/s, success {100 * r.success.mean():.3f}%")
+            except Exception as exc:  # noqa: BLE001
+                out(f"K={K} block {block} maxreg {regs}: {type(exc).__name__}: {exc}")
+    del T
+    cp.get_default_memory_pool().free_all_blocks()
+
+
 def kernel_resources(cp, dtype):
     from ros2_ik.gpu.runtime import GpuSolver
 
@@ -276,7 +300,7 @@ def main(argv=None):
     ap.add_argument("--dtype", default="float32")
     ap.add_argument("--out", default=None)
     ap.add_argument("--report", action="store_true")
-    ap.add_argument("--only", default="solve,latency,fk,resources")
+    ap.add_argument("--only", default="resources,latency,fk,tuning,solve")
     a = ap.parse_args(argv)
     OUT = a.out
     if OUT:
@@ -295,6 +319,8 @@ def main(argv=None):
     sizes = [int(s) for s in a.sizes.split(",")]
     if "resources" in only:
         kernel_resources(cp, a.dtype)
+    if "tuning" in only:
+        bench_tuning(cp, a.dtype)
     if "latency" in only:
         bench_latency(cp, a.dtype)
     if "fk" in only:

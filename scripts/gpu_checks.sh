@@ -20,8 +20,11 @@ export NUMBA_CACHE_DIR=${NUMBA_CACHE_DIR:-/tmp/r2ik-numba}
 STEPS=${STEPS:-tests,bench,profile}
 if [[ $STEPS == *tests* ]]; then
   # the ROS tests need rclpy and the interface package: not on this machine
-  timeout ${TEST_TIMEOUT:-420} $PY -m pytest -q -p no:cacheprovider test \
-    --ignore-glob='test/test_ros_*' -k "${TEST_FILTER:-}" 2>&1 | tee "$OUTDIR/tests.txt" | tail -n 40
+  # warm the Numba cache once, then the suite on 8 workers (pytest-xdist, when installed)
+  $PY -c "from ros2_ik.solvers import fast; fast.ensure_compiled()"
+  XDIST=$($PY -c "import xdist" 2>/dev/null && echo "-n ${WORKERS:-8}")
+  timeout ${TEST_TIMEOUT:-420} $PY -m pytest -q -p no:cacheprovider $XDIST test \
+    --ignore-glob='test/test_ros_*' -k "${TEST_FILTER:-}" -rfE 2>&1 | tee "$OUTDIR/tests.txt" | tail -n 40
 fi
 if [[ $STEPS == *bench* ]]; then
   timeout ${BENCH_TIMEOUT:-400} $PY bench/bench_gpu.py --out "$OUTDIR/gpu.txt" ${BENCH_ARGS:-} \

@@ -87,6 +87,7 @@ class ndarray:  # noqa: N801 - CuPy's name
     size = property(lambda s: s._a.size)
     T = property(lambda s: ndarray(s._a.T))
     flags = property(lambda s: s._a.flags)
+    data = property(lambda s: types.SimpleNamespace(ptr=s._a.ctypes.data))
 
     def __len__(self):
         return len(self._a)
@@ -162,6 +163,7 @@ linalg = types.SimpleNamespace(det=_fn(np.linalg.det), solve=_fn(np.linalg.solve
 class _Stream:
     def __init__(self, non_blocking=False):
         self.non_blocking = non_blocking
+        self.ptr = id(self)
 
     def __enter__(self):
         return self
@@ -184,6 +186,9 @@ class _Event:
     def done(self):  # launches run synchronously here
         return self.recorded
 
+    def synchronize(self):
+        pass
+
 
 _mapped: dict[int, ctypes.Array] = {}
 
@@ -195,7 +200,12 @@ def _host_alloc(size, flags):
     return addr
 
 
+def _memcpy_async(dst, src, size, kind, stream):
+    ctypes.memmove(dst, src, size)
+
+
 class _Runtime:
+    memcpyAsync = staticmethod(_memcpy_async)
     hostAlloc = staticmethod(_host_alloc)
     hostGetDevicePointer = staticmethod(lambda ptr, flags: ptr)
     freeHost = staticmethod(lambda ptr: _mapped.pop(ptr, None))

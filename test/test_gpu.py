@@ -382,3 +382,22 @@ def test_fused_equals_numba_and_xp_on_a_gpu(models, name):
     pe, re = pose_error(T, fk_frames(m, gx.q, tips))
     assert np.all(pe.max(axis=1)[gx.success] <= cfg.position_tolerance)
     assert np.all(re.max(axis=1)[gx.success] <= cfg.orientation_tolerance)
+
+
+def test_cancel_and_deadline_while_the_kernel_runs():
+    """On a GPU: should_stop turning true mid-solve, and a deadline, end a long kernel."""
+    from conftest import cupy_or_skip
+
+    cp = cupy_or_skip()
+    m = load_robot("panda")
+    far = np.tile(np.eye(4), (20000, 1, 1))
+    far[:, 0, 3] = 5.0  # unreachable: every row iterates to its cap
+    g = _gpu_solver(m, None, IKConfig(num_seeds=8, max_iterations=1_000_000), xp=cp)
+    t0 = time.perf_counter()
+    r = g.solve(far, should_stop=lambda: time.perf_counter() - t0 > 0.05)
+    took = time.perf_counter() - t0
+    assert np.all(r.status == Status.PREEMPTED) and took < 2.0, took
+    t0 = time.perf_counter()
+    r = g.solve(far, timeout=0.05)
+    took = time.perf_counter() - t0
+    assert np.all(r.status == Status.TIMED_OUT) and took < 2.0, took

@@ -579,8 +579,8 @@ def _emit_lm_kernel(e: _Emit, ch: Chain, scalar: str):
             e("S lam = lam0; int stall = 0;")
             e("const int give_up = k < K - 1 ? stall_n : 0;")
             with e.block("while (!ok && it < max_iter && (give_up <= 0 || stall < give_up))"):
-                e("if ((it & 7) == 0 && *stop != 0) break;")
-                e("if (speed && done[p]) break;")
+                # the flags are device memory read through L2: every 4th iteration is enough
+                e("if ((it & 3) == 0 && (*stop != 0 || (speed && done[p]))) break;")
                 e("if (budget_ns >= 0 && r2ik_now() >= deadline) { timed = true; break; }")
                 e(f"S H0[{nc * nc}], g[{nc}], dq[{nc}], qs[{nc}];")
                 e(f"bool blocked[{nc}];")
@@ -775,16 +775,16 @@ def _emit_select_kernel(e: _Emit, ch: Chain, scalar: str):
 // Per problem p: the winning row among its K (first converged, else the smallest
 // pe/tol_p + re/tol_r), q finalized in float64 (continuous joints within pi of the seed, then the
 // limits), its goal errors recomputed by float64 FK against tgt64, success = errors within the
-// tolerances and q within the limits. Outputs q (P, nq) float64, info (P, 6) float64:
-// success, pos_err, rot_err, iterations, seed_index, timed_out (any row of the problem).""")
+// tolerances and q within the limits. Output out (P, nq + 7) float64: q, then success,
+// pos_err, rot_err, iterations, seed_index, timed_out (any row of the problem), goal valid.""")
     args = ("const S* R2IK_RESTRICT q_rows, const unsigned char* R2IK_RESTRICT conv, "
             "const int* R2IK_RESTRICT iters, const S* R2IK_RESTRICT pe, "
             "const S* R2IK_RESTRICT re, const unsigned char* R2IK_RESTRICT tout, "
             "const double* R2IK_RESTRICT seeds, long long seed_stride, "
             "const double* R2IK_RESTRICT tgt64, "
             "const double* R2IK_RESTRICT w64, long long w_stride, long long P, int K, "
-            "const double* R2IK_RESTRICT fp, double* R2IK_RESTRICT q_best, "
-            "double* R2IK_RESTRICT info")
+            "const double* R2IK_RESTRICT fp, const unsigned char* R2IK_RESTRICT valid, "
+            "double* R2IK_RESTRICT out")
     with e.kernel("r2ik_select", args):
         e(f"typedef {scalar} S;")
         e("const long long p = R2IK_ROW;")
@@ -804,7 +804,7 @@ def _emit_select_kernel(e: _Emit, ch: Chain, scalar: str):
         e("const long long row = p * K + best;")
         e("const S* qr = q_rows + row * " + str(nq) + ";")
         e("const double* sd = seeds + p * seed_stride;")
-        e("double* qb = q_best + p * " + str(nq) + ";")
+        e("double* qb = out + p * " + str(nq + 7) + ";")
         for i in range(nq):
             with e.block(""):
                 e("typedef double S;")  # the clip below runs in float64
@@ -818,9 +818,9 @@ def _emit_select_kernel(e: _Emit, ch: Chain, scalar: str):
         e(f"r2ik_errors<double>({', '.join(f'qb[{i}]' for i in used)}, tgt64 + p * {16 * T}, "
           f"w64 + p * w_stride, r, pe64, re64);")
         e("const bool ok = pe64 <= fp[0] && re64 <= fp[1];  // verified by FK; q is clipped")
-        e("double* inf = info + p * 6;")
+        e(f"double* inf = qb + {nq};")
         e("inf[0] = ok ? 1.0 : 0.0; inf[1] = pe64; inf[2] = re64; inf[3] = (double)iters[row]; "
-          "inf[4] = (double)best; inf[5] = any_t ? 1.0 : 0.0;")
+          "inf[4] = (double)best; inf[5] = any_t ? 1.0 : 0.0; inf[6] = valid[p] ? 1.0 : 0.0;")
 
 
 def _emit_prep_kernel(e: _Emit, ch: Chain, scalar: str):
@@ -830,11 +830,11 @@ def _emit_prep_kernel(e: _Emit, ch: Chain, scalar: str):
     T = ch.T
     e("""
 // tgt64 (P, T, 16), w64 (P, T, 6) float64 (w_stride 6T, or 0: one set for all) -> tgtS, wS; seed_ok (P,) u8 (or null: all ok);
-// active (P,) u8, valid (P,) u8.""")
+// active (P,) u8, valid (P,) u8; done (P,) reset for the solve.""")
     args = ("const double* R2IK_RESTRICT tgt64, const double* R2IK_RESTRICT w64, "
             "long long w_stride, const unsigned char* R2IK_RESTRICT seed_ok, long long P, "
             "S* R2IK_RESTRICT tgtS, S* R2IK_RESTRICT wS, unsigned char* R2IK_RESTRICT active, "
-            "unsigned char* R2IK_RESTRICT valid")
+            "unsigned char* R2IK_RESTRICT valid, int* R2IK_RESTRICT done")
     with e.kernel("r2ik_prep", args):
         e(f"typedef {scalar} S;")
         e("const long long p = R2IK_ROW;")
@@ -855,6 +855,7 @@ def _emit_prep_kernel(e: _Emit, ch: Chain, scalar: str):
         e(f"for (int i = 0; i < {6 * T}; ++i) wS[p * {6 * T} + i] = S(w64[p * w_stride + i]);")
         e("valid[p] = ok ? 1 : 0;")
         e("active[p] = (ok && (seed_ok == 0 || seed_ok[p])) ? 1 : 0;")
+        e("done[p] = 0;")
 
 
 def _header(ch: Chain, scalar: str, what: str) -> str:
@@ -882,8 +883,8 @@ def solve_source(ch: Chain, dtype="float32", *, host: bool = False) -> str:
     e(_DEVICE_PRELUDE)
     e(f"typedef {scalar} S;  // the kernels' scalar (templates below take theirs as a parameter)")
     _emit_common(e, ch)
-    with e.kernel("r2ik_stamp", "unsigned long long* clock0"):
-        e("if (R2IK_ROW == 0) clock0[0] = r2ik_now();")
+    with e.kernel("r2ik_stamp", "unsigned long long* clock0, int* stop, int stop0"):
+        e("if (R2IK_ROW == 0) { clock0[0] = r2ik_now(); stop[0] = stop0; }")
     _emit_prep_kernel(e, ch, scalar)
     _emit_lm_kernel(e, ch, scalar)
     if ch.T == 1:

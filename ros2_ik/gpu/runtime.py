@@ -23,7 +23,6 @@ enforces CuPy's host/device rules; by default CuPy itself is imported (lazily).
 
 from __future__ import annotations
 
-import ctypes
 import threading
 import time
 
@@ -55,12 +54,13 @@ _modules: dict = {}
 _mod_lock = threading.Lock()
 
 
-def _module(cp, src: str):
-    key = (id(cp), source_hash(src))
+def _module(cp, src: str, max_registers: int | None = None):
+    opts = NVRTC_OPTIONS + ((f"--maxrregcount={int(max_registers)}",) if max_registers else ())
+    key = (id(cp), source_hash(src), opts)
     with _mod_lock:
         mod = _modules.get(key)
         if mod is None:
-            mod = cp.RawModule(code=src, options=NVRTC_OPTIONS)
+            mod = cp.RawModule(code=src, options=opts)
             _modules[key] = mod
         return mod
 
@@ -69,42 +69,24 @@ def _grid(n: int, block: int = BLOCK):
     return (max(1, -(-int(n) // block)),), (block,)
 
 
-class _Flag:
-    """An int32 in mapped, pinned host memory: the host writes it, running kernels read it."""
-
-    def __init__(self, cp):
-        rt = cp.cuda.runtime
-        self._host = rt.hostAlloc(4, 2)  # cudaHostAllocMapped
-        self.device_ptr = np.uint64(rt.hostGetDevicePointer(self._host, 0))
-        self._rt = rt
-        self.value = 0
-
-    @property
-    def value(self) -> int:
-        return ctypes.c_int32.from_address(self._host).value
-
-    @value.setter
-    def value(self, v: int):
-        ctypes.c_int32.from_address(self._host).value = int(v)
-
-    def __del__(self):
-        try:
-            self._rt.freeHost(self._host)
-        except Exception:  # noqa: BLE001 - interpreter shutdown
-            pass
-
-
 class _Workspace:
     """Per-thread buffers of one solver, grown to the largest batch seen."""
 
     def __init__(self, cp):
         self.cp = cp
         self.stream = cp.cuda.Stream(non_blocking=True)
+        self.side = cp.cuda.Stream(non_blocking=True)  # the cancel copy, beside the solve
         self.rows = 0
         self.problems = 0
         self.goals = 0
-        self.stop = _Flag(cp)
+        self.stop = cp.zeros(1, dtype=cp.int32)        # device memory: read through L2
+        self.one = np.ones(1, dtype=np.int32)          # its "cancel" value on the host
         self.clock0 = cp.zeros(1, dtype=cp.uint64)
+
+    def cancel(self):
+        """Set the running solve's stop flag (a 4-byte copy on the side stream)."""
+        self.cp.cuda.runtime.memcpyAsync(self.stop.data.ptr, self.one.ctypes.data, 4, 1,
+                                         self.side.ptr)
 
     def ensure(self, P: int, K: int, T: int, nq: int, scalar):
         cp = self.cp
@@ -121,8 +103,7 @@ class _Workspace:
         if P > self.problems:
             n = max(P, 2 * self.problems)
             self.done = cp.empty(n, dtype=cp.int32)
-            self.q_best = cp.empty((n, nq), dtype=cp.float64)
-            self.info = cp.empty((n, 6), dtype=cp.float64)
+            self.out = cp.empty((n, nq + 7), dtype=cp.float64)  # q | select's 7 fields
             self.active = cp.empty(n, dtype=cp.uint8)
             self.valid = cp.empty(n, dtype=cp.uint8)
             self.problems = n
@@ -144,10 +125,12 @@ class GpuSolver:
             ``solve_mode="speed"`` runs on the device (the first converged seed wins).
         dtype: "float32" (default) or "float64" for the solve; verification is float64.
         xp: the CuPy module (default: import CuPy; BackendUnavailableError without a GPU).
+        block: threads per block of the LM kernel; max_registers: a per-thread register cap
+            for the whole module (tuning knobs; the defaults are the measured best).
     """
 
     def __init__(self, model: Model, tips=None, config: IKConfig | None = None, *,
-                 dtype="float32", xp=None):
+                 dtype="float32", xp=None, block: int = BLOCK, max_registers: int | None = None):
         self.cp = cp = get_cupy(xp)
         self.model = model
         self.tips = tuple(model.tips if tips is None else ([tips] if isinstance(tips, str)
@@ -163,7 +146,8 @@ class GpuSolver:
                 f"joints; the path to {list(self.tips)} has another joint type (use solve_pose)")
         self.dtype = np.dtype(dtype)
         self.source = solve_source(self.chain, self.dtype)
-        mod = _module(cp, self.source)
+        mod = _module(cp, self.source, max_registers)
+        self.block = int(block)
         self._lm = mod.get_function("r2ik_lm")
         self._stamp = mod.get_function("r2ik_stamp")
         self._select = mod.get_function("r2ik_select")
@@ -177,6 +161,7 @@ class GpuSolver:
         self._fp = cp.asarray(_fparams(cfg))
         self._neutral_d = cp.asarray(np.asarray(model.neutral_q(), dtype=np.float64))
         self._local = threading.local()
+        self._weights = {}  # (6 weights, tips) -> device (T, 6)
 
     def _ws(self) -> _Workspace:
         ws = getattr(self._local, "ws", None)
@@ -229,9 +214,17 @@ class GpuSolver:
             sd, bad_seed, msgs = _check_seeds(m, seeds, P, cp)
             sd, stride = cp.ascontiguousarray(sd, dtype=cp.float64), m.nq
             seed_ok = cp.asarray((~bad_seed).astype(np.uint8)) if bad_seed.any() else None
-        w = cp.asarray(weights, dtype=cp.float64)
-        if w.shape == (6,):  # one set for every problem: stride 0
+        wk = None  # host weights, one set for all problems: a key for the cached upload
+        if isinstance(weights, (tuple, list)) or isinstance(weights, np.ndarray):
+            wh = np.asarray(weights, dtype=np.float64)
+            wk = tuple(wh.tolist()) if wh.shape == (6,) else None
+        w = self._weights.get((wk, T)) if wk is not None else None
+        if w is not None:  # the same 6 weights as before: uploaded once
+            w_stride = 0
+        elif (w := cp.asarray(weights, dtype=cp.float64)).shape == (6,):  # one set: stride 0
             w, w_stride = cp.ascontiguousarray(cp.broadcast_to(w, (T, 6))), 0
+            if wk is not None and len(self._weights) < 64:
+                self._weights[(wk, T)] = w
         elif w.shape in ((P, 6), (P, T, 6)):
             w, w_stride = cp.ascontiguousarray(cp.broadcast_to(w.reshape(P, -1, 6),
                                                                (P, T, 6))), 6 * T
@@ -241,34 +234,37 @@ class GpuSolver:
         S = self.dtype
         ws = self._ws()
         ws.ensure(P, K, T, m.nq, S)
-        stop = ws.stop
-        stop.value = 1 if (should_stop is not None and should_stop()) else 0
+        stop0 = 1 if (should_stop is not None and should_stop()) else 0
         with ws.stream:
-            ws.done[:P] = 0
             budget = -1 if timeout is None else max(
                 0, int((timeout - (time.perf_counter() - t0)) * 1e9))
-            self._stamp((1,), (1,), (ws.clock0,))
-            self._prep(*_grid(P), (tg, w, np.int64(w_stride), seed_ok if seed_ok is not None else np.uint64(0),
-                                   np.int64(P), ws.tgtS, ws.wS, ws.active, ws.valid))
+            self._stamp((1,), (1,), (ws.clock0, ws.stop, np.int32(stop0)))
+            self._prep(*_grid(P), (tg, w, np.int64(w_stride),
+                                   seed_ok if seed_ok is not None else np.uint64(0),
+                                   np.int64(P), ws.tgtS, ws.wS, ws.active, ws.valid, ws.done))
             N = P * K
-            self._lm(*_grid(N), (sd, np.int64(stride), self._rnd, ws.tgtS, ws.wS, np.int64(P),
+            self._lm(*_grid(N, self.block), (sd, np.int64(stride), self._rnd, ws.tgtS, ws.wS, np.int64(P),
                                  np.int32(K), ws.active, np.int32(cfg.max_iterations), self._fp,
-                                 np.int32(1), ws.clock0, np.int64(budget), stop.device_ptr,
+                                 np.int32(1), ws.clock0, np.int64(budget), ws.stop,
                                  ws.done, ws.q_rows, ws.conv, ws.iters, ws.pe, ws.re, ws.tout))
             self._select(*_grid(P), (ws.q_rows, ws.conv, ws.iters, ws.pe, ws.re, ws.tout, sd,
                                      np.int64(stride), tg, w, np.int64(w_stride),
                                      np.int64(P), np.int32(K),
-                                     self._fp, ws.q_best, ws.info))
+                                     self._fp, ws.valid, ws.out))
             done = cp.cuda.Event()
             done.record(ws.stream)
-        while not done.done:  # wait, passing on a cancel; no host sync before this point
-            if should_stop is not None and not stop.value and should_stop():
-                stop.value = 1
-            time.sleep(POLL_S)
-        cancelled = bool(stop.value)
-        q = ws.q_best[:P].get(stream=ws.stream)
-        info = ws.info[:P].get(stream=ws.stream)
-        valid_h = ws.valid[:P].get(stream=ws.stream).astype(bool)
+        cancelled = bool(stop0)
+        if should_stop is None:
+            done.synchronize()
+        else:  # wait, passing on a cancel; no host sync before this point
+            while not done.done:
+                if not cancelled and should_stop():
+                    ws.cancel()
+                    cancelled = True
+                time.sleep(POLL_S)
+        res = ws.out[:P].get(stream=ws.stream)  # the one device -> host copy
+        q, info = res[:, :m.nq], res[:, m.nq:]
+        valid_h = info[:, 6] > 0.5
         ok = info[:, 0] > 0.5
         invalid = ~valid_h | bad_seed
         ok &= ~invalid
