@@ -174,6 +174,12 @@ class _Stream:
     def synchronize(self):
         pass
 
+    def wait_event(self, event):
+        pass
+
+
+_null_stream = _Stream()
+
 
 class _Event:
     def __init__(self):
@@ -212,7 +218,9 @@ class _Runtime:
     getDeviceCount = staticmethod(lambda: 1)
 
 
-cuda = types.SimpleNamespace(Stream=_Stream, Event=_Event, runtime=_Runtime())
+cuda = types.SimpleNamespace(Stream=_Stream, Event=_Event, runtime=_Runtime(),
+                             get_current_stream=lambda: _null_stream,
+                             get_elapsed_time=lambda a, b: 0.0)
 
 
 class _Kernel:
