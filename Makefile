@@ -1,6 +1,6 @@
 # The two commands of the README, and a few helpers. Every target sets up .venv first
 # (scripts/setup.sh is idempotent and takes seconds when nothing changed).
-.PHONY: setup demo test bench bench-kinematics bench-ik bench-node bench-peers-setup clean
+.PHONY: setup demo test bench bench-kinematics bench-ik bench-node bench-gpu gpu-report bench-peers-setup clean
 
 PY := .venv/bin/python
 
@@ -40,6 +40,13 @@ bench-peers-setup: setup
 ## bench-node: what the ROS node adds: service round trip vs bare solve, a 10k-goal request, compact conversion
 bench-node: setup
 	@. scripts/env.sh && $(PY) bench/bench_node.py $(ARGS)
+
+## bench-gpu: the GPU path (a machine with a GPU and CuPy); gpu-report: kernel resources (no GPU)
+bench-gpu: setup
+	@. scripts/env.sh && $(PY) bench/bench_gpu.py $(ARGS)
+
+gpu-report: setup
+	@. scripts/env.sh && $(PY) bench/bench_gpu.py --report $(ARGS)
 
 bench: bench-kinematics bench-ik bench-node
 
