@@ -15,7 +15,7 @@ import numpy as np
 
 from .errors import BackendUnavailableError
 
-__all__ = ["Backend", "get_xp", "get_backend", "cupy_available", "to_numpy"]
+__all__ = ["Backend", "get_xp", "get_backend", "cupy_available", "to_numpy", "const"]
 
 
 class Backend(str, enum.Enum):
@@ -76,6 +76,28 @@ def get_xp(*arrays: Any) -> types.ModuleType:
         if mod.startswith("cupy"):
             return _import_cupy() or np
     return np
+
+
+_consts: "dict" = {}
+MAX_CONSTS = 4096
+
+
+def const(xp: types.ModuleType, a: np.ndarray, dtype=None):
+    """``xp.asarray(a, dtype)`` for a constant host array (a model's tables), uploaded once per
+    array and dtype when ``xp`` is not NumPy: per-call uploads of model data are host round
+    trips on a GPU. ``a`` must not change afterwards (the model's derived tables never do); the
+    cache keeps the 4096 most recent and holds ``a`` so its id is not reused."""
+    if xp is np:
+        return a if dtype is None else np.asarray(a, dtype=dtype)
+    key = (id(a), id(xp), str(dtype))
+    hit = _consts.get(key)
+    if hit is not None and hit[0] is a:
+        return hit[1]
+    d = xp.asarray(a, dtype=dtype)
+    if len(_consts) >= MAX_CONSTS:
+        _consts.pop(next(iter(_consts)))
+    _consts[key] = (a, d)
+    return d
 
 
 def to_numpy(a: Any) -> np.ndarray:

@@ -23,7 +23,8 @@ import numpy as np
 
 from ros2_ik.gpu import codegen, hostrun
 
-stats = {"to_host": 0, "to_device": 0, "launches": 0}
+stats = {"to_host": 0, "to_device": 0, "launches": 0, "implicit": 0}
+strict = True  # False: count implicit host syncs in stats["implicit"] instead of raising
 
 float16, float32, float64 = np.float16, np.float32, np.float64
 int8, int32, int64, uint8, uint64 = np.int8, np.int32, np.int64, np.uint8, np.uint64
@@ -77,8 +78,20 @@ class ndarray:  # noqa: N801 - CuPy's name
         raise TypeError("implicit device -> host conversion (a hidden host sync); "
                         "use .get() explicitly")
 
-    __bool__ = __float__ = __int__ = __index__ = __complex__ = _no
-    __iter__ = tolist = item = _no
+    def _implicit(name):
+        def f(self, *a):
+            if strict:
+                self._no()
+            stats["implicit"] += 1
+            return getattr(self._a, name)(*a)
+        return f
+
+    __bool__ = _implicit("__bool__")
+    __float__ = _implicit("__float__")
+    __int__ = _implicit("__int__")
+    __index__ = _implicit("__index__")
+    __complex__ = __iter__ = tolist = _no
+    item = _implicit("item")
 
     # --- array protocol
     shape = property(lambda s: s._a.shape)
@@ -134,7 +147,10 @@ def asarray(a, dtype=None, order=None):
     return ndarray(np.array(a, dtype=dtype, order=order, copy=True))
 
 
-array = asarray
+def array(a, dtype=None, copy=True, order="K"):
+    if isinstance(a, ndarray):
+        return ndarray(np.array(a._a, dtype=dtype, copy=copy, order=order))
+    return asarray(a, dtype=dtype, order=None if order == "K" else order)
 
 
 def ascontiguousarray(a, dtype=None):

@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-from ..backend import get_xp
+from ..backend import const, get_xp
 from ..errors import InvalidInputError, ShapeError
 from ..model import JointType, Model
 from .se3 import (axis_angle_matrix, matrix_to_quat, pose_inverse, quat_multiply,
@@ -48,9 +48,12 @@ def _groups(model: Model) -> dict:
             floating.append(l)
     I = lambda a: np.array(a, dtype=np.int64)  # noqa: E731
     F = lambda a: np.array(a, dtype=float)  # noqa: E731
+    qv = np.asarray(model.q_to_v)
+    simple = np.nonzero(qv >= 0)[0]
     g = dict(rot_l=I(rot_l), rot_q=I(rot_q), rot_m=F(rot_m), rot_o=F(rot_o),
              pri_l=I(pri_l), pri_q=I(pri_q), pri_m=F(pri_m), pri_o=F(pri_o),
-             planar=I(planar), floating=I(floating))
+             planar=I(planar), floating=I(floating),
+             simple_q=I(simple), simple_v=I(qv[simple]))  # coordinates that add directly
     model._cache["fk_groups"] = g
     return g
 
@@ -64,14 +67,14 @@ def joint_motion(model: Model, q):
     M = xp.zeros((B, model.num_links, 4, 4), dtype=q.dtype)
     M[:, :, 0, 0] = M[:, :, 1, 1] = M[:, :, 2, 2] = M[:, :, 3, 3] = 1.0
     if g["rot_l"].size:
-        rl = xp.asarray(g["rot_l"])
-        ang = q[:, xp.asarray(g["rot_q"])] * xp.asarray(g["rot_m"], dtype=q.dtype) + xp.asarray(
-            g["rot_o"], dtype=q.dtype)
+        rl = const(xp, g["rot_l"])
+        ang = q[:, const(xp, g["rot_q"])] * const(xp, g["rot_m"], q.dtype) + const(
+            xp, g["rot_o"], q.dtype)
         M[:, rl, :3, :3] = axis_angle_matrix(arr["axis"][rl][None], ang)
     if g["pri_l"].size:
-        pl = xp.asarray(g["pri_l"])
-        d = q[:, xp.asarray(g["pri_q"])] * xp.asarray(g["pri_m"], dtype=q.dtype) + xp.asarray(
-            g["pri_o"], dtype=q.dtype)
+        pl = const(xp, g["pri_l"])
+        d = q[:, const(xp, g["pri_q"])] * const(xp, g["pri_m"], q.dtype) + const(
+            xp, g["pri_o"], q.dtype)
         M[:, pl, :3, 3:4] = (arr["axis"][pl][None] * d[..., None])[..., None]
     for l in g["planar"]:
         s = int(model.q_start[l])
@@ -146,10 +149,9 @@ def integrate(model: Model, q, v):
     """
     xp = get_xp(q, v)
     q = xp.array(q, copy=True)
-    qv = model.q_to_v
-    simple = np.nonzero(qv >= 0)[0]
-    if simple.size:
-        q[..., xp.asarray(simple)] += v[..., xp.asarray(qv[simple])]
+    g = _groups(model)
+    if g["simple_q"].size:
+        q[..., const(xp, g["simple_q"])] += v[..., const(xp, g["simple_v"])]
     for l in _groups(model)["floating"]:
         s, vs = int(model.q_start[l]), int(model.v_start[l])
         R = so3_exp(v[..., vs + 3:vs + 6])

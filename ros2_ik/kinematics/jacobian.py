@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..backend import get_xp
+from ..backend import const, get_xp
 from ..errors import InvalidInputError, ShapeError
 from ..model import JointType, Model
 from .fk import fk, integrate
@@ -71,8 +71,11 @@ def _contributions(model: Model) -> dict:
     S = np.zeros((C, model.nv))
     for i in range(C):
         S[i, cols[i]] += fac[i]
-    c = dict(link=np.array(links, dtype=np.int64), dir=np.array(dirs, dtype=float).reshape(C, 3),
-             rot=np.array(rot, dtype=bool), scatter=S)
+    link = np.array(links, dtype=np.int64)
+    c = dict(link=link, dir=np.array(dirs, dtype=float).reshape(C, 3),
+             rot=np.array(rot, dtype=bool), scatter=S,
+             parent=np.asarray(model.link_parent)[link],     # each contribution's parent link
+             support={})                                     # frames tuple -> (F, C) mask
     model._cache["jac_contrib"] = c
     return c
 
@@ -88,11 +91,11 @@ def _screws(model: Model, T):
     """World axes a (B, C, 3), points p (B, C, 3) of every contribution, for link poses T."""
     xp = get_xp(T)
     c = _contributions(model)
-    cl = xp.asarray(c["link"])
-    parent = xp.asarray(model.link_parent[c["link"]])
+    cl = const(xp, c["link"])
+    parent = const(xp, c["parent"])
     origin = model.xp_arrays(xp, T.dtype)["origin"][cl]            # (C, 4, 4)
     R_jf = T[:, parent, :3, :3] @ origin[None, :, :3, :3]           # joint frame (parent side)
-    a = (R_jf @ xp.asarray(c["dir"], dtype=T.dtype)[None, :, :, None])[..., 0]
+    a = (R_jf @ const(xp, c["dir"], T.dtype)[None, :, :, None])[..., 0]
     p = T[:, cl][..., :3, 3]                                            # child origin
     return a, p
 
@@ -104,15 +107,22 @@ def _world_jac_from_screws(model: Model, T, a, p, frames):
     B, F = T.shape[0], len(frames)
     if a.shape[1] == 0:
         return xp.zeros((B, F, 6, model.nv), dtype=T.dtype)
-    fi = xp.asarray(frames)
+    key = tuple(int(f) for f in frames)
+    if key not in c["support"]:
+        if len(c["support"]) >= 1024:
+            c["support"].clear()
+        c["support"][key] = (np.array(key, dtype=np.int64),
+                             model.support_mask()[np.asarray(key)][:, c["link"]])
+    fr, sup = c["support"][key]
+    fi = const(xp, fr)
     pf = T[:, fi][..., :3, 3]                                           # (B, F, 3)
-    S = xp.asarray(model.support_mask()[np.asarray(frames)][:, c["link"]], dtype=T.dtype)  # (F,C)
-    rot = xp.asarray(c["rot"])[None, None, :, None]
+    S = const(xp, sup, T.dtype)                                         # (F, C)
+    rot = const(xp, c["rot"])[None, None, :, None]
     aa = xp.broadcast_to(a[:, None], (B, F) + a.shape[1:])
     lin = xp.where(rot, xp.cross(aa, pf[:, :, None] - p[:, None]), aa)      # (B, F, C, 3)
     ang = xp.where(rot, aa, 0.0)
     contrib = xp.concatenate([lin, ang], axis=-1) * S[None, :, :, None]    # (B, F, C, 6)
-    scatter = xp.asarray(c["scatter"], dtype=T.dtype)                        # (C, nv)
+    scatter = const(xp, c["scatter"], T.dtype)                               # (C, nv)
     return xp.swapaxes(contrib, -1, -2) @ scatter                          # (B, F, 6, nv)
 
 

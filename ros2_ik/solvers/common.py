@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..backend import get_xp
+from ..backend import const, get_xp
 from ..errors import InvalidInputError
 from ..kinematics.fk import difference, wrap_angle
 from ..model import JointType, Model
@@ -170,11 +170,11 @@ def wide_revolute(model: Model) -> np.ndarray:
 def clip_to_limits(model: Model, q):
     """Back inside the limits: wide revolute joints by 2 pi first (:func:`wide_revolute`)."""
     xp = get_xp(q)
-    lo = xp.asarray(model.lower, dtype=q.dtype)
-    hi = xp.asarray(model.upper, dtype=q.dtype)
+    lo = const(xp, model.lower, q.dtype)
+    hi = const(xp, model.upper, q.dtype)
     w = wide_revolute(model)
     if w.any():
-        wx = xp.asarray(w)
+        wx = const(xp, w)
         q = xp.where(wx & (q > hi), q - 2 * math.pi, q)
         q = xp.where(wx & (q < lo), q + 2 * math.pi, q)
     return xp.clip(q, lo, hi)

@@ -22,7 +22,7 @@ import time
 import numpy as np
 
 
-from ..backend import get_xp
+from ..backend import const, get_xp, to_numpy
 from ..kinematics.fk import integrate
 from ..model import JointType, Model
 from .common import IKConfig, clip_to_limits, wide_revolute
@@ -88,17 +88,22 @@ def _active_set_step(H, g, dq, q, cols, qidx, lower, upper, xp):
     d = dq[:, cols]
     push = ((d < 0) & (qc <= lower[qidx])) | ((d > 0) & (qc >= upper[qidx]))
     rows = xp.any(push, axis=1)
-    if not bool(xp.any(rows)):
-        return dq
-    blocked = xp.zeros(dq.shape, dtype=bool)
+    if xp is np:  # NumPy: re-solve only the rows that need it
+        if not rows.any():
+            return dq
+        sel, H, g, push = rows, H[rows], g[rows], push[rows]
+    else:  # an array module on a device: every row, masked (no host sync to find them)
+        sel = None
+    blocked = xp.zeros(g.shape, dtype=bool)
     blocked[:, cols] = push
-    b = blocked[rows]
-    Hb = xp.where(b[:, :, None] | b[:, None, :], 0.0, H[rows])
-    n = dq.shape[1]
-    Hb = Hb + b[:, :, None] * xp.eye(n)
-    gb = xp.where(b, 0.0, g[rows])
+    Hb = xp.where(blocked[:, :, None] | blocked[:, None, :], 0.0, H)
+    Hb = Hb + blocked[:, :, None] * xp.eye(g.shape[1])
+    gb = xp.where(blocked, 0.0, g)
+    new = -xp.linalg.solve(Hb, gb[..., None])[..., 0]
+    if sel is None:
+        return xp.where(rows[:, None], new, dq)
     dq = dq.copy()
-    dq[rows] = -xp.linalg.solve(Hb, gb[..., None])[..., 0]
+    dq[sel] = new
     return dq
 
 
@@ -113,7 +118,7 @@ def lm_solve_rows(model: Model, objectives, q0, seed_q, problem_idx, cfg: IKConf
     """
     xp = get_xp(q0)
     N = q0.shape[0]
-    va = xp.asarray(model.v_active)
+    va = const(xp, model.v_active)
     nva = model.nv_active
     q = clip_to_limits(model, q0)
     active = xp.ones(N, dtype=bool) if active is None else active.copy()
@@ -124,13 +129,16 @@ def lm_solve_rows(model: Model, objectives, q0, seed_q, problem_idx, cfg: IKConf
     converged = (pe <= cfg.position_tolerance) & (re <= cfg.orientation_tolerance)
     timed_out = False
     lim_cols, lim_q = _limited_columns(model)
-    lim_cols, lim_q = xp.asarray(lim_cols), xp.asarray(lim_q)
-    lower, upper = xp.asarray(model.lower), xp.asarray(model.upper)
+    lim_cols, lim_q = const(xp, lim_cols), const(xp, lim_q)
+    lower, upper = const(xp, model.lower), const(xp, model.upper)
     stall = xp.zeros(N, dtype=xp.int64)
     K = N // num_problems if num_problems else 1
     last_seed = (xp.arange(N) % K) == K - 1
     eye = xp.eye(nva)
-    for _ in range(cfg.max_iterations):
+    # on a device, "is any row still active?" is a host sync: asked every 8th iteration only
+    # (an iteration with no active row changes nothing)
+    check_every = 1 if xp is np else 8
+    for it in range(cfg.max_iterations):
         if first_per_problem:
             done_p = xp.zeros(num_problems, dtype=bool)
             done_p[problem_idx[converged]] = True
@@ -138,8 +146,9 @@ def lm_solve_rows(model: Model, objectives, q0, seed_q, problem_idx, cfg: IKConf
         active &= ~converged
         if cfg.stall_iterations > 0:  # a problem's last seed is never given up
             active &= (stall < cfg.stall_iterations) | last_seed
-        if not bool(xp.any(active)):
-            break
+        if it % check_every == check_every - 1 or check_every == 1:
+            if not bool(to_numpy(xp.any(active))):
+                break
         if (deadline is not None and time.perf_counter() >= deadline) or (
                 should_stop is not None and should_stop()):
             timed_out = deadline is not None and time.perf_counter() >= deadline

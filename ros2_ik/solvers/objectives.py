@@ -18,7 +18,7 @@ import math
 
 import numpy as np
 
-from ..backend import get_xp
+from ..backend import const, get_xp, to_numpy
 from ..errors import InvalidInputError, ShapeError
 from ..kinematics.jacobian import _screws, _world_jac_from_screws
 from ..kinematics.se3 import so3_log
@@ -52,7 +52,7 @@ class EvalContext:
                 self._screws = _screws(self.model, self.T)
             a, p = self._screws
             J = _world_jac_from_screws(self.model, self.T, a, p, [link])[:, 0]
-            J = J[:, :, self.xp.asarray(self.model.v_active)]
+            J = J[:, :, const(self.xp, self.model.v_active)]
             self._jac[link] = J
         return J
 
@@ -102,7 +102,7 @@ def _weights(weights, P, xp):
         w = xp.broadcast_to(w, (P, 6))
     if w.shape != (P, 6):
         raise ShapeError(f"weights must have shape (6,) or ({P}, 6), got {tuple(w.shape)}")
-    if not bool(xp.all(xp.isfinite(w))) or bool(xp.any(w < 0)):
+    if not bool(to_numpy(xp.all(xp.isfinite(w) & (w >= 0)))):
         raise InvalidInputError("weights must be finite and >= 0 (0 frees an axis)")
     return w
 
