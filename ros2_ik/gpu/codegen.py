@@ -775,8 +775,9 @@ def _emit_select_kernel(e: _Emit, ch: Chain, scalar: str):
 // Per problem p: the winning row among its K (first converged, else the smallest
 // pe/tol_p + re/tol_r), q finalized in float64 (continuous joints within pi of the seed, then the
 // limits), its goal errors recomputed by float64 FK against tgt64, success = errors within the
-// tolerances and q within the limits. Output out (P, nq + 7) float64: q, then success,
-// pos_err, rot_err, iterations, seed_index, timed_out (any row of the problem), goal valid.""")
+// tolerances and q within the limits. Output out float64, field by field (each contiguous):
+// q (P, nq), then (P,) each: success, pos_err, rot_err, iterations, seed_index, timed_out
+// (any row of the problem), goal valid.""")
     args = ("const S* R2IK_RESTRICT q_rows, const unsigned char* R2IK_RESTRICT conv, "
             "const int* R2IK_RESTRICT iters, const S* R2IK_RESTRICT pe, "
             "const S* R2IK_RESTRICT re, const unsigned char* R2IK_RESTRICT tout, "
@@ -804,7 +805,7 @@ def _emit_select_kernel(e: _Emit, ch: Chain, scalar: str):
         e("const long long row = p * K + best;")
         e("const S* qr = q_rows + row * " + str(nq) + ";")
         e("const double* sd = seeds + p * seed_stride;")
-        e("double* qb = out + p * " + str(nq + 7) + ";")
+        e("double* qb = out + p * " + str(nq) + ";")
         for i in range(nq):
             with e.block(""):
                 e("typedef double S;")  # the clip below runs in float64
@@ -818,9 +819,10 @@ def _emit_select_kernel(e: _Emit, ch: Chain, scalar: str):
         e(f"r2ik_errors<double>({', '.join(f'qb[{i}]' for i in used)}, tgt64 + p * {16 * T}, "
           f"w64 + p * w_stride, r, pe64, re64);")
         e("const bool ok = pe64 <= fp[0] && re64 <= fp[1];  // verified by FK; q is clipped")
-        e(f"double* inf = qb + {nq};")
-        e("inf[0] = ok ? 1.0 : 0.0; inf[1] = pe64; inf[2] = re64; inf[3] = (double)iters[row]; "
-          "inf[4] = (double)best; inf[5] = any_t ? 1.0 : 0.0; inf[6] = valid[p] ? 1.0 : 0.0;")
+        e(f"double* inf = out + P * {nq} + p;  // field f of problem p at inf[f * P]")
+        e("inf[0] = ok ? 1.0 : 0.0; inf[P] = pe64; inf[2 * P] = re64; "
+          "inf[3 * P] = (double)iters[row]; inf[4 * P] = (double)best; "
+          "inf[5 * P] = any_t ? 1.0 : 0.0; inf[6 * P] = valid[p] ? 1.0 : 0.0;")
 
 
 def _emit_prep_kernel(e: _Emit, ch: Chain, scalar: str):

@@ -104,7 +104,7 @@ class _Workspace:
         if P > self.problems:
             n = max(P, 2 * self.problems)
             self.done = cp.empty(n, dtype=cp.int32)
-            self.out = cp.empty((n, nq + 7), dtype=cp.float64)  # q | select's 7 fields
+            self.out = cp.empty(n * (nq + 7), dtype=cp.float64)  # q (P, nq) | 7 fields (P,)
             self.active = cp.empty(n, dtype=cp.uint8)
             self.valid = cp.empty(n, dtype=cp.uint8)
             self.problems = n
@@ -281,18 +281,21 @@ class GpuSolver:
                     cancelled = True
                 time.sleep(POLL_S)
         self.last_device_time = cp.cuda.get_elapsed_time(ws.t_start, done) / 1e3  # [s]
-        res = ws.out[:P].get(stream=ws.stream)  # the one device -> host copy
-        q, info = res[:, :m.nq], res[:, m.nq:]
-        valid_h = info[:, 6] > 0.5
-        ok = info[:, 0] > 0.5
+        res = ws.out[:P * (m.nq + 7)].get(stream=ws.stream)  # the one device -> host copy
+        q = res[:P * m.nq].reshape(P, m.nq)                   # contiguous views, no copies
+        info = res[P * m.nq:].reshape(7, P)
+        valid_h = info[6] > 0.5
+        ok = info[0] > 0.5
         invalid = ~valid_h | bad_seed
         ok &= ~invalid
-        timed = info[:, 5] > 0.5
-        status = np.where(ok, Status.CONVERGED, np.where(
-            invalid, Status.INVALID_INPUT, np.where(
-                cancelled, Status.PREEMPTED, np.where(timed, Status.TIMED_OUT,
-                                                      Status.NOT_CONVERGED)))).astype(np.int64)
-        pe, re = info[:, 1].copy(), info[:, 2].copy()
+        timed = info[5] > 0.5
+        status = np.full(P, int(Status.PREEMPTED if cancelled else Status.NOT_CONVERGED),
+                         dtype=np.int64)
+        if not cancelled:
+            status[timed] = Status.TIMED_OUT
+        status[invalid] = Status.INVALID_INPUT
+        status[ok] = Status.CONVERGED
+        pe, re = info[1], info[2]
         messages = [""] * P
         for p, msg in msgs.items():
             messages[p] = msg
@@ -304,8 +307,8 @@ class GpuSolver:
         pe[invalid] = np.nan
         re[invalid] = np.nan
         return IKResult(q=q, success=ok, position_error=pe, orientation_error=re,
-                        iterations=info[:, 3].astype(np.int64),
-                        seed_index=info[:, 4].astype(np.int64), status=status,
+                        iterations=info[3].astype(np.int64),
+                        seed_index=info[4].astype(np.int64), status=status,
                         messages=messages, solve_time=time.perf_counter() - t0)
 
 
