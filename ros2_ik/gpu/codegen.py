@@ -904,53 +904,47 @@ def _emit_frames_kernels(e: _Emit, ch: Chain, scalar: str):
     e(f"""
 // q (B, nq) in S; r2ik_fk: T (B, {F}, 4, 4) row-major; r2ik_jac: J (B, {F}, 6, {nva}) world
 // Jacobians (linear; angular), columns model.v_active, zero-filled.""")
-    with e.kernel("r2ik_fk", "const S* R2IK_RESTRICT q_all, long long B, "
-                  "S* R2IK_RESTRICT out"):
-        e(f"typedef {scalar} S;")
-        e("const long long b = R2IK_ROW;")
-        e("if (b >= B) return;")
-        e(f"const S* q = q_all + b * {nq};")
-        e("S R[9], pv[3];")
-        e(_joint_frame_decl(ch))
-        for i in used:
-            e(f"const S q{i} = q[{i}];")
-        for t in range(F):
-            with e.block(""):
-                _emit_fk_tip(e, ch, t, qv, keep_joint_frames=True)
-                e(f"S* o = out + (b * {F} + {t}) * 16;")
-                e("o[0] = R[0]; o[1] = R[1]; o[2] = R[2]; o[3] = pv[0]; o[4] = R[3]; o[5] = R[4]; "
-                  "o[6] = R[5]; o[7] = pv[1]; o[8] = R[6]; o[9] = R[7]; o[10] = R[8]; "
-                  "o[11] = pv[2]; o[12] = S(0); o[13] = S(0); o[14] = S(0); o[15] = S(1);")
-    with e.kernel("r2ik_jac", "const S* R2IK_RESTRICT q_all, long long B, "
-                  "S* R2IK_RESTRICT out"):
-        e(f"typedef {scalar} S;")
-        e("const long long b = R2IK_ROW;")
-        e("if (b >= B) return;")
-        e(f"const S* q = q_all + b * {nq};")
-        e("S R[9], pv[3];")
-        e(_joint_frame_decl(ch))
-        for i in used:
-            e(f"const S q{i} = q[{i}];")
-        for t in range(F):
-            with e.block(""):
-                _emit_fk_tip(e, ch, t, qv, keep_joint_frames=True)
-                e(f"S* o = out + (b * {F} + {t}) * {6 * nva};")
-                e(f"for (int i = 0; i < {6 * nva}; ++i) o[i] = S(0);")
-                for j in range(ch.starts[t], ch.starts[t + 1]):
-                    if ch.col[j] < 0:
-                        continue
-                    c = va[int(model.q_to_v[ch.qi[j]])]
-                    mj = _lit(ch.mult[j])
-                    e(f"{{ const S zx = z{j}_0 * {mj}, zy = z{j}_1 * {mj}, zz = z{j}_2 * {mj};")
-                    if ch.prismatic[j]:
-                        e(f"  o[{c}] += zx; o[{nva + c}] += zy; o[{2 * nva + c}] += zz; }}")
-                    else:
-                        e(f"  const S dx = pv[0] - pj{j}_0, dy = pv[1] - pj{j}_1, "
-                          f"dz = pv[2] - pj{j}_2;")
-                        e(f"  o[{c}] += zy * dz - zz * dy; o[{nva + c}] += zz * dx - zx * dz; "
-                          f"o[{2 * nva + c}] += zx * dy - zy * dx;")
-                        e(f"  o[{3 * nva + c}] += zx; o[{4 * nva + c}] += zy; "
-                          f"o[{5 * nva + c}] += zz; }}")
+    def kernel(name, per_tip):
+        """One thread per configuration: q from q_all, FK to each frame, ``per_tip(t)``."""
+        with e.kernel(name, "const S* R2IK_RESTRICT q_all, long long B, S* R2IK_RESTRICT out"):
+            e(f"typedef {scalar} S;")
+            e("const long long b = R2IK_ROW;")
+            e("if (b >= B) return;")
+            e(f"const S* q = q_all + b * {nq};")
+            e("S R[9], pv[3];")
+            e(_joint_frame_decl(ch))
+            for i in used:
+                e(f"const S q{i} = q[{i}];")
+            for t in range(F):
+                with e.block(""):
+                    _emit_fk_tip(e, ch, t, qv, keep_joint_frames=True)
+                    per_tip(t)
+
+    def pose(t):
+        e(f"S* o = out + (b * {F} + {t}) * 16;")
+        e("o[0] = R[0]; o[1] = R[1]; o[2] = R[2]; o[3] = pv[0]; o[4] = R[3]; o[5] = R[4]; "
+          "o[6] = R[5]; o[7] = pv[1]; o[8] = R[6]; o[9] = R[7]; o[10] = R[8]; "
+          "o[11] = pv[2]; o[12] = S(0); o[13] = S(0); o[14] = S(0); o[15] = S(1);")
+
+    def jac(t):
+        e(f"S* o = out + (b * {F} + {t}) * {6 * nva};")
+        e(f"for (int i = 0; i < {6 * nva}; ++i) o[i] = S(0);")
+        for j in range(ch.starts[t], ch.starts[t + 1]):
+            if ch.col[j] < 0:
+                continue
+            c = va[int(model.q_to_v[ch.qi[j]])]
+            mj = _lit(ch.mult[j])
+            e(f"{{ const S zx = z{j}_0 * {mj}, zy = z{j}_1 * {mj}, zz = z{j}_2 * {mj};")
+            if ch.prismatic[j]:
+                e(f"  o[{c}] += zx; o[{nva + c}] += zy; o[{2 * nva + c}] += zz; }}")
+            else:
+                e(f"  const S dx = pv[0] - pj{j}_0, dy = pv[1] - pj{j}_1, dz = pv[2] - pj{j}_2;")
+                e(f"  o[{c}] += zy * dz - zz * dy; o[{nva + c}] += zz * dx - zx * dz; "
+                  f"o[{2 * nva + c}] += zx * dy - zy * dx;")
+                e(f"  o[{3 * nva + c}] += zx; o[{4 * nva + c}] += zy; o[{5 * nva + c}] += zz; }}")
+
+    kernel("r2ik_fk", pose)
+    kernel("r2ik_jac", jac)
 
 
 def frames_source(ch: Chain, dtype="float32", *, host: bool = False) -> str:
