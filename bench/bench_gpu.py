@@ -180,7 +180,7 @@ def bench_solve(cp, sizes, robots, seeds_list, dtype):
                     rows.append((name, K, P, "cpu", tc, rc.success.mean()))
                     out(f"{name:9s} {K:2d} {P:9d} {'cpu':7s} {tc * 1e3:8.3f}ms {P / tc:11.4g} "
                         f"{100 * rc.success.mean():7.3f}%          fused {tc / t:.1f}x faster")
-                del T, Tin
+                T = Tin = None  # free the device memory before the next size
                 cp.get_default_memory_pool().free_all_blocks()
     return rows
 
@@ -263,7 +263,7 @@ def bench_tuning(cp, dtype):
                     f"{1e6 / g.last_device_time:.4g}/s), success {100 * r.success.mean():.3f}%")
             except Exception as exc:  # noqa: BLE001
                 out(f"K={K} block {block} maxreg {regs}: {type(exc).__name__}: {exc}")
-    del T
+    T = None
     cp.get_default_memory_pool().free_all_blocks()
 
 

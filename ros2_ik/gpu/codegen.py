@@ -700,7 +700,7 @@ def _emit_ccd_kernel(e: _Emit, ch: Chain, scalar: str):
                 _emit_clip(e, "v", i, lo, hi, wide)
                 e(f"q{i} = v;" if i in used else f"qr[{i}] = v;")
         e("const S tol_p = S(fp[0]), tol_r = S(fp[1]);")
-        e(f"const S wp = (w[0] * w[0] + w[1] * w[1] + w[2] * w[2]) / S(3);")
+        e("const S wp = (w[0] * w[0] + w[1] * w[1] + w[2] * w[2]) / S(3);")
         e(f"const S wo = S({ORIENTATION_SCALE!r}) * ((w[3] * w[3] + w[4] * w[4] + w[5] * w[5]) "
           f"/ S(3));")
         e("const unsigned long long deadline = budget_ns < 0 ? 0ull : "

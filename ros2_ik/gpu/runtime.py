@@ -23,12 +23,13 @@ enforces CuPy's host/device rules; by default CuPy itself is imported (lazily).
 
 from __future__ import annotations
 
+import collections
 import threading
 import time
 
 import numpy as np
 
-from ..errors import BackendUnavailableError, InvalidInputError, ShapeError
+from ..errors import InvalidInputError, ShapeError
 from ..model import Model
 from ..solvers.common import (INVALID_GOAL_MESSAGE, IKConfig, IKResult, SolveMode, Status,
                               restart_seeds, unsolved_message)
@@ -203,8 +204,8 @@ class GpuSolver:
         Returns an :class:`IKResult` (host arrays), every success verified by float64 FK.
         """
         t0 = time.perf_counter()
-        cp, m, cfg = self.cp, self.model, self.config
-        timeout = cfg.timeout if timeout is None else timeout
+        cp = self.cp
+        timeout = self.config.timeout if timeout is None else timeout
         ws = self._ws()
         # inputs were made on the caller's current stream, which our non-blocking stream does
         # not wait for by itself: order them, then do every device operation on our stream
@@ -357,7 +358,7 @@ class GpuKinematics:
         return out
 
 
-_solvers: "collections.OrderedDict" = None
+_solvers: collections.OrderedDict | None = None
 _solvers_lock = threading.Lock()
 MAX_CACHED_SOLVERS = 16
 
@@ -365,8 +366,6 @@ MAX_CACHED_SOLVERS = 16
 def solver_for(model: Model, tips: tuple, config: IKConfig, dtype="float32", xp=None):
     """A :class:`GpuSolver` for (model, tips, config, dtype), prepared once and kept (the 16
     most recent), or None when the kernels do not cover the model's chains."""
-    import collections  # noqa: PLC0415
-
     global _solvers
     key = (id(model), tuple(tips), config, str(np.dtype(dtype)), id(xp))
     with _solvers_lock:
