@@ -23,7 +23,7 @@ import numpy as np
 
 from ros2_ik.gpu import codegen, hostrun
 
-stats = {"to_host": 0, "to_device": 0, "launches": 0, "implicit": 0}
+stats = {"to_host": 0, "to_device": 0, "launches": 0, "implicit": 0, "graph_launches": 0}
 strict = True  # False: count implicit host syncs in stats["implicit"] instead of raising
 
 float16, float32, float64 = np.float16, np.float32, np.float64
@@ -69,6 +69,12 @@ class ndarray:  # noqa: N801 - CuPy's name
     def get(self, stream=None):
         stats["to_host"] += 1
         return self._a.copy()
+
+    def set(self, arr, stream=None):
+        if not isinstance(arr, np.ndarray):
+            raise TypeError("set() takes a NumPy array")
+        stats["to_device"] += 1
+        self._a[...] = arr
 
     def __array__(self, *a, **k):
         raise TypeError("Implicit conversion to a NumPy array is not allowed. "
@@ -193,6 +199,32 @@ class _Stream:
     def wait_event(self, event):
         pass
 
+    def begin_capture(self, mode=None):
+        global _capture
+        if _capture is not None:
+            raise RuntimeError("already capturing")
+        _capture = []
+
+    def end_capture(self):
+        global _capture
+        calls, _capture = _capture, None
+        return _Graph(calls)
+
+
+_capture = None  # the launches recorded while a stream captures
+
+
+class _Graph:
+    """A captured sequence: replays the same kernels on the same buffers, as CUDA does."""
+
+    def __init__(self, calls):
+        self.calls = calls
+
+    def launch(self, stream=None):
+        stats["graph_launches"] += 1
+        for fn, rows, args in self.calls:
+            fn(rows, *args)
+
 
 _null_stream = _Stream()
 
@@ -235,6 +267,7 @@ class _Runtime:
 
 
 cuda = types.SimpleNamespace(Stream=_Stream, Event=_Event, runtime=_Runtime(),
+                             alloc_pinned_memory=lambda n: bytearray(int(n)),
                              get_current_stream=lambda: _null_stream,
                              get_elapsed_time=lambda a, b: 0.0)
 
@@ -255,6 +288,9 @@ class _Kernel:
             else:
                 raise TypeError(f"{self.name}: kernel argument of type {type(a).__name__}; "
                                 "pass device arrays or NumPy scalars (typed) as CuPy needs")
+        if _capture is not None:
+            _capture.append((self.fn, rows, out))
+            return
         stats["launches"] += 1
         self.fn(rows, *out)
 

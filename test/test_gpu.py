@@ -155,7 +155,8 @@ def _host_rows(m, tips, T, W, K, cfg, dtype, gen=codegen):
     lm(N, np.ascontiguousarray(np.tile(m.neutral_q(), (P, 1))), nq, rnd,
        np.ascontiguousarray(T.reshape(P, -1), S), np.ascontiguousarray(W.reshape(P, -1), S),
        P, K, np.ones(P, np.uint8), int(cfg.max_iterations), fast._fparams(cfg), 1,
-       np.zeros(1, np.uint64), -1, np.zeros(1, np.int32), np.zeros(P, np.int32), qo, conv, it,
+       np.zeros(1, np.uint64), np.array([-1, 0]), np.zeros(1, np.int32), np.zeros(P, np.int32),
+       qo, conv, it,
        pe, re, to)
     return qo, conv.astype(bool), it
 
@@ -335,7 +336,8 @@ def test_gpu_solver_host_syncs_do_not_grow_with_batch_or_iterations(monkeypatch,
     counts = []
     for P, iters in ((5, 10), (300, 200)):
         T, _ = _problems(m, list(m.tips), P)
-        g = _gpu_solver(m, None, IKConfig(num_seeds=4, max_iterations=iters), xp=cp)
+        g = _gpu_solver(m, None, IKConfig(num_seeds=4, max_iterations=iters), xp=cp,
+                        graphs=False)
         cp.reset_stats()
         g.solve(T[:, 0])
         counts.append(dict(cp.stats))
@@ -440,3 +442,29 @@ def test_xp_reference_path_on_a_device_uploads_once_and_syncs_rarely(monkeypatch
     ref = solve_pose(m, T, config=IKConfig(use_fast_path=False, max_iterations=40, num_seeds=2))
     np.testing.assert_array_equal(results[1].success, ref.success)
     np.testing.assert_allclose(results[1].q, ref.q, atol=1e-12)
+
+
+def test_small_batches_replay_a_captured_graph(cpx, case_models):
+    """Small batches: a CUDA graph captured per shape gives the same answers as the four
+    launches; a later call of the same shape with other goals, seeds and budget replays it."""
+    m, _ = case_models["panda"]
+    T, _ = _problems(m, list(m.tips), 20, seed=31)
+    T = T[:, 0]
+    cfg = IKConfig(num_seeds=8, stall_iterations=5)
+    plain = _gpu_solver(m, None, cfg, xp=cpx, graphs=False)
+    g = _gpu_solver(m, None, cfg, xp=cpx)
+    seeds = np.tile(m.neutral_q(), (10, 1))
+    seeds[3, 0] = 10.0  # outside the limits: INVALID_INPUT through the graph too
+    for sl, sd in ((slice(0, 10), None), (slice(10, 20), None), (slice(10, 20), seeds)):
+        a = plain.solve(T[sl], seeds=sd)
+        if cpx is cupy_standin:
+            cpx.reset_stats()
+        b = g.solve(T[sl], seeds=sd, timeout=5.0)
+        assert g.graph_error is None, g.graph_error
+        np.testing.assert_array_equal(a.status, b.status)
+        np.testing.assert_allclose(a.q, b.q, atol=1e-12)
+    if cpx is cupy_standin:  # the last call: one graph launch, no kernel launched by itself
+        assert cpx.stats["graph_launches"] == 1 and cpx.stats["launches"] == 0, cpx.stats
+    assert b.status[3] == Status.INVALID_INPUT
+    r = g.solve(T[:10], timeout=0.0)  # a new budget reaches the replayed kernels
+    assert np.all(r.status == Status.TIMED_OUT), r.status

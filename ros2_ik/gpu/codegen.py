@@ -532,13 +532,13 @@ def _emit_lm_kernel(e: _Emit, ch: Chain, scalar: str):
 // tgt (P, {T}, 16) and w (P, {T}, 6) in S; fp: tol_p tol_r lam0 lmin lmax up down stall_f stall_n.
 // Outputs per row: q_out (rows, nq) S, conv/tout (u8), iters (i32), pe/re (S).
 // done (P,) int: speed mode, set by a row that converged; stop: host-settable cancel flag;
-// clock0: the device clock at the call (r2ik_stamp); budget_ns < 0: no deadline.""")
+// clock0: the device clock at the call (r2ik_stamp); params[0] = budget_ns (< 0: none).""")
     args = ("const double* R2IK_RESTRICT seeds, long long seed_stride, "
             "const double* R2IK_RESTRICT rnd, "
             "const S* R2IK_RESTRICT tgt_all, const S* R2IK_RESTRICT w_all, long long P, int K, "
             "const unsigned char* R2IK_RESTRICT active, int max_iter, "
             "const double* R2IK_RESTRICT fp, int speed, "
-            "const unsigned long long* clock0, long long budget_ns, const volatile int* stop, "
+            "const unsigned long long* clock0, const long long* params, const volatile int* stop, "
             "volatile int* done, S* R2IK_RESTRICT q_out, unsigned char* R2IK_RESTRICT conv_o, "
             "int* R2IK_RESTRICT iters_o, S* R2IK_RESTRICT pe_o, S* R2IK_RESTRICT re_o, "
             "unsigned char* R2IK_RESTRICT tout_o")
@@ -566,6 +566,7 @@ def _emit_lm_kernel(e: _Emit, ch: Chain, scalar: str):
         e("const S tol_p = S(fp[0]), tol_r = S(fp[1]), lam0 = S(fp[2]), lmin = S(fp[3]), "
           "lmax = S(fp[4]), up = S(fp[5]), down = S(fp[6]), stall_f = S(fp[7]);")
         e("const int stall_n = (int)fp[8];")
+        e("const long long budget_ns = params[0];")
         e("const unsigned long long deadline = budget_ns < 0 ? 0ull : "
           "clock0[0] + (unsigned long long)budget_ns;")
         e("bool ok = false, timed = false; int it = 0; S pe_r = S(INFINITY), re_r = S(INFINITY);")
@@ -885,8 +886,10 @@ def solve_source(ch: Chain, dtype="float32", *, host: bool = False) -> str:
     e(_DEVICE_PRELUDE)
     e(f"typedef {scalar} S;  // the kernels' scalar (templates below take theirs as a parameter)")
     _emit_common(e, ch)
-    with e.kernel("r2ik_stamp", "unsigned long long* clock0, int* stop, int stop0"):
-        e("if (R2IK_ROW == 0) { clock0[0] = r2ik_now(); stop[0] = stop0; }")
+    # params = {budget_ns (< 0: no deadline), initial stop flag}: device memory, so that a
+    # captured CUDA graph replays with each call's values
+    with e.kernel("r2ik_stamp", "unsigned long long* clock0, int* stop, const long long* params"):
+        e("if (R2IK_ROW == 0) { clock0[0] = r2ik_now(); stop[0] = (int)params[1]; }")
     _emit_prep_kernel(e, ch, scalar)
     _emit_lm_kernel(e, ch, scalar)
     if ch.T == 1:
