@@ -16,6 +16,7 @@ __all__ = [
     "UnknownJointError",
     "ShapeError",
     "InvalidInputError",
+    "InputTypeError",
     "BackendUnavailableError",
 ]
 
@@ -66,6 +67,12 @@ class ShapeError(IKError, ValueError):
 
 class InvalidInputError(IKError, ValueError):
     """A value is not usable (NaN, infinite, out of range, empty, too large)."""
+
+
+class InputTypeError(InvalidInputError, TypeError):
+    """An argument of the wrong kind (None, a string, a dict, an object or complex array where
+    numbers or names were expected); the message names the argument, what was expected and
+    what came."""
 
 
 class BackendUnavailableError(IKError, RuntimeError):

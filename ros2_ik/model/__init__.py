@@ -1,10 +1,11 @@
 """URDF -> immutable kinematic model (flat arrays). No rclpy, no CuPy."""
 
 from .tree import MAX_BATCH, JointType, Model
-from .urdf import JOINT_TYPES, MAX_URDF_BYTES, JointDesc, RobotDesc, parse_urdf
+from .urdf import (JOINT_TYPES, MAX_URDF_BYTES, MAX_VALUE, JointDesc, RobotDesc, UrdfWarning,
+                   parse_urdf)
 
 __all__ = ["Model", "JointType", "parse_urdf", "RobotDesc", "JointDesc", "JOINT_TYPES",
-           "MAX_URDF_BYTES", "MAX_BATCH", "load_robot"]
+           "MAX_URDF_BYTES", "MAX_VALUE", "UrdfWarning", "MAX_BATCH", "load_robot"]
 
 
 def load_robot(name: str, **kwargs) -> Model:

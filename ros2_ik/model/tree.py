@@ -188,16 +188,34 @@ class Model:
         jdesc: list[JointDesc | None] = [None] + [by_child[n] for n in order[1:]]
         jindex = {j.name: l for l, j in enumerate(jdesc) if j is not None}
 
-        # Resolve mimic chains to their first free leader inside the selection.
+        # Resolve mimic chains to their first free leader inside the selection (a leader outside
+        # the selection makes the joint free). Memoized: each chain is walked once.
+        by_name = {j.name: j for j in desc.joints}
+        resolved: dict[str, tuple | None] = {}
+
         def resolve(j: JointDesc):
-            mult, off, cur = 1.0, 0.0, j
-            while cur.mimic_joint is not None:
-                leader = next(x for x in desc.joints if x.name == cur.mimic_joint)
-                mult, off = mult * cur.mimic_multiplier, mult * cur.mimic_offset + off
+            path, cur = [], j
+            while cur.mimic_joint is not None and cur.name not in resolved:
+                path.append(cur)
+                leader = by_name[cur.mimic_joint]
                 if leader.name not in jindex:
-                    return None  # leader outside the selection: this joint becomes free
+                    resolved[cur.name] = None  # leader outside the selection: free
+                    path.pop()
+                    break
                 cur = leader
-            return cur, mult, off
+            if cur.name in resolved:
+                res = resolved[cur.name]
+            elif cur.mimic_joint is None:
+                res = (cur, 1.0, 0.0)  # cur is a free leader
+            else:
+                res = None
+            for p in reversed(path):
+                if res is not None:
+                    leader, m, o = res
+                    res = (leader, p.mimic_multiplier * m, p.mimic_multiplier * o
+                           + p.mimic_offset)
+                resolved[p.name] = res
+            return resolved.get(j.name, res)
 
         frozen = frozenset(frozen)
         for n in frozen:
