@@ -14,6 +14,7 @@ __all__ = [
     "UrdfError",
     "UnknownLinkError",
     "UnknownJointError",
+    "UnknownRobotError",
     "ShapeError",
     "InvalidInputError",
     "InputTypeError",
@@ -59,6 +60,13 @@ class UnknownJointError(UnknownLinkError):
 
     def __init__(self, name: str, valid: Iterable[str]):
         super().__init__(name, valid, what="joint")
+
+
+class UnknownRobotError(UnknownLinkError, ValueError):
+    """A bundled robot name that does not exist; the message lists the valid ones."""
+
+    def __init__(self, name: str, valid: Iterable[str]):
+        super().__init__(name, valid, what="robot")
 
 
 class ShapeError(IKError, ValueError):

@@ -16,6 +16,7 @@ import numpy as np
 from ..backend import get_xp
 from ..errors import InvalidInputError, ShapeError
 from ..model import JointType, Model
+from ..validate import as_float_array
 from .se3 import (axis_angle_matrix, matrix_to_quat, pose_inverse, quat_multiply,
                   quat_normalize, quat_to_matrix, so3_exp)
 
@@ -184,12 +185,12 @@ def difference(model: Model, q0, q1):
 def check_link_poses(model: Model, T_links):
     """Validate a (B, L, 4, 4) (or (L, 4, 4)) array of link poses; returns it 4-D."""
     xp = get_xp(T_links)
-    T = xp.asarray(T_links, dtype=xp.float64 if not hasattr(T_links, "dtype") else None)
+    T = as_float_array(T_links, "T_links", f"shape (B, {model.num_links}, 4, 4)", xp)
     if T.ndim == 3:
         T = T[None]
-    if T.ndim != 4 or T.shape[1:] != (model.num_links, 4, 4):
-        raise ShapeError(f"link poses must have shape (B, {model.num_links}, 4, 4) for model "
-                         f"{model.name!r}, got {tuple(T_links.shape)}")
+    if T.ndim != 4 or T.shape[1:] != (model.num_links, 4, 4) or T.shape[0] == 0:
+        raise ShapeError(f"T_links (link poses) must have shape (B, {model.num_links}, 4, 4) "
+                         f"with B >= 1 for model {model.name!r}, got {tuple(T.shape)}")
     if not bool(xp.all(xp.isfinite(T))):
         raise InvalidInputError("link poses contain NaN or infinity")
     return T
@@ -208,6 +209,13 @@ def maximal_to_generalized(model: Model, T_links, q_ref=None):
     T = check_link_poses(model, T_links)
     xp = get_xp(T)
     B = T.shape[0]
+    if q_ref is not None:
+        q_ref = as_float_array(q_ref, "q_ref", f"shape ({B}, {model.nq}) or ({model.nq},)", xp)
+        if q_ref.shape not in ((model.nq,), (B, model.nq)):
+            raise ShapeError(f"q_ref must have shape ({B}, {model.nq}) or ({model.nq},) "
+                             f"(coordinates {list(model.q_names)}), got {tuple(q_ref.shape)}")
+        if not bool(xp.all(xp.isfinite(q_ref))):
+            raise InvalidInputError("q_ref contains NaN or infinity; give finite joint values")
     origin = model.xp_arrays(xp, T.dtype)["origin"]
     parent = xp.asarray(np.maximum(model.link_parent, 0))
     Tp = T[:, parent]

@@ -11,5 +11,8 @@ __all__ = ["Model", "JointType", "parse_urdf", "RobotDesc", "JointDesc", "JOINT_
 def load_robot(name: str, **kwargs) -> Model:
     """Load a bundled robot by name (see :data:`ros2_ik.robots.ROBOTS`)."""
     from .. import robots  # noqa: PLC0415
+    from ..errors import UnknownRobotError  # noqa: PLC0415
 
+    if not isinstance(name, str) or name not in robots.ROBOTS:
+        raise UnknownRobotError(name, robots.names())
     return Model.from_urdf(robots.urdf_string(name), **kwargs)

@@ -29,7 +29,10 @@ from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 
-from ..errors import InvalidInputError, ShapeError, UnknownJointError, UnknownLinkError
+from ..backend import get_xp
+from ..errors import (InputTypeError, InvalidInputError, ShapeError, UnknownJointError,
+                      UnknownLinkError)
+from ..validate import check_int, check_name, check_names, describe
 from .urdf import JointDesc, RobotDesc, parse_urdf
 
 __all__ = ["JointType", "Model"]
@@ -137,7 +140,10 @@ class Model:
         children: dict[str, list[JointDesc]] = {}
         for j in desc.joints:
             children.setdefault(j.parent, []).append(j)
-        base = desc.root if base is None else base
+        base = desc.root if base is None else check_name(base, "base")
+        if tips is not None:
+            tips = check_names(tips, "tips", allow_empty=True)
+        frozen = check_names(frozen, "frozen", allow_empty=True)
         if base not in desc.links:
             raise UnknownLinkError(base, desc.links)
         if isinstance(tips, str):
@@ -356,7 +362,7 @@ class Model:
         Frozen joints keep their coordinates in ``q`` (so each problem may hold them at its own
         value) but drop out of the Jacobian's columns and are never moved by the solvers.
         """
-        joints = set(joints)
+        joints = set(check_names(joints, "joints", allow_empty=True))
         for n in joints:
             if n not in self.joint_names[1:]:
                 raise UnknownJointError(n, self.joint_names[1:])
@@ -394,18 +400,22 @@ class Model:
         idx = self._cache.get("link_index")
         if idx is None:
             idx = self._cache["link_index"] = {n: i for i, n in enumerate(self.link_names)}
+        if not isinstance(name, str):
+            check_name(name, "link")
         try:
             return idx[name]
         except KeyError:
             raise UnknownLinkError(name, self.link_names) from None
 
-    def link_indices(self, names: Sequence[str] | str) -> np.ndarray:
-        if isinstance(names, str):
-            names = [names]
+    def link_indices(self, names: Sequence[str] | str, *, what: str = "frames") -> np.ndarray:
+        """Indices of one link name or a list of them (:class:`InputTypeError` otherwise)."""
+        names = check_names(names, what)
         return np.array([self.link_index(n) for n in names], dtype=np.int64)
 
     def joint_index(self, name: str) -> int:
         """Link index of the joint named ``name`` (the joint's child link)."""
+        if not isinstance(name, str):
+            raise InputTypeError(f"joint must be a joint name (str), got {describe(name)}")
         try:
             return self.joint_names.index(name, 1)
         except ValueError:
@@ -453,6 +463,9 @@ class Model:
         Unbounded coordinates: angles uniform in (-pi, pi], translations uniform in [-1, 1] m,
         floating orientations uniform on SO(3).
         """
+        batch = check_int(batch, "batch", low=0, high=MAX_BATCH)
+        if rng is not None and not isinstance(rng, np.random.Generator):
+            rng = check_int(rng, "rng", low=0)
         rng = np.random.default_rng(rng)
         lo = np.where(np.isfinite(self.lower), self.lower,
                       np.where(self.q_continuous, -math.pi, -1.0))
@@ -471,13 +484,13 @@ class Model:
         """Validate a configuration batch; returns it as a 2-D array (B, nq) of its own backend.
 
         Raises :class:`ShapeError` for a wrong shape, :class:`InvalidInputError` for NaN/inf,
-        an empty or too large batch.
+        an empty or too large batch, :class:`InputTypeError` for what is not numbers. Integer
+        and float16 input is promoted to float64; float32/float64 keep their dtype.
         """
-        from ..backend import get_xp  # noqa: PLC0415
+        from ..validate import as_float_array  # noqa: PLC0415
 
+        q = as_float_array(q, name, f"shape (B, {self.nq}) or ({self.nq},)")
         xp = get_xp(q)
-        q = xp.asarray(q, dtype=getattr(q, "dtype", None) if hasattr(q, "dtype") and
-                       xp.issubdtype(q.dtype, xp.floating) else xp.float64)
         if q.ndim == 1:
             q = q[None, :]
         if q.ndim != 2 or q.shape[1] != self.nq:

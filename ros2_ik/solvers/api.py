@@ -14,7 +14,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from ..backend import get_xp, to_numpy
-from ..errors import InvalidInputError, ShapeError
+from ..errors import InputTypeError, InvalidInputError, ShapeError
 from ..kinematics.jacobian import jacobians_all
 from ..model import MAX_BATCH, Model
 from .common import (INVALID_GOAL_MESSAGE, IKConfig, IKResult, SolveMode, Status, expand_seeds,
@@ -22,6 +22,7 @@ from .common import (INVALID_GOAL_MESSAGE, IKConfig, IKResult, SolveMode, Status
 from .ccd import ccd_solve_rows
 from .dls import evaluate, goal_errors, lm_solve_rows
 from .objectives import Objective, PoseObjective
+from ..validate import as_float_array, check_names, describe
 
 __all__ = ["solve_ik", "solve_pose", "SOLVERS"]
 
@@ -30,16 +31,32 @@ CCD_POLISH_SWEEPS = 10  # "ccd+dls": CCD sweeps before the LM polish
 SEED_LIMIT_SLACK = 1e-6  # a seed this far outside a limit is clipped; further out is invalid
 
 
+def check_call_options(config, solver, should_stop) -> IKConfig:
+    """The options every solve takes, checked at the top of the call; returns the config."""
+    if config is None:
+        config = IKConfig()
+    elif not isinstance(config, IKConfig):
+        raise InputTypeError(f"config must be an IKConfig or None, got {describe(config)}")
+    if not isinstance(solver, str) or solver not in SOLVERS:
+        raise InvalidInputError(f"unknown solver {describe(solver)}: solver must be one of "
+                                f"{SOLVERS}")
+    if should_stop is not None and not callable(should_stop):
+        raise InputTypeError(f"should_stop must be a callable returning bool, or None, got "
+                             f"{describe(should_stop)}")
+    return config
+
+
 def _check_seeds(model: Model, seeds, P: int, xp):
     if seeds is None:
         return xp.asarray(np.tile(model.neutral_q(), (P, 1))), np.zeros(P, dtype=bool), {}
-    s = xp.asarray(seeds, dtype=xp.float64)
+    s = as_float_array(seeds, "seeds", f"shape ({model.nq},) or ({P}, {model.nq})",
+                       xp).astype(xp.float64)
     if s.ndim == 1:
         s = xp.broadcast_to(s, (P, s.shape[0]))
     if s.ndim != 2 or s.shape != (P, model.nq):
         raise ShapeError(f"seeds must have shape ({model.nq},) or ({P}, {model.nq}) "
                          f"(coordinates {list(model.q_names)}), "
-                         f"got {tuple(xp.asarray(seeds).shape)}")
+                         f"got {tuple(s.shape)}")
     s = s.copy()
     sn = to_numpy(s)
     finite = np.all(np.isfinite(sn), axis=1)
@@ -78,9 +95,17 @@ def solve_ik(model: Model, objectives: Sequence[Objective], *, seeds=None,
         :class:`IKResult`; success is verified by FK against the tolerances and limits.
     """
     t0 = time.perf_counter()
-    cfg = config or IKConfig()
-    if solver not in SOLVERS:
-        raise InvalidInputError(f"unknown solver {solver!r}; use one of {SOLVERS}")
+    cfg = check_call_options(config, solver, should_stop)
+    if isinstance(objectives, Objective):
+        objectives = [objectives]
+    if not isinstance(objectives, (list, tuple)) or not all(
+            isinstance(o, Objective) for o in objectives):
+        raise InputTypeError(f"objectives must be a list of Objective (e.g. PoseObjective), got "
+                             f"{describe(objectives)}")
+    if not isinstance(regularizers, (list, tuple)) or not all(
+            isinstance(o, Objective) for o in regularizers):
+        raise InputTypeError(f"regularizers must be a list of Objective, got "
+                             f"{describe(regularizers)}")
     objectives = list(objectives)
     if not objectives:
         raise InvalidInputError("no goal objectives given; pass at least one (e.g. PoseObjective)")
@@ -218,11 +243,12 @@ def solve_pose(model: Model, targets, *, tips: Sequence[str] | str | None = None
         tips: link name(s); default ``model.tips``.
         weights: (6,) per-axis weights in the target frame (x y z rx ry rz); 0 frees an axis.
     """
-    tips = list(model.tips if tips is None else ([tips] if isinstance(tips, str) else tips))
-    if not tips:
-        raise InvalidInputError("no tip links given")
+    tips = check_names(model.tips if tips is None else tips, "tips")
+    for tip in tips:
+        model.link_index(tip)  # UnknownLinkError listing the valid names
     xp = get_xp(targets)
-    t = xp.asarray(targets, dtype=xp.float64)
+    t = as_float_array(targets, "targets", "shape (P, 4, 4) or (P, 7) per tip",
+                       xp).astype(xp.float64)
     if len(tips) == 1 and ((t.ndim == 2 and t.shape[1] == 7)
                            or (t.ndim == 3 and t.shape[1:] == (4, 4))):
         t = t[:, None]  # (P, 7) / (P, 4, 4) for one tip -> (P, 1, ...)
@@ -232,7 +258,7 @@ def solve_pose(model: Model, targets, *, tips: Sequence[str] | str | None = None
     if t.ndim < 3 or t.shape[1] != len(tips) or t.shape[2:] not in ((4, 4), (7,)):
         raise ShapeError(f"targets must have shape (P, 4, 4) / (P, 7) for one tip or "
                          f"(P, {len(tips)}, 4, 4) / (P, {len(tips)}, 7) for tips {tips}, got "
-                         f"{tuple(xp.asarray(targets).shape)}")
+                         f"{tuple(t.shape)}")
     if t.shape[0] == 0:
         raise InvalidInputError("empty batch: no targets given")
     objs = [PoseObjective(model, tip, t[:, k], weights) for k, tip in enumerate(tips)]

@@ -20,6 +20,7 @@ import numpy as np
 
 from ..backend import get_xp
 from ..errors import InvalidInputError, ShapeError
+from ..validate import as_float_array
 from ..kinematics.jacobian import _screws, _world_jac_from_screws
 from ..kinematics.se3 import so3_log
 from ..model import Model
@@ -80,7 +81,7 @@ class Objective:
 
 
 def _as_targets(targets, xp):
-    T = xp.asarray(targets, dtype=xp.float64)
+    T = as_float_array(targets, "targets", "shape (P, 4, 4) or (P, 7)", xp).astype(xp.float64)
     if T.ndim == 2 and T.shape == (4, 4):
         T = T[None]
     if T.ndim == 2 and T.shape[-1] == 7:
@@ -94,7 +95,7 @@ def _as_targets(targets, xp):
 
 
 def _weights(weights, P, xp):
-    w = xp.asarray(weights, dtype=xp.float64)
+    w = as_float_array(weights, "weights", "shape (6,) or (P, 6)", xp).astype(xp.float64)
     if w.ndim == 1:
         if w.shape != (6,):
             raise ShapeError(f"weights must have 6 entries (x y z rx ry rz) or shape (P, 6), "
@@ -179,7 +180,8 @@ class PositionObjective(PoseObjective):
 
     def __init__(self, model, link, targets, weight: float = 1.0):
         xp = get_xp(targets)
-        t = xp.asarray(targets, dtype=xp.float64)
+        t = as_float_array(targets, "targets", "shape (P, 3) points or (P, 4, 4)",
+                           xp).astype(xp.float64)
         if t.ndim == 2 and t.shape[-1] == 3:  # points (P, 3)
             T = xp.tile(xp.eye(4), (t.shape[0], 1, 1))
             T[:, :3, 3] = t

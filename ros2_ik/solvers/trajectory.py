@@ -22,10 +22,11 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from ..errors import InvalidInputError, ShapeError
+from ..errors import InputTypeError, InvalidInputError, ShapeError
+from ..validate import as_float_array, check_name, describe
 from ..kinematics.se3 import matrix_to_quat, pq_to_pose, quat_to_matrix, slerp
 from ..model import MAX_BATCH, Model
-from .api import solve_pose
+from .api import check_call_options, solve_pose
 from .common import IKConfig, SolveMode, Status, seed_distance
 
 __all__ = ["trajectory_seed", "interpolate_keyframes", "TrajectoryResult", "MODES"]
@@ -56,7 +57,10 @@ class TrajectoryResult:
 
 
 def _keyframes(keyframes) -> np.ndarray:
-    k = np.asarray(keyframes, dtype=np.float64)
+    k = as_float_array(keyframes, "keyframes", "shape (M, 4, 4) or (M, 7)",
+                       np).astype(np.float64)
+    if k.ndim >= 1 and k.shape[0] == 0:
+        raise InvalidInputError("keyframes is empty; give at least one keyframe pose")
     if k.ndim == 2 and k.shape[1] == 7:
         if not np.all(np.isfinite(k)):
             bad = int(np.nonzero(~np.all(np.isfinite(k), axis=1))[0][0])
@@ -81,14 +85,20 @@ def _keyframes(keyframes) -> np.ndarray:
 
 
 def _node_indices(node_indices, M: int) -> np.ndarray:
-    n = np.asarray(node_indices)
+    n = as_float_array(node_indices, "node_indices", f"shape ({M},) of integers", np) \
+        if not isinstance(node_indices, np.ndarray) or node_indices.dtype.kind not in "iu" \
+        else node_indices
     if n.ndim != 1 or n.shape[0] != M:
         raise ShapeError(f"node_indices must have one entry per keyframe ({M}), got shape "
                          f"{n.shape}")
-    if not np.issubdtype(n.dtype, np.integer):
+    if n.dtype.kind == "f":
         if not np.all(np.isfinite(n)) or np.any(n != np.round(n)):
             raise InvalidInputError(f"node_indices must be integers, got {n.tolist()[:10]}")
-        n = n.astype(np.int64)
+    # range first (uint64 or 2**63 - 1 would wrap when cast to int64)
+    if np.any(n < 0) or np.any(n > MAX_BATCH - 1):
+        raise InvalidInputError(f"node_indices must be in [0, {MAX_BATCH - 1}], got "
+                                f"{n.tolist()[:10]}")
+    n = n.astype(np.int64)
     if n[0] != 0:
         raise InvalidInputError(f"node_indices must start at 0 (the first keyframe is node 0), "
                                 f"got {int(n[0])}")
@@ -141,18 +151,22 @@ def trajectory_seed(model: Model, keyframes, node_indices: Sequence[int], *,
         progress: called as ``progress(nodes_done, nodes_total, nodes_failed)`` between chunks.
     """
     t0 = time.perf_counter()
-    if mode not in MODES:
-        raise InvalidInputError(f"unknown trajectory mode {mode!r}; use one of {MODES}")
-    tip = tip or (model.tips[0] if model.tips else None)
+    if not isinstance(mode, str) or mode not in MODES:
+        raise InvalidInputError(f"unknown trajectory mode {describe(mode)}: mode must be one "
+                                f"of {MODES}")
+    tip = (model.tips[0] if model.tips else None) if tip is None else check_name(tip, "tip")
     if tip is None:
         raise InvalidInputError("no tip link given and the model has no default tip")
     model.link_index(tip)  # raises UnknownLinkError naming the valid links
-    cfg = config or IKConfig(solve_mode=SolveMode.DISTANCE)
+    cfg = check_call_options(config or IKConfig(solve_mode=SolveMode.DISTANCE), solver,
+                             should_stop)
+    if progress is not None and not callable(progress):
+        raise InputTypeError(f"progress must be a callable or None, got {describe(progress)}")
     targets = interpolate_keyframes(keyframes, node_indices)
     N = targets.shape[0]
     if seed is None:
         seed = model.neutral_q()
-    seed = np.asarray(seed, dtype=np.float64)
+    seed = as_float_array(seed, "seed", f"shape ({model.nq},)", np).astype(np.float64)
     if seed.shape != (model.nq,):
         raise ShapeError(f"seed must have shape ({model.nq},) (coordinates "
                          f"{list(model.q_names)}), got {seed.shape}")
