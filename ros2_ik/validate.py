@@ -18,18 +18,33 @@ from __future__ import annotations
 
 import math
 import numbers
-from typing import Sequence
+from typing import Iterable
 
 import numpy as np
 
 from .errors import InputTypeError, InvalidInputError, ShapeError
 
-__all__ = ["as_float_array", "check_number", "check_int", "check_names", "check_name",
+__all__ = ["as_float_array", "check_memory", "MEMORY_BUDGET", "check_number", "check_int", "check_names", "check_name",
            "describe", "MAX_TIMEOUT"]
 
 #: Largest ``timeout`` accepted [s] (about 11.6 days): larger values overflow the monotonic
 #: clock's nanosecond deadline. Use ``None`` for "no limit".
 MAX_TIMEOUT = 1e6
+
+
+#: Peak memory one core call may plan for [bytes] (1 GiB). Batched FK, Jacobians and solves are
+#: done in chunks of rows that stay well below it, with results equal to one big call; a call
+#: whose *result* alone would exceed it (or a trajectory whose nodes would) is refused up front
+#: with an :class:`~ros2_ik.errors.InvalidInputError` that says how to split it.
+MEMORY_BUDGET = 1 << 30
+
+
+def check_memory(nbytes: int, what: str, size: str, how: str) -> None:
+    """InvalidInputError when ``nbytes`` exceeds :data:`MEMORY_BUDGET`."""
+    if nbytes > MEMORY_BUDGET:
+        raise InvalidInputError(
+            f"{what} ({size}) needs about {nbytes / 2**30:.1f} GiB, more than the memory budget "
+            f"of {MEMORY_BUDGET / 2**30:.0f} GiB (ros2_ik.validate.MEMORY_BUDGET); {how}")
 
 
 def describe(value) -> str:
@@ -131,19 +146,19 @@ def check_name(value, name: str) -> str:
     return value
 
 
-def check_names(value, name: str, *, allow_empty: bool = False) -> list[str]:
-    """One name (str) or a sequence of names -> list of str."""
+def check_names(value, name: str, *, allow_empty: bool = False, kind: str = "link") -> list[str]:
+    """One name (str) or an iterable of names (a list, a tuple, a set, a dict's keys) -> list."""
     if isinstance(value, str):
         return [value]
-    if value is None or isinstance(value, (bytes, dict, numbers.Number)) or not isinstance(
-            value, (Sequence, np.ndarray, tuple, list, set, frozenset)):
-        raise InputTypeError(f"{name} must be a link name or a list of link names, got "
+    if value is None or isinstance(value, (bytes, numbers.Number)) or not isinstance(
+            value, Iterable):
+        raise InputTypeError(f"{name} must be a {kind} name or a list of {kind} names, got "
                              f"{describe(value)}")
     out = list(value)
     for v in out:
         if not isinstance(v, str):
-            raise InputTypeError(f"{name} must hold link names (str), got an element "
+            raise InputTypeError(f"{name} must hold {kind} names (str), got an element "
                                  f"{describe(v)}")
     if not out and not allow_empty:
-        raise InvalidInputError(f"{name} is empty; give at least one link name")
+        raise InvalidInputError(f"{name} is empty; give at least one {kind} name")
     return out

@@ -16,7 +16,7 @@ import numpy as np
 from ..backend import get_xp
 from ..errors import InvalidInputError, ShapeError
 from ..model import JointType, Model
-from ..validate import as_float_array
+from ..validate import as_float_array, check_memory
 from .se3 import (axis_angle_matrix, matrix_to_quat, pose_inverse, quat_multiply,
                   quat_normalize, quat_to_matrix, so3_exp)
 
@@ -85,6 +85,29 @@ def joint_motion(model: Model, q):
     return M
 
 
+#: Work memory of one chunk of rows in the batched FK / Jacobian entry points [bytes].
+CHUNK_BYTES = 64 << 20
+
+
+def chunked_rows(q, fn, work_row_bytes: int, out_row_bytes: int, what: str):
+    """``fn(q)`` computed over chunks of rows of ``q`` (B, n) into one preallocated result, so
+    that the work arrays of a call stay near :data:`CHUNK_BYTES` whatever B (rows are
+    independent: the result is the same as one call). A result larger than the memory budget
+    is refused up front with a message saying how to split the call."""
+    xp = get_xp(q)
+    B = q.shape[0]
+    check_memory(B * out_row_bytes, what, f"{B} rows", "split q into smaller batches")
+    rows = max(1, CHUNK_BYTES // max(1, work_row_bytes))
+    if B <= rows:
+        return fn(q)
+    first = fn(q[:rows])
+    out = xp.empty((B,) + tuple(first.shape[1:]), dtype=first.dtype)
+    out[:rows] = first
+    for s in range(rows, B, rows):
+        out[s:s + rows] = fn(q[s:s + rows])
+    return out
+
+
 def fk(model: Model, q, *, check: bool = True):
     """Poses of every link in the base frame.
 
@@ -95,6 +118,9 @@ def fk(model: Model, q, *, check: bool = True):
     """
     if check:
         q = model.check_q(q)
+        check_memory(q.shape[0] * model.num_links * 128 * 3, "fk's link poses",
+                     f"{q.shape[0]} x {model.num_links} poses",
+                     "use fk_frames for the links you need, or split q into smaller batches")
     xp = get_xp(q)
     A = model.xp_arrays(xp, q.dtype)["origin"][None] @ joint_motion(model, q)  # (B, L, 4, 4)
     T = xp.empty_like(A)
@@ -109,8 +135,9 @@ def fk_frames(model: Model, q, frames):
     """Poses (B, F, 4, 4) of the named frames (links), in the base frame."""
     idx = model.link_indices(frames)
     q = model.check_q(q)
-    xp = get_xp(q)
-    return fk(model, q, check=False)[:, xp.asarray(idx)]
+    ix = get_xp(q).asarray(idx)
+    return chunked_rows(q, lambda qq: fk(model, qq, check=False)[:, ix],
+                        model.num_links * 128 * 3, len(idx) * 128, "fk_frames' result")
 
 
 frame_poses = fk_frames

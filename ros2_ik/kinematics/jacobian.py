@@ -29,6 +29,7 @@ import numpy as np
 from ..backend import get_xp
 from ..errors import InvalidInputError, ShapeError
 from ..validate import as_float_array, check_names, check_number
+from .fk import chunked_rows
 from ..model import JointType, Model
 from .fk import fk, integrate
 from .se3 import pose_inverse, quat_conjugate, quat_multiply, skew, so3_log
@@ -180,8 +181,15 @@ def jacobian(model: Model, q, link: str, *, reference: str | None = None,
         return numerical_jacobian(model, q, link, reference=reference, expressed_in=expressed_in)
     if method != "analytic":
         raise InvalidInputError(f"method must be 'analytic' or 'numerical', got {method!r}")
-    q, J = _relative_full(model, q, link, reference, expressed_in)
-    return J[:, :, get_xp(q).asarray(model.v_active)]
+    q = model.check_q(q)
+    va = get_xp(q).asarray(model.v_active)
+
+    def one(qq):
+        return _relative_full(model, qq, link, reference, expressed_in)[1][:, :, va]
+
+    L = model.num_links
+    return chunked_rows(q, one, L * (128 * 3 + 96) + 2 * 48 * model.nv, 48 * model.nv_active,
+                        "the Jacobian")
 
 
 def jacobians_all(model: Model, q, frames=None):
@@ -211,7 +219,16 @@ def numerical_jacobian(model: Model, q, link: str, *, reference: str | None = No
         expressed_in = "world" if reference is None else "reference"
     _check_express(expressed_in, reference)
     check_number(eps, "eps", low=0.0, low_open=True, high=1.0)
+    if wrt not in ("v", "q"):
+        raise InvalidInputError(f"wrt must be 'v' or 'q', got {wrt!r}")
     q = model.check_q(q)
+    n = model.nv_active if wrt == "v" else len(q_active(model))
+    return chunked_rows(
+        q, lambda qq: _numerical(model, qq, link, reference, expressed_in, wrt, eps),
+        (2 * n + 1) * model.num_links * 128 * 3, 48 * max(n, 1), "the numerical Jacobian")
+
+
+def _numerical(model, q, link, reference, expressed_in, wrt, eps):
     xp = get_xp(q)
     ib = model.link_index(link)
     ia = 0 if reference is None else model.link_index(reference)

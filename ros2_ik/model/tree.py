@@ -143,7 +143,7 @@ class Model:
         base = desc.root if base is None else check_name(base, "base")
         if tips is not None:
             tips = check_names(tips, "tips", allow_empty=True)
-        frozen = check_names(frozen, "frozen", allow_empty=True)
+        frozen = check_names(frozen, "frozen", allow_empty=True, kind="joint")
         if base not in desc.links:
             raise UnknownLinkError(base, desc.links)
         if isinstance(tips, str):
@@ -362,7 +362,7 @@ class Model:
         Frozen joints keep their coordinates in ``q`` (so each problem may hold them at its own
         value) but drop out of the Jacobian's columns and are never moved by the solvers.
         """
-        joints = set(check_names(joints, "joints", allow_empty=True))
+        joints = set(check_names(joints, "joints", allow_empty=True, kind="joint"))
         for n in joints:
             if n not in self.joint_names[1:]:
                 raise UnknownJointError(n, self.joint_names[1:])

@@ -123,9 +123,11 @@ INVALID_GOAL_MESSAGE = ("goal contains NaN/inf or a rotation that is not orthono
                         "the quaternion)")
 
 
-def unsolved_message(timed_out: bool, pos_err: float, rot_err: float, cfg: IKConfig) -> str:
+def unsolved_message(timed_out: bool, pos_err: float, rot_err: float, cfg: IKConfig, *,
+                     cancelled: bool = False) -> str:
     """The message of a problem without a solution within the tolerances."""
-    return (f"{'timed out' if timed_out else 'no solution'}: best error {pos_err:.3g} m / "
+    why = "cancelled" if cancelled else "timed out" if timed_out else "no solution"
+    return (f"{why}: best error {pos_err:.3g} m / "
             f"{rot_err:.3g} rad (tolerances {cfg.position_tolerance:g} m / "
             f"{cfg.orientation_tolerance:g} rad)")
 

@@ -79,9 +79,15 @@ class Objective:
     def to_backend(self, xp) -> "Objective":
         return self
 
+    def take(self, start: int, stop: int) -> "Objective | None":
+        """This objective for problems ``start:stop`` only (the solvers split a large batch into
+        chunks with it), or None when it cannot be split (the batch is then solved at once).
+        Objectives without per-problem data (regularizers) return themselves."""
+        return None
+
 
 def _as_targets(targets, xp):
-    T = as_float_array(targets, "targets", "shape (P, 4, 4) or (P, 7)", xp).astype(xp.float64)
+    T = as_float_array(targets, "targets", "shape (P, 4, 4) or (P, 7)", xp).astype(xp.float64, copy=False)
     if T.ndim == 2 and T.shape == (4, 4):
         T = T[None]
     if T.ndim == 2 and T.shape[-1] == 7:
@@ -95,7 +101,7 @@ def _as_targets(targets, xp):
 
 
 def _weights(weights, P, xp):
-    w = as_float_array(weights, "weights", "shape (6,) or (P, 6)", xp).astype(xp.float64)
+    w = as_float_array(weights, "weights", "shape (6,) or (P, 6)", xp).astype(xp.float64, copy=False)
     if w.ndim == 1:
         if w.shape != (6,):
             raise ShapeError(f"weights must have 6 entries (x y z rx ry rz) or shape (P, 6), "
@@ -144,6 +150,12 @@ class PoseObjective(Objective):
         det = xp.linalg.det(R)
         return bad | ortho | (det < 0)
 
+    def take(self, start, stop):
+        o = object.__new__(type(self))
+        o.__dict__.update(self.__dict__)
+        o.targets, o.weights = self.targets[start:stop], self.weights[start:stop]
+        return o
+
     def to_backend(self, xp):
         if xp is self._xp:
             return self
@@ -181,7 +193,7 @@ class PositionObjective(PoseObjective):
     def __init__(self, model, link, targets, weight: float = 1.0):
         xp = get_xp(targets)
         t = as_float_array(targets, "targets", "shape (P, 3) points or (P, 4, 4)",
-                           xp).astype(xp.float64)
+                           xp).astype(xp.float64, copy=False)
         if t.ndim == 2 and t.shape[-1] == 3:  # points (P, 3)
             T = xp.tile(xp.eye(4), (t.shape[0], 1, 1))
             T[:, :3, 3] = t
@@ -212,6 +224,9 @@ class JointLimitObjective(Objective):
         self._qi = np.array([qi[k] for k in self._rows], dtype=np.int64)
         self.dim = int(self._rows.size)
 
+    def take(self, start, stop):
+        return self  # no per-problem data
+
     def residual(self, ctx, problem_idx):
         xp = ctx.xp
         N = ctx.q.shape[0]
@@ -241,6 +256,9 @@ class PostureObjective(Objective):
         self._qi = np.array([int(np.nonzero(model.q_to_v == cols[k])[0][0]) for k in self._rows],
                             dtype=np.int64)
         self.dim = int(self._rows.size)
+
+    def take(self, start, stop):
+        return self  # no per-problem data
 
     def residual(self, ctx, problem_idx):
         xp = ctx.xp

@@ -23,7 +23,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from ..errors import InputTypeError, InvalidInputError, ShapeError
-from ..validate import as_float_array, check_name, describe
+from ..validate import MEMORY_BUDGET, as_float_array, check_memory, check_name, describe
 from ..kinematics.se3 import matrix_to_quat, pq_to_pose, quat_to_matrix, slerp
 from ..model import MAX_BATCH, Model
 from .api import check_call_options, solve_pose
@@ -33,6 +33,7 @@ __all__ = ["trajectory_seed", "interpolate_keyframes", "TrajectoryResult", "MODE
 
 MODES = ("parallel", "sequential")
 PARALLEL_CHUNK = 256  # nodes per solver call in parallel mode (progress and cancel between)
+_NODE_BYTES = 4 * 128  # interpolation: the targets and three (N, 4, 4)-sized temporaries
 
 
 @dataclass
@@ -58,7 +59,7 @@ class TrajectoryResult:
 
 def _keyframes(keyframes) -> np.ndarray:
     k = as_float_array(keyframes, "keyframes", "shape (M, 4, 4) or (M, 7)",
-                       np).astype(np.float64)
+                       np).astype(np.float64, copy=False)
     if k.ndim >= 1 and k.shape[0] == 0:
         raise InvalidInputError("keyframes is empty; give at least one keyframe pose")
     if k.ndim == 2 and k.shape[1] == 7:
@@ -115,13 +116,16 @@ def interpolate_keyframes(keyframes, node_indices) -> np.ndarray:
     K = _keyframes(keyframes)
     n = _node_indices(node_indices, K.shape[0])
     N = int(n[-1]) + 1
+    check_memory(N * _NODE_BYTES, "the trajectory", f"{N} nodes",
+                 "split the path into several calls (fewer nodes per call)")
     if K.shape[0] == 1:
         return K.copy()
     nodes = np.arange(N)
     seg = np.clip(np.searchsorted(n, nodes, side="right") - 1, 0, K.shape[0] - 2)
     t = (nodes - n[seg]) / (n[seg + 1] - n[seg])
     p0, p1 = K[seg, :3, 3], K[seg + 1, :3, 3]
-    q0, q1 = matrix_to_quat(K[seg, :3, :3]), matrix_to_quat(K[seg + 1, :3, :3])
+    qk = matrix_to_quat(K[:, :3, :3])  # once per keyframe, then indexed per node
+    q0, q1 = qk[seg], qk[seg + 1]
     out = np.zeros((N, 4, 4))
     out[:, :3, 3] = (1.0 - t)[:, None] * p0 + t[:, None] * p1
     out[:, :3, :3] = quat_to_matrix(slerp(q0, q1, t))
@@ -162,11 +166,16 @@ def trajectory_seed(model: Model, keyframes, node_indices: Sequence[int], *,
                              should_stop)
     if progress is not None and not callable(progress):
         raise InputTypeError(f"progress must be a callable or None, got {describe(progress)}")
-    targets = interpolate_keyframes(keyframes, node_indices)
-    N = targets.shape[0]
+    K = _keyframes(keyframes)
+    n = _node_indices(node_indices, K.shape[0])
+    N = int(n[-1]) + 1
+    per_node = _NODE_BYTES + 8 * (2 * model.nq + 8)  # targets + q, jumps, errors, messages
+    check_memory(N * per_node, "the trajectory", f"{N} nodes",
+                 f"split the path into calls of at most {MEMORY_BUDGET // per_node} nodes")
+    targets = interpolate_keyframes(K, n)
     if seed is None:
         seed = model.neutral_q()
-    seed = as_float_array(seed, "seed", f"shape ({model.nq},)", np).astype(np.float64)
+    seed = as_float_array(seed, "seed", f"shape ({model.nq},)", np).astype(np.float64, copy=False)
     if seed.shape != (model.nq,):
         raise ShapeError(f"seed must have shape ({model.nq},) (coordinates "
                          f"{list(model.q_names)}), got {seed.shape}")
