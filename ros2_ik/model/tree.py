@@ -33,7 +33,7 @@ from ..backend import get_xp
 from ..errors import (InputTypeError, InvalidInputError, ShapeError, UnknownJointError,
                       UnknownLinkError)
 from ..validate import check_int, check_name, check_names, describe
-from .urdf import JointDesc, RobotDesc, parse_urdf
+from .urdf import MAX_VALUE, JointDesc, RobotDesc, parse_urdf
 
 __all__ = ["JointType", "Model"]
 
@@ -510,6 +510,19 @@ class Model:
                 f"{name} contains NaN or infinity (first at row {int(bad[0])}, coordinate "
                 f"{self.q_names[int(bad[1])]!r}); give finite joint values"
             )
+        if not bool(xp.all(xp.abs(q) <= MAX_VALUE)):
+            bad = xp.argwhere(xp.abs(q) > MAX_VALUE)[0]
+            raise InvalidInputError(
+                f"{name} has a value beyond +-{MAX_VALUE:g} (first at row {int(bad[0])}, "
+                f"coordinate {self.q_names[int(bad[1])]!r}); joint values are metres or radians"
+            )
+        for l in np.nonzero(self.joint_type == JointType.FLOATING)[0]:
+            s = int(self.q_start[l])
+            if s >= 0 and not bool(xp.all(xp.sum(q[:, s + 3:s + 7] ** 2, axis=1) > 1e-12)):
+                raise InvalidInputError(
+                    f"{name}: the quaternion (qx qy qz qw) of floating joint "
+                    f"{self.joint_names[l]!r} is zero in some row; give a rotation (e.g. 0 0 0 1)"
+                )
         return q
 
     def q_from_dict(self, values: Mapping[str, float], base_q=None) -> np.ndarray:

@@ -119,8 +119,8 @@ class IKResult:
         return float(np.mean(self.success)) if len(self) else 0.0
 
 
-INVALID_GOAL_MESSAGE = ("goal contains NaN/inf or a rotation that is not orthonormal (normalize "
-                        "the quaternion)")
+INVALID_GOAL_MESSAGE = ("goal contains NaN/inf, a position beyond 1e6 m or a rotation that is "
+                        "not orthonormal (normalize the quaternion)")
 
 
 def unsolved_message(timed_out: bool, pos_err: float, rot_err: float, cfg: IKConfig, *,

@@ -32,7 +32,7 @@ import numpy as np
 from ..errors import InvalidInputError, ShapeError
 from ..validate import as_float_array
 from ..kinematics.se3 import pq_to_pose
-from ..model import JointType, Model
+from ..model import MAX_VALUE, JointType, Model
 from .api import _check_seeds, solve_pose
 from .common import (INVALID_GOAL_MESSAGE, IKConfig, IKResult, SolveMode, Status,
                      clip_to_limits, restart_seeds, unsolved_message, wide_revolute)
@@ -373,6 +373,8 @@ class ChainSolver:
                                 status=np.array([int(Status.INVALID_INPUT)], dtype=np.int64),
                                 messages=[msgs[0]], solve_time=time.perf_counter() - t0)
         msg = ""
+        if not np.all(np.abs(T[:3, 3]) <= MAX_VALUE):  # as PoseObjective.invalid_problems
+            T = np.full((4, 4), np.nan)  # the kernel reports it INVALID_INPUT
         cfg = self.config
         deadline_ns = -1 if cfg.timeout is None else time.monotonic_ns() + int(cfg.timeout * 1e9)
         q = np.empty(self.model.nq)

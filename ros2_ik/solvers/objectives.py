@@ -23,7 +23,7 @@ from ..errors import InvalidInputError, ShapeError
 from ..validate import as_float_array
 from ..kinematics.jacobian import _screws, _world_jac_from_screws
 from ..kinematics.se3 import so3_log
-from ..model import Model
+from ..model import MAX_VALUE, Model
 
 __all__ = ["Objective", "EvalContext", "PoseObjective", "PositionObjective",
            "OrientationObjective", "JointLimitObjective", "PostureObjective"]
@@ -148,7 +148,8 @@ class PoseObjective(Objective):
         R = xp.where(bad[:, None, None], xp.eye(3), T[:, :3, :3])
         ortho = xp.abs(xp.swapaxes(R, 1, 2) @ R - xp.eye(3)).max(axis=(1, 2)) > 1e-6
         det = xp.linalg.det(R)
-        return bad | ortho | (det < 0)
+        far = xp.any(xp.abs(xp.where(bad[:, None], 0.0, T[:, :3, 3])) > MAX_VALUE, axis=1)
+        return bad | ortho | (det < 0) | far
 
     def take(self, start, stop):
         o = object.__new__(type(self))
