@@ -50,9 +50,9 @@ def _verify(m, tip, r, T, tol=1e-4):
 @pytest.mark.parametrize("fast", [True, False])
 def test_large_batch_timeout_is_honoured_and_finished_problems_kept(ur, fast):
     tip = ur.tips[0]
-    n = 200_000 if fast else 20_000
+    n = 200_000 if fast else 40_000
     T = np.broadcast_to(_reachable(ur, tip, 64), (n // 64, 64, 4, 4)).reshape(-1, 4, 4).copy()
-    timeout = 0.2
+    timeout = 0.2 if fast else 2.0  # the reference path: long enough to finish some chunks
     cfg = IKConfig(timeout=timeout, use_fast_path=fast, num_seeds=2)
     t0 = time.perf_counter()
     r = solve_pose(ur, T, tips=tip, config=cfg)
@@ -62,7 +62,7 @@ def test_large_batch_timeout_is_honoured_and_finished_problems_kept(ur, fast):
     st = r.status
     assert set(np.unique(st)) <= {Status.CONVERGED, Status.TIMED_OUT, Status.NOT_CONVERGED}
     assert np.all(r.success == (st == Status.CONVERGED))
-    assert (st == Status.TIMED_OUT).any(), "the batch should not finish in 0.2 s"
+    assert (st == Status.TIMED_OUT).any(), "the batch should not finish in time"
     assert r.success.any(), "the problems solved before the deadline are kept"
     _verify(ur, tip, r, T)
     unfinished = np.nonzero(st == Status.TIMED_OUT)[0]
