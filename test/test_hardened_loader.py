@@ -49,11 +49,9 @@ def test_lone_surrogate_is_a_urdf_error():
 
 
 OVERFLOW = {
-    "limits_huge": (_joint("j", "a", "b", lower="-1e308", upper="1e308"), "limit lower"),
     "limits_equal_huge": (_joint("j", "a", "b", lower="1e308", upper="1e308"), "limit lower"),
     "limits_inf": (_joint("j", "a", "b", lower="inf", upper="inf"), "limit lower"),
-    "limits_prismatic_big": (_joint("j", "a", "b", jtype="prismatic", lower="0", upper="2e6"),
-                             "limit upper"),
+    "limits_minus_inf": (_joint("j", "a", "b", lower="-inf", upper="-inf"), "limit upper"),
     "origin_huge": (_joint("j", "a", "b", extra='<origin xyz="1e308 0 0"/>'), "origin xyz"),
     "rpy_huge": (_joint("j", "a", "b", extra='<origin rpy="0 1e300 0"/>'), "origin rpy"),
     "mimic_multiplier": (None, "mimic multiplier"),
@@ -81,6 +79,25 @@ def test_overflowing_values_are_refused(case):
         Model.from_urdf(_overflow_text(case))
     msg = str(e.value)
     assert "joint 'j" in msg and ("1e+06" in msg or "out of range" in msg or "beyond" in msg)
+
+
+@pytest.mark.parametrize("lower,upper,lo,hi", [("-1e308", "1e308", -np.inf, np.inf),
+                                               ("-1e16", "1e16", -np.inf, np.inf),
+                                               ("-inf", "inf", -np.inf, np.inf),
+                                               ("0", "2e6", 0.0, np.inf),
+                                               ("5", "1e7", 5.0, np.inf),
+                                               ("-1e9", "-5", -np.inf, -5.0)])
+def test_huge_limits_mean_no_limit_with_a_warning(lower, upper, lo, hi):
+    # Gazebo-made URDFs (example-robot-data's iris) write +-1e16 for "no limit"
+    text = _robot(AB + _joint("j", "a", "b", jtype="prismatic", lower=lower, upper=upper))
+    with pytest.warns(UrdfWarning, match="joint 'j'.*read as no limit"):
+        m = Model.from_urdf(text)
+    assert (m.lower[0], m.upper[0]) == (lo, hi)
+    q = m.random_q(0, 50)
+    assert np.all(np.isfinite(q)) and np.all(q >= lo) and np.all(q <= hi)
+    n = m.neutral_q()
+    assert np.all(np.isfinite(n)) and lo <= n[0] <= hi
+    assert np.all(np.isfinite(fk(m, q)))
 
 
 def test_values_at_the_bound_load_and_stay_finite():

@@ -451,6 +451,8 @@ class Model:
             bounded = np.isfinite(self.lower) & np.isfinite(self.upper)
             q = np.zeros(self.nq)
             q[bounded] = 0.5 * (self.lower[bounded] + self.upper[bounded])
+            # a limit on one side only: 0 when allowed, else that limit
+            q = np.clip(q, self.lower, self.upper)
             for l in range(1, self.num_links):
                 if self.joint_type[l] == JointType.FLOATING and self.q_start[l] >= 0:
                     q[self.q_start[l] + 6] = 1.0
@@ -467,10 +469,12 @@ class Model:
         if rng is not None and not isinstance(rng, np.random.Generator):
             rng = check_int(rng, "rng", low=0)
         rng = np.random.default_rng(rng)
-        lo = np.where(np.isfinite(self.lower), self.lower,
-                      np.where(self.q_continuous, -math.pi, -1.0))
-        hi = np.where(np.isfinite(self.upper), self.upper,
-                      np.where(self.q_continuous, math.pi, 1.0))
+        span = np.where(self.q_continuous, math.pi, 1.0)
+        fl, fu = np.isfinite(self.lower), np.isfinite(self.upper)
+        # unbounded: (-pi, pi] for angles, [-1, 1] m otherwise; bounded on one side only: a
+        # range of twice that from the limit
+        lo = np.where(fl, self.lower, np.where(fu, self.upper - 2 * span, -span))
+        hi = np.where(fu, self.upper, np.where(fl, self.lower + 2 * span, span))
         q = rng.uniform(lo, hi, size=(batch, self.nq))
         for l in range(1, self.num_links):
             if self.joint_type[l] == JointType.FLOATING and self.q_start[l] >= 0:

@@ -162,11 +162,13 @@ def _check_xml(text: str) -> bytes:
                     ) from None
                 if math.isnan(v):
                     raise UrdfError(f"{_where(name)}: <limit {attr}> is NaN; give a number")
-                if attr in ("lower", "upper") and abs(v) > MAX_VALUE:
+                # beyond the bound on its own side a limit means "none" (Gazebo's +-1e16);
+                # a lower limit above it, or an upper limit below its negative, is no robot
+                if (attr == "lower" and v > MAX_VALUE) or (attr == "upper" and v < -MAX_VALUE):
                     raise UrdfError(
-                        f"{_where(name)}: <limit {attr}={raw!r}> is out of range: joint limits "
-                        f"must be finite and within +-{MAX_VALUE:g} (m or rad); for a revolute "
-                        "joint without limits use type 'continuous'")
+                        f"{_where(name)}: <limit {attr}={raw!r}> is out of range: a joint's "
+                        f"{attr} limit must be {'<=' if attr == 'lower' else '>='} "
+                        f"{MAX_VALUE if attr == 'lower' else -MAX_VALUE:g} (m or rad)")
         mim = j.find("mimic")
         if mim is not None:
             for attr in ("multiplier", "offset"):
@@ -296,6 +298,11 @@ def parse_urdf(text: str) -> RobotDesc:
                 )
             lower = float(lim.lower if lim.lower is not None else 0.0)
             upper = float(lim.upper if lim.upper is not None else 0.0)
+            if lower < -MAX_VALUE or upper > MAX_VALUE:
+                _warn(warnings, f"{where}: <limit lower={lower:g} upper={upper:g}> beyond "
+                                f"+-{MAX_VALUE:g} is read as no limit on that side")
+                lower = -math.inf if lower < -MAX_VALUE else lower
+                upper = math.inf if upper > MAX_VALUE else upper
             if lower > upper:
                 raise UrdfError(
                     f"{where}: <limit lower={lower}> is greater than upper={upper}; swap them"
