@@ -86,7 +86,7 @@ def joint_motion(model: Model, q):
 
 
 #: Work memory of one chunk of rows in the batched FK / Jacobian entry points [bytes].
-CHUNK_BYTES = 64 << 20
+CHUNK_BYTES = 8 << 20
 
 
 def chunked_rows(q, fn, work_row_bytes: int, out_row_bytes: int, what: str):

@@ -8,7 +8,6 @@ and the limits.
 
 from __future__ import annotations
 
-import itertools
 import time
 from typing import Callable, Sequence
 
@@ -151,7 +150,10 @@ def solve_ik(model: Model, objectives: Sequence[Objective], *, seeds=None,
         check_memory(K * row, "the reference-path solve of one problem", f"{K} seeds",
                      "use fewer seeds (num_seeds), or a model and goal the compiled path takes")
     per_chunk = max(1, rows // K) if splittable else P
-    results = []
+    if per_chunk >= P:
+        return _solve_chunk(model, objectives, regularizers, seeds, cfg, solver, K, deadline,
+                            stop, t0, xp)
+    out = _Results(P, model.nq)
     for p0 in range(0, P, per_chunk):
         p1 = min(P, p0 + per_chunk)
         if per_chunk < P:
@@ -162,11 +164,11 @@ def solve_ik(model: Model, objectives: Sequence[Objective], *, seeds=None,
         seeds_c = seeds if seeds is None or seeds.ndim == 1 else seeds[p0:p1]
         if p0 > 0 and (stop() or (deadline is not None and time.perf_counter() >= deadline)):
             rest = seeds if seeds is None or seeds.ndim == 1 else seeds[p0:]
-            results.append(_not_started(model, rest, P - p0, xp, cancelled=stop.seen))
+            out.not_started(p0, model, rest, xp, cancelled=stop.seen)
             break
-        results.append(_solve_chunk(model, objs, regs, seeds_c, cfg, solver, K, deadline,
-                                    stop, t0, xp))
-    return results[0] if len(results) == 1 else _concat(results, t0)
+        out.put(p0, _solve_chunk(model, objs, regs, seeds_c, cfg, solver, K, deadline, stop,
+                                 t0, xp))
+    return out.result(t0)
 
 
 #: Rows (problems x seeds) solved together on the reference path / the compiled path: one LM
@@ -241,34 +243,52 @@ def _solve_chunk(model, objectives, regularizers, seeds, cfg, solver, K, deadlin
                    cancelled=stop.seen)
 
 
-def _not_started(model, seeds, P, xp, *, cancelled: bool) -> IKResult:
-    """The problems that the deadline or a cancel reached before their chunk started (not
-    checked, not solved: errors NaN, the seed inside the limits as q)."""
-    if seeds is None:
-        seeds_p = np.broadcast_to(model.neutral_q(), (P, model.nq))
-    else:
-        seeds_p = to_numpy(xp.broadcast_to(seeds, (P, model.nq)))
-        seeds_p = np.where(np.isfinite(seeds_p), seeds_p, model.neutral_q())
-    why = "cancelled" if cancelled else "timed out"
-    status = np.full(P, Status.PREEMPTED if cancelled else Status.TIMED_OUT)
-    messages = [f"{why} before this problem was started"] * P
-    q = np.clip(seeds_p, model.lower, model.upper)
-    return IKResult(q=q, success=np.zeros(P, dtype=bool), position_error=np.full(P, np.nan),
-                    orientation_error=np.full(P, np.nan), iterations=np.zeros(P, np.int64),
-                    seed_index=np.zeros(P, np.int64), status=status.astype(np.int64),
-                    messages=messages)
+class _Results:
+    """The results of a chunked batch, written in place chunk by chunk (one allocation)."""
 
+    def __init__(self, P, nq):
+        self.q = np.empty((P, nq))
+        self.success = np.empty(P, dtype=bool)
+        self.pe, self.re = np.empty(P), np.empty(P)
+        self.iterations = np.empty(P, np.int64)
+        self.seed_index = np.empty(P, np.int64)
+        self.status = np.empty(P, np.int64)
+        self.messages = [""] * P
 
-def _concat(results, t0) -> IKResult:
-    cat = np.concatenate
-    return IKResult(q=cat([r.q for r in results]), success=cat([r.success for r in results]),
-                    position_error=cat([r.position_error for r in results]),
-                    orientation_error=cat([r.orientation_error for r in results]),
-                    iterations=cat([r.iterations for r in results]),
-                    seed_index=cat([r.seed_index for r in results]),
-                    status=cat([r.status for r in results]),
-                    messages=list(itertools.chain.from_iterable(r.messages for r in results)),
-                    solve_time=time.perf_counter() - t0)
+    def put(self, p0, r: IKResult) -> None:
+        p1 = p0 + len(r)
+        self.q[p0:p1], self.success[p0:p1] = r.q, r.success
+        self.pe[p0:p1], self.re[p0:p1] = r.position_error, r.orientation_error
+        self.iterations[p0:p1], self.seed_index[p0:p1] = r.iterations, r.seed_index
+        self.status[p0:p1] = r.status
+        self.messages[p0:p1] = r.messages
+
+    def not_started(self, p0, model, seeds, xp, *, cancelled: bool) -> None:
+        """Problems ``p0:`` that the deadline or a cancel reached before their chunk started
+        (not checked, not solved: errors NaN, the seed inside the limits as q)."""
+        if seeds is None:
+            self.q[p0:] = np.clip(model.neutral_q(), model.lower, model.upper)
+        elif seeds.ndim == 1:
+            s = to_numpy(seeds)
+            self.q[p0:] = np.clip(np.where(np.isfinite(s), s, model.neutral_q()), model.lower,
+                                  model.upper)
+        else:
+            s = to_numpy(seeds)
+            self.q[p0:] = np.clip(np.where(np.isfinite(s), s, model.neutral_q()), model.lower,
+                                  model.upper)
+        self.success[p0:] = False
+        self.pe[p0:] = self.re[p0:] = np.nan
+        self.iterations[p0:] = self.seed_index[p0:] = 0
+        self.status[p0:] = Status.PREEMPTED if cancelled else Status.TIMED_OUT
+        why = "cancelled" if cancelled else "timed out"
+        self.messages[p0:] = [f"{why} before this problem was started"] * (len(self.messages)
+                                                                              - p0)
+
+    def result(self, t0) -> IKResult:
+        return IKResult(q=self.q, success=self.success, position_error=self.pe,
+                        orientation_error=self.re, iterations=self.iterations,
+                        seed_index=self.seed_index, status=self.status,
+                        messages=self.messages, solve_time=time.perf_counter() - t0)
 
 
 def _sanitized(obj, invalid, xp):

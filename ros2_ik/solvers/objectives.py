@@ -106,7 +106,9 @@ def _weights(weights, P, xp):
         if w.shape != (6,):
             raise ShapeError(f"weights must have 6 entries (x y z rx ry rz) or shape (P, 6), "
                              f"got {tuple(w.shape)}")
-        w = xp.broadcast_to(w, (P, 6))
+        if not bool(xp.all(xp.isfinite(w))) or bool(xp.any(w < 0)):  # checked before broadcast
+            raise InvalidInputError("weights must be finite and >= 0 (0 frees an axis)")
+        return xp.broadcast_to(w, (P, 6))
     if w.shape != (P, 6):
         raise ShapeError(f"weights must have shape (6,) or ({P}, 6), got {tuple(w.shape)}")
     if not bool(xp.all(xp.isfinite(w))) or bool(xp.any(w < 0)):
