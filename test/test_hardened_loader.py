@@ -100,6 +100,13 @@ def test_huge_limits_mean_no_limit_with_a_warning(lower, upper, lo, hi):
     assert np.all(np.isfinite(fk(m, q)))
 
 
+def test_negative_zero_limit_is_zero():
+    # found by the fuzz tier: lower=0, upper=-0 made random_q raise numpy's ValueError
+    m = Model.from_urdf(_robot(AB + _joint("j", "a", "b", jtype="prismatic", lower="0.0",
+                                           upper="-0")))
+    assert not np.signbit(m.upper[0]) and np.all(m.random_q(0, 5) == 0.0)
+
+
 def test_values_at_the_bound_load_and_stay_finite():
     text = _robot('<link name="a"/><link name="b"/><link name="c"/>'
                   + _joint("j1", "a", "b", jtype="prismatic", lower=str(-MAX_VALUE),

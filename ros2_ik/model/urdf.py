@@ -296,8 +296,9 @@ def parse_urdf(text: str) -> RobotDesc:
                     f"{where}: a {j.type} joint needs <limit lower upper effort velocity>; "
                     "use type 'continuous' for an unlimited revolute joint"
                 )
-            lower = float(lim.lower if lim.lower is not None else 0.0)
-            upper = float(lim.upper if lim.upper is not None else 0.0)
+            # + 0.0: a limit of -0 is 0 (lower=0, upper=-0 is a fixed range, not an empty one)
+            lower = float(lim.lower if lim.lower is not None else 0.0) + 0.0
+            upper = float(lim.upper if lim.upper is not None else 0.0) + 0.0
             if lower < -MAX_VALUE or upper > MAX_VALUE:
                 _warn(warnings, f"{where}: <limit lower={lower:g} upper={upper:g}> beyond "
                                 f"+-{MAX_VALUE:g} is read as no limit on that side")
