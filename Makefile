@@ -1,6 +1,6 @@
 # The two commands of the README, and a few helpers. Every target sets up .venv first
 # (scripts/setup.sh is idempotent and takes seconds when nothing changed).
-.PHONY: setup demo test bench bench-kinematics bench-ik bench-node bench-gpu gpu-report bench-peers-setup clean
+.PHONY: setup demo test fuzz bench bench-kinematics bench-ik bench-node bench-gpu gpu-report bench-peers-setup clean
 
 PY := .venv/bin/python
 
@@ -14,6 +14,13 @@ demo: setup
 ## test: set everything up, then run the whole test suite
 test: setup
 	@. scripts/env.sh && $(PY) -m pytest -q test $(ARGS)
+
+## fuzz: the property-based fuzz tier at length (FUZZ_EXAMPLES cases per test, default 5000:
+## mutated URDFs and the core API); counts in build/fuzz-report.json. CI runs 60 per test.
+FUZZ_EXAMPLES ?= 5000
+fuzz: setup
+	@. scripts/env.sh && FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(PY) -m pytest -q \
+	  test/test_fuzz.py $(ARGS) && cat build/fuzz-report.json
 
 bench-kinematics: setup
 	@. scripts/env.sh && $(PY) bench/bench_kinematics.py $(ARGS)

@@ -21,7 +21,7 @@ setup(
     install_requires=['numpy', 'urdfdom-py', 'defusedxml'],
     extras_require={
         'fast': ['numba'],
-        'test': ['pytest'],
+        'test': ['pytest', 'hypothesis'],
         'bench': [],
     },
     zip_safe=True,

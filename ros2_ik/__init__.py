@@ -5,7 +5,8 @@ everything that touches ROS lives in ``ros2_ik.ros``.
 """
 
 from .backend import Backend, get_backend, get_xp
-from .errors import (BackendUnavailableError, IKError, InvalidInputError, ShapeError,
+from .errors import (BackendUnavailableError, IKError, InputTypeError, InvalidInputError,
+                     ShapeError,
                      UnknownJointError, UnknownLinkError, UrdfError)
 from .model import JointType, Model, load_robot
 
@@ -14,5 +15,5 @@ __version__ = "0.1.0"
 __all__ = [
     "Model", "JointType", "load_robot", "Backend", "get_backend", "get_xp", "IKError",
     "UrdfError", "UnknownLinkError", "UnknownJointError", "ShapeError", "InvalidInputError",
-    "BackendUnavailableError", "__version__",
+    "InputTypeError", "BackendUnavailableError", "__version__",
 ]

@@ -14,8 +14,10 @@ __all__ = [
     "UrdfError",
     "UnknownLinkError",
     "UnknownJointError",
+    "UnknownRobotError",
     "ShapeError",
     "InvalidInputError",
+    "InputTypeError",
     "BackendUnavailableError",
 ]
 
@@ -60,12 +62,25 @@ class UnknownJointError(UnknownLinkError):
         super().__init__(name, valid, what="joint")
 
 
+class UnknownRobotError(UnknownLinkError, ValueError):
+    """A bundled robot name that does not exist; the message lists the valid ones."""
+
+    def __init__(self, name: str, valid: Iterable[str]):
+        super().__init__(name, valid, what="robot")
+
+
 class ShapeError(IKError, ValueError):
     """An array has the wrong shape; the message gives the expected and the actual shape."""
 
 
 class InvalidInputError(IKError, ValueError):
     """A value is not usable (NaN, infinite, out of range, empty, too large)."""
+
+
+class InputTypeError(InvalidInputError, TypeError):
+    """An argument of the wrong kind (None, a string, a dict, an object or complex array where
+    numbers or names were expected); the message names the argument, what was expected and
+    what came."""
 
 
 class BackendUnavailableError(IKError, RuntimeError):

@@ -200,7 +200,7 @@ def test_chain_solver_continuous_wrap():
     assert load_robot  # the module-level import stays used
 
 
-def test_cancel_before_start_and_small_solves_poll_once(models):
+def test_cancel_before_start_and_small_solves_are_polled(models):
     m = models["panda"]
     T = _targets(m, ["panda_link8"], 3, 13)
     calls = []
@@ -210,4 +210,4 @@ def test_cancel_before_start_and_small_solves_poll_once(models):
     calls.clear()
     r = solve_pose(m, T, tips="panda_link8", config=IKConfig(num_seeds=4),
                    should_stop=lambda: calls.append(1) or False)
-    assert r.success.all() and len(calls) == 1  # a small solve: polled once, no watcher
+    assert r.success.all() and len(calls) >= 1  # polled before the start, then while running

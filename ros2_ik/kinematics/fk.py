@@ -16,6 +16,7 @@ import numpy as np
 from ..backend import const, get_xp
 from ..errors import InvalidInputError, ShapeError
 from ..model import JointType, Model
+from ..validate import as_float_array, check_memory
 from .se3 import (axis_angle_matrix, matrix_to_quat, pose_inverse, quat_multiply,
                   quat_normalize, quat_to_matrix, so3_exp)
 
@@ -87,6 +88,29 @@ def joint_motion(model: Model, q):
     return M
 
 
+#: Work memory of one chunk of rows in the batched FK / Jacobian entry points [bytes].
+CHUNK_BYTES = 8 << 20
+
+
+def chunked_rows(q, fn, work_row_bytes: int, out_row_bytes: int, what: str):
+    """``fn(q)`` computed over chunks of rows of ``q`` (B, n) into one preallocated result, so
+    that the work arrays of a call stay near :data:`CHUNK_BYTES` whatever B (rows are
+    independent: the result is the same as one call). A result larger than the memory budget
+    is refused up front with a message saying how to split the call."""
+    xp = get_xp(q)
+    B = q.shape[0]
+    check_memory(B * out_row_bytes, what, f"{B} rows", "split q into smaller batches")
+    rows = max(1, CHUNK_BYTES // max(1, work_row_bytes))
+    if B <= rows:
+        return fn(q)
+    first = fn(q[:rows])
+    out = xp.empty((B,) + tuple(first.shape[1:]), dtype=first.dtype)
+    out[:rows] = first
+    for s in range(rows, B, rows):
+        out[s:s + rows] = fn(q[s:s + rows])
+    return out
+
+
 def fk(model: Model, q, *, check: bool = True):
     """Poses of every link in the base frame.
 
@@ -97,6 +121,9 @@ def fk(model: Model, q, *, check: bool = True):
     """
     if check:
         q = model.check_q(q)
+        check_memory(q.shape[0] * model.num_links * 128 * 3, "fk's link poses",
+                     f"{q.shape[0]} x {model.num_links} poses",
+                     "use fk_frames for the links you need, or split q into smaller batches")
     xp = get_xp(q)
     A = model.xp_arrays(xp, q.dtype)["origin"][None] @ joint_motion(model, q)  # (B, L, 4, 4)
     T = xp.empty_like(A)
@@ -111,8 +138,9 @@ def fk_frames(model: Model, q, frames):
     """Poses (B, F, 4, 4) of the named frames (links), in the base frame."""
     idx = model.link_indices(frames)
     q = model.check_q(q)
-    xp = get_xp(q)
-    return fk(model, q, check=False)[:, xp.asarray(idx)]
+    ix = get_xp(q).asarray(idx)
+    return chunked_rows(q, lambda qq: fk(model, qq, check=False)[:, ix],
+                        model.num_links * 128 * 3, len(idx) * 128, "fk_frames' result")
 
 
 frame_poses = fk_frames
@@ -186,12 +214,12 @@ def difference(model: Model, q0, q1):
 def check_link_poses(model: Model, T_links):
     """Validate a (B, L, 4, 4) (or (L, 4, 4)) array of link poses; returns it 4-D."""
     xp = get_xp(T_links)
-    T = xp.asarray(T_links, dtype=xp.float64 if not hasattr(T_links, "dtype") else None)
+    T = as_float_array(T_links, "T_links", f"shape (B, {model.num_links}, 4, 4)", xp)
     if T.ndim == 3:
         T = T[None]
-    if T.ndim != 4 or T.shape[1:] != (model.num_links, 4, 4):
-        raise ShapeError(f"link poses must have shape (B, {model.num_links}, 4, 4) for model "
-                         f"{model.name!r}, got {tuple(T_links.shape)}")
+    if T.ndim != 4 or T.shape[1:] != (model.num_links, 4, 4) or T.shape[0] == 0:
+        raise ShapeError(f"T_links (link poses) must have shape (B, {model.num_links}, 4, 4) "
+                         f"with B >= 1 for model {model.name!r}, got {tuple(T.shape)}")
     if not bool(xp.all(xp.isfinite(T))):
         raise InvalidInputError("link poses contain NaN or infinity")
     return T
@@ -210,6 +238,13 @@ def maximal_to_generalized(model: Model, T_links, q_ref=None):
     T = check_link_poses(model, T_links)
     xp = get_xp(T)
     B = T.shape[0]
+    if q_ref is not None:
+        q_ref = as_float_array(q_ref, "q_ref", f"shape ({B}, {model.nq}) or ({model.nq},)", xp)
+        if q_ref.shape not in ((model.nq,), (B, model.nq)):
+            raise ShapeError(f"q_ref must have shape ({B}, {model.nq}) or ({model.nq},) "
+                             f"(coordinates {list(model.q_names)}), got {tuple(q_ref.shape)}")
+        if not bool(xp.all(xp.isfinite(q_ref))):
+            raise InvalidInputError("q_ref contains NaN or infinity; give finite joint values")
     origin = model.xp_arrays(xp, T.dtype)["origin"]
     parent = xp.asarray(np.maximum(model.link_parent, 0))
     Tp = T[:, parent]

@@ -28,6 +28,8 @@ import numpy as np
 
 from ..backend import const, get_xp
 from ..errors import InvalidInputError, ShapeError
+from ..validate import as_float_array, check_names, check_number
+from .fk import chunked_rows
 from ..model import JointType, Model
 from .fk import fk, integrate
 from .se3 import pose_inverse, quat_conjugate, quat_multiply, skew, so3_log
@@ -169,12 +171,19 @@ def jacobian(model: Model, q, link: str, *, reference: str | None = None,
 
     Args:
         q: (B, nq) or (nq,).
-        link: frame whose motion is described (reference point: its origin).
+        link: frame whose motion is described (reference point: its origin); a list of frames
+            gives (B, F, 6, nv_active), one Jacobian per frame, as :func:`fk_frames`.
         reference: None (the base frame) or another link for the frame-to-frame Jacobian.
         expressed_in: "world" (default without reference), "local", or "reference" (default
             with a reference).
         method: "analytic" or "numerical" (central differences, see :func:`numerical_jacobian`).
     """
+    if not isinstance(link, str):  # a list of frames, as fk_frames: (B, F, 6, nv_active)
+        names = check_names(link, "link")
+        q = model.check_q(q)
+        parts = [jacobian(model, q, n, reference=reference, expressed_in=expressed_in,
+                          method=method) for n in names]
+        return get_xp(q).stack(parts, axis=1)
     if expressed_in is None:
         expressed_in = "world" if reference is None else "reference"
     _check_express(expressed_in, reference)
@@ -182,8 +191,15 @@ def jacobian(model: Model, q, link: str, *, reference: str | None = None,
         return numerical_jacobian(model, q, link, reference=reference, expressed_in=expressed_in)
     if method != "analytic":
         raise InvalidInputError(f"method must be 'analytic' or 'numerical', got {method!r}")
-    q, J = _relative_full(model, q, link, reference, expressed_in)
-    return J[:, :, get_xp(q).asarray(model.v_active)]
+    q = model.check_q(q)
+    va = get_xp(q).asarray(model.v_active)
+
+    def one(qq):
+        return _relative_full(model, qq, link, reference, expressed_in)[1][:, :, va]
+
+    L = model.num_links
+    return chunked_rows(q, one, L * (128 * 3 + 96) + 2 * 48 * model.nv, 48 * model.nv_active,
+                        "the Jacobian")
 
 
 def jacobians_all(model: Model, q, frames=None):
@@ -212,7 +228,17 @@ def numerical_jacobian(model: Model, q, link: str, *, reference: str | None = No
     if expressed_in is None:
         expressed_in = "world" if reference is None else "reference"
     _check_express(expressed_in, reference)
+    check_number(eps, "eps", low=0.0, low_open=True, high=1.0)
+    if wrt not in ("v", "q"):
+        raise InvalidInputError(f"wrt must be 'v' or 'q', got {wrt!r}")
     q = model.check_q(q)
+    n = model.nv_active if wrt == "v" else len(q_active(model))
+    return chunked_rows(
+        q, lambda qq: _numerical(model, qq, link, reference, expressed_in, wrt, eps),
+        (2 * n + 1) * model.num_links * 128 * 3, 48 * max(n, 1), "the numerical Jacobian")
+
+
+def _numerical(model, q, link, reference, expressed_in, wrt, eps):
     xp = get_xp(q)
     ib = model.link_index(link)
     ia = 0 if reference is None else model.link_index(reference)
@@ -257,7 +283,7 @@ def jacobian_dot(model: Model, q, qd, link: str):
     """
     q = model.check_q(q)
     xp = get_xp(q)
-    qd = xp.asarray(qd, dtype=q.dtype)
+    qd = as_float_array(qd, "qd", f"shape (B, {model.nv_active})", xp).astype(q.dtype)
     if qd.ndim == 1:
         qd = qd[None]
     if qd.shape != (q.shape[0], model.nv_active):

@@ -1,14 +1,18 @@
 """URDF -> immutable kinematic model (flat arrays). No rclpy, no CuPy."""
 
 from .tree import MAX_BATCH, JointType, Model
-from .urdf import JOINT_TYPES, MAX_URDF_BYTES, JointDesc, RobotDesc, parse_urdf
+from .urdf import (JOINT_TYPES, MAX_URDF_BYTES, MAX_VALUE, JointDesc, RobotDesc, UrdfWarning,
+                   parse_urdf)
 
 __all__ = ["Model", "JointType", "parse_urdf", "RobotDesc", "JointDesc", "JOINT_TYPES",
-           "MAX_URDF_BYTES", "MAX_BATCH", "load_robot"]
+           "MAX_URDF_BYTES", "MAX_VALUE", "UrdfWarning", "MAX_BATCH", "load_robot"]
 
 
 def load_robot(name: str, **kwargs) -> Model:
     """Load a bundled robot by name (see :data:`ros2_ik.robots.ROBOTS`)."""
     from .. import robots  # noqa: PLC0415
+    from ..errors import UnknownRobotError  # noqa: PLC0415
 
+    if not isinstance(name, str) or name not in robots.ROBOTS:
+        raise UnknownRobotError(name, robots.names())
     return Model.from_urdf(robots.urdf_string(name), **kwargs)

@@ -29,8 +29,11 @@ from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 
-from ..errors import InvalidInputError, ShapeError, UnknownJointError, UnknownLinkError
-from .urdf import JointDesc, RobotDesc, parse_urdf
+from ..backend import get_xp
+from ..errors import (InputTypeError, InvalidInputError, ShapeError, UnknownJointError,
+                      UnknownLinkError)
+from ..validate import check_int, check_name, check_names, describe
+from .urdf import MAX_VALUE, JointDesc, RobotDesc, parse_urdf
 
 __all__ = ["JointType", "Model"]
 
@@ -137,7 +140,10 @@ class Model:
         children: dict[str, list[JointDesc]] = {}
         for j in desc.joints:
             children.setdefault(j.parent, []).append(j)
-        base = desc.root if base is None else base
+        base = desc.root if base is None else check_name(base, "base")
+        if tips is not None:
+            tips = check_names(tips, "tips", allow_empty=True)
+        frozen = check_names(frozen, "frozen", allow_empty=True, kind="joint")
         if base not in desc.links:
             raise UnknownLinkError(base, desc.links)
         if isinstance(tips, str):
@@ -188,16 +194,34 @@ class Model:
         jdesc: list[JointDesc | None] = [None] + [by_child[n] for n in order[1:]]
         jindex = {j.name: l for l, j in enumerate(jdesc) if j is not None}
 
-        # Resolve mimic chains to their first free leader inside the selection.
+        # Resolve mimic chains to their first free leader inside the selection (a leader outside
+        # the selection makes the joint free). Memoized: each chain is walked once.
+        by_name = {j.name: j for j in desc.joints}
+        resolved: dict[str, tuple | None] = {}
+
         def resolve(j: JointDesc):
-            mult, off, cur = 1.0, 0.0, j
-            while cur.mimic_joint is not None:
-                leader = next(x for x in desc.joints if x.name == cur.mimic_joint)
-                mult, off = mult * cur.mimic_multiplier, mult * cur.mimic_offset + off
+            path, cur = [], j
+            while cur.mimic_joint is not None and cur.name not in resolved:
+                path.append(cur)
+                leader = by_name[cur.mimic_joint]
                 if leader.name not in jindex:
-                    return None  # leader outside the selection: this joint becomes free
+                    resolved[cur.name] = None  # leader outside the selection: free
+                    path.pop()
+                    break
                 cur = leader
-            return cur, mult, off
+            if cur.name in resolved:
+                res = resolved[cur.name]
+            elif cur.mimic_joint is None:
+                res = (cur, 1.0, 0.0)  # cur is a free leader
+            else:
+                res = None
+            for p in reversed(path):
+                if res is not None:
+                    leader, m, o = res
+                    res = (leader, p.mimic_multiplier * m, p.mimic_multiplier * o
+                           + p.mimic_offset)
+                resolved[p.name] = res
+            return resolved.get(j.name, res)
 
         frozen = frozenset(frozen)
         for n in frozen:
@@ -338,7 +362,7 @@ class Model:
         Frozen joints keep their coordinates in ``q`` (so each problem may hold them at its own
         value) but drop out of the Jacobian's columns and are never moved by the solvers.
         """
-        joints = set(joints)
+        joints = set(check_names(joints, "joints", allow_empty=True, kind="joint"))
         for n in joints:
             if n not in self.joint_names[1:]:
                 raise UnknownJointError(n, self.joint_names[1:])
@@ -376,18 +400,22 @@ class Model:
         idx = self._cache.get("link_index")
         if idx is None:
             idx = self._cache["link_index"] = {n: i for i, n in enumerate(self.link_names)}
+        if not isinstance(name, str):
+            check_name(name, "link")
         try:
             return idx[name]
         except KeyError:
             raise UnknownLinkError(name, self.link_names) from None
 
-    def link_indices(self, names: Sequence[str] | str) -> np.ndarray:
-        if isinstance(names, str):
-            names = [names]
+    def link_indices(self, names: Sequence[str] | str, *, what: str = "frames") -> np.ndarray:
+        """Indices of one link name or a list of them (:class:`InputTypeError` otherwise)."""
+        names = check_names(names, what)
         return np.array([self.link_index(n) for n in names], dtype=np.int64)
 
     def joint_index(self, name: str) -> int:
         """Link index of the joint named ``name`` (the joint's child link)."""
+        if not isinstance(name, str):
+            raise InputTypeError(f"joint must be a joint name (str), got {describe(name)}")
         try:
             return self.joint_names.index(name, 1)
         except ValueError:
@@ -423,6 +451,8 @@ class Model:
             bounded = np.isfinite(self.lower) & np.isfinite(self.upper)
             q = np.zeros(self.nq)
             q[bounded] = 0.5 * (self.lower[bounded] + self.upper[bounded])
+            # a limit on one side only: 0 when allowed, else that limit
+            q = np.clip(q, self.lower, self.upper)
             for l in range(1, self.num_links):
                 if self.joint_type[l] == JointType.FLOATING and self.q_start[l] >= 0:
                     q[self.q_start[l] + 6] = 1.0
@@ -435,11 +465,16 @@ class Model:
         Unbounded coordinates: angles uniform in (-pi, pi], translations uniform in [-1, 1] m,
         floating orientations uniform on SO(3).
         """
+        batch = check_int(batch, "batch", low=0, high=MAX_BATCH)
+        if rng is not None and not isinstance(rng, np.random.Generator):
+            rng = check_int(rng, "rng", low=0)
         rng = np.random.default_rng(rng)
-        lo = np.where(np.isfinite(self.lower), self.lower,
-                      np.where(self.q_continuous, -math.pi, -1.0))
-        hi = np.where(np.isfinite(self.upper), self.upper,
-                      np.where(self.q_continuous, math.pi, 1.0))
+        span = np.where(self.q_continuous, math.pi, 1.0)
+        fl, fu = np.isfinite(self.lower), np.isfinite(self.upper)
+        # unbounded: (-pi, pi] for angles, [-1, 1] m otherwise; bounded on one side only: a
+        # range of twice that from the limit
+        lo = np.where(fl, self.lower, np.where(fu, self.upper - 2 * span, -span))
+        hi = np.where(fu, self.upper, np.where(fl, self.lower + 2 * span, span))
         q = rng.uniform(lo, hi, size=(batch, self.nq))
         for l in range(1, self.num_links):
             if self.joint_type[l] == JointType.FLOATING and self.q_start[l] >= 0:
@@ -453,13 +488,13 @@ class Model:
         """Validate a configuration batch; returns it as a 2-D array (B, nq) of its own backend.
 
         Raises :class:`ShapeError` for a wrong shape, :class:`InvalidInputError` for NaN/inf,
-        an empty or too large batch.
+        an empty or too large batch, :class:`InputTypeError` for what is not numbers. Integer
+        and float16 input is promoted to float64; float32/float64 keep their dtype.
         """
-        from ..backend import get_xp  # noqa: PLC0415
+        from ..validate import as_float_array  # noqa: PLC0415
 
+        q = as_float_array(q, name, f"shape (B, {self.nq}) or ({self.nq},)")
         xp = get_xp(q)
-        q = xp.asarray(q, dtype=getattr(q, "dtype", None) if hasattr(q, "dtype") and
-                       xp.issubdtype(q.dtype, xp.floating) else xp.float64)
         if q.ndim == 1:
             q = q[None, :]
         if q.ndim != 2 or q.shape[1] != self.nq:
@@ -479,6 +514,19 @@ class Model:
                 f"{name} contains NaN or infinity (first at row {int(bad[0])}, coordinate "
                 f"{self.q_names[int(bad[1])]!r}); give finite joint values"
             )
+        if not bool(xp.all(xp.abs(q) <= MAX_VALUE)):
+            bad = xp.argwhere(xp.abs(q) > MAX_VALUE)[0]
+            raise InvalidInputError(
+                f"{name} has a value beyond +-{MAX_VALUE:g} (first at row {int(bad[0])}, "
+                f"coordinate {self.q_names[int(bad[1])]!r}); joint values are metres or radians"
+            )
+        for l in np.nonzero(self.joint_type == JointType.FLOATING)[0]:
+            s = int(self.q_start[l])
+            if s >= 0 and not bool(xp.all(xp.sum(q[:, s + 3:s + 7] ** 2, axis=1) > 1e-12)):
+                raise InvalidInputError(
+                    f"{name}: the quaternion (qx qy qz qw) of floating joint "
+                    f"{self.joint_names[l]!r} is zero in some row; give a rotation (e.g. 0 0 0 1)"
+                )
         return q
 
     def q_from_dict(self, values: Mapping[str, float], base_q=None) -> np.ndarray:

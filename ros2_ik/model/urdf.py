@@ -12,15 +12,30 @@ from __future__ import annotations
 
 import math
 import threading
+import warnings as _warnings
 from dataclasses import dataclass, field
 
 from ..errors import UrdfError
 
-__all__ = ["JointDesc", "RobotDesc", "parse_urdf", "MAX_URDF_BYTES", "JOINT_TYPES"]
+__all__ = ["JointDesc", "RobotDesc", "parse_urdf", "MAX_URDF_BYTES", "JOINT_TYPES", "MAX_VALUE",
+           "UrdfWarning"]
 
 #: Largest URDF text accepted [bytes]. Real robots (humanoids with meshes referenced by path)
 #: are well under 2 MB; anything larger is refused before parsing.
 MAX_URDF_BYTES = 8 * 1024 * 1024
+
+#: Largest magnitude of a length [m] or angle [rad] in a URDF: origins, finite joint limits, mimic
+#: multipliers and offsets (also after a chain of mimics is composed). Real robots are many orders
+#: of magnitude below; the bound keeps every product and sum of the kinematics finite (FK of
+#: 10^6 links at 10^6 m stays far from float64 overflow) and every random configuration drawable.
+#: Joint limits may also be infinite only where URDF allows no limit (continuous joints).
+MAX_VALUE = 1e6
+
+
+class UrdfWarning(UserWarning):
+    """Something in a URDF was ignored or reinterpreted so that the robot still loads (the
+    message names the joint); also listed in :attr:`RobotDesc.warnings`."""
+
 
 JOINT_TYPES = ("fixed", "revolute", "continuous", "prismatic", "planar", "floating")
 
@@ -62,7 +77,8 @@ def _where(joint_name: str) -> str:
     return f"joint {joint_name!r}"
 
 
-def _finite_vec(values, what: str, where: str, n: int = 3) -> tuple[float, ...]:
+def _finite_vec(values, what: str, where: str, n: int = 3,
+                bound: float | None = MAX_VALUE) -> tuple[float, ...]:
     try:
         vals = tuple(float(v) for v in values)
     except (TypeError, ValueError):
@@ -71,6 +87,9 @@ def _finite_vec(values, what: str, where: str, n: int = 3) -> tuple[float, ...]:
         raise UrdfError(f"{where}: {what} must have {n} numbers, got {len(vals)}: {values!r}")
     if not all(math.isfinite(v) for v in vals):
         raise UrdfError(f"{where}: {what} contains NaN or infinity: {vals}; give finite numbers")
+    if bound is not None and any(abs(v) > bound for v in vals):
+        raise UrdfError(f"{where}: {what} = {vals} is out of range: each value must be within "
+                        f"+-{bound:g} (metres / radians)")
     return vals
 
 
@@ -88,7 +107,13 @@ def _check_xml(text: str) -> bytes:
     from defusedxml import DefusedXmlException  # noqa: PLC0415
     from xml.etree.ElementTree import ParseError  # noqa: PLC0415
 
-    size = len(text.encode("utf-8", errors="replace"))
+    try:
+        size = len(text.encode("utf-8"))
+    except UnicodeEncodeError as exc:
+        raise UrdfError(
+            f"URDF text is not valid Unicode: {exc.reason} at character {exc.start} "
+            f"({text[exc.start:exc.end]!r}); decode the document properly (UTF-8)"
+        ) from None
     if size > MAX_URDF_BYTES:
         raise UrdfError(
             f"URDF document is too large ({size} bytes > limit {MAX_URDF_BYTES}); "
@@ -120,7 +145,9 @@ def _check_xml(text: str) -> bytes:
             for attr in attrs:
                 raw = el.get(attr)
                 if raw is not None:
-                    _finite_vec(raw.split(), f"<{tag} {attr}>", _where(name))
+                    # an axis is a direction: any finite size, normalised later
+                    _finite_vec(raw.split(), f"<{tag} {attr}>", _where(name),
+                                bound=None if tag == "axis" else MAX_VALUE)
         lim = j.find("limit")
         if lim is not None:
             for attr in ("lower", "upper", "velocity", "effort"):
@@ -135,6 +162,13 @@ def _check_xml(text: str) -> bytes:
                     ) from None
                 if math.isnan(v):
                     raise UrdfError(f"{_where(name)}: <limit {attr}> is NaN; give a number")
+                # beyond the bound on its own side a limit means "none" (Gazebo's +-1e16);
+                # a lower limit above it, or an upper limit below its negative, is no robot
+                if (attr == "lower" and v > MAX_VALUE) or (attr == "upper" and v < -MAX_VALUE):
+                    raise UrdfError(
+                        f"{_where(name)}: <limit {attr}={raw!r}> is out of range: a joint's "
+                        f"{attr} limit must be {'<=' if attr == 'lower' else '>='} "
+                        f"{MAX_VALUE if attr == 'lower' else -MAX_VALUE:g} (m or rad)")
         mim = j.find("mimic")
         if mim is not None:
             for attr in ("multiplier", "offset"):
@@ -147,8 +181,9 @@ def _check_xml(text: str) -> bytes:
                     raise UrdfError(
                         f"{_where(name)}: <mimic {attr}={raw!r}> is not a number"
                     ) from None
-                if not math.isfinite(v):
-                    raise UrdfError(f"{_where(name)}: <mimic {attr}> must be finite, got {raw}")
+                if not math.isfinite(v) or abs(v) > MAX_VALUE:
+                    raise UrdfError(f"{_where(name)}: <mimic {attr}> must be finite and within "
+                                    f"+-{MAX_VALUE:g}, got {raw}")
     from xml.etree import ElementTree as ET  # noqa: PLC0415  (building, not parsing)
 
     skeleton = ET.Element("robot", {"name": root.get("name", "robot")})
@@ -158,8 +193,8 @@ def _check_xml(text: str) -> bytes:
         elif el.tag == "joint":
             j = ET.SubElement(skeleton, "joint", dict(el.attrib))
             for child in el:
-                if child.tag in _KINEMATIC_JOINT_TAGS:
-                    j.append(child)
+                if child.tag in _KINEMATIC_JOINT_TAGS:  # attributes only: no nesting survives
+                    ET.SubElement(j, child.tag, dict(child.attrib))
     return ET.tostring(skeleton)
 
 
@@ -173,7 +208,11 @@ def parse_urdf(text: str) -> RobotDesc:
         text = text.decode("utf-8", errors="replace")
     if not isinstance(text, str):
         raise UrdfError(f"URDF must be a string, got {type(text).__name__}")
-    skeleton = _check_xml(text)
+    try:
+        skeleton = _check_xml(text)
+    except RecursionError:
+        raise UrdfError("URDF document is nested too deeply to process; a robot description "
+                        "has a few levels of elements") from None
 
     from urdf_parser_py import urdf as up  # noqa: PLC0415
     from urdf_parser_py.xml_reflection import core as xcore  # noqa: PLC0415
@@ -239,12 +278,15 @@ def parse_urdf(text: str) -> RobotDesc:
                 rpy = _finite_vec(j.origin.rpy, "<origin rpy>", where)
         axis = (1.0, 0.0, 0.0)  # URDF default
         if j.axis is not None:
-            axis = _finite_vec(j.axis, "<axis xyz>", where)
+            axis = _finite_vec(j.axis, "<axis xyz>", where, bound=None)
         if j.type in ("revolute", "continuous", "prismatic", "planar"):
-            norm = math.sqrt(sum(a * a for a in axis))
-            if norm < 1e-9:
+            # scaled first, so that huge (1e200) or tiny components normalise without overflow
+            big = max(abs(a) for a in axis)
+            scaled = tuple(a / big for a in axis) if big > 0 else axis
+            norm = math.sqrt(sum(a * a for a in scaled))
+            if big == 0 or big * norm < 1e-9:
                 raise UrdfError(f"{where}: <axis xyz> is the zero vector; give a direction")
-            axis = tuple(a / norm for a in axis)
+            axis = tuple(a / norm for a in scaled)
         lower, upper = -math.inf, math.inf
         velocity = effort = math.inf
         lim = j.limit
@@ -254,8 +296,14 @@ def parse_urdf(text: str) -> RobotDesc:
                     f"{where}: a {j.type} joint needs <limit lower upper effort velocity>; "
                     "use type 'continuous' for an unlimited revolute joint"
                 )
-            lower = float(lim.lower if lim.lower is not None else 0.0)
-            upper = float(lim.upper if lim.upper is not None else 0.0)
+            # + 0.0: a limit of -0 is 0 (lower=0, upper=-0 is a fixed range, not an empty one)
+            lower = float(lim.lower if lim.lower is not None else 0.0) + 0.0
+            upper = float(lim.upper if lim.upper is not None else 0.0) + 0.0
+            if lower < -MAX_VALUE or upper > MAX_VALUE:
+                _warn(warnings, f"{where}: <limit lower={lower:g} upper={upper:g}> beyond "
+                                f"+-{MAX_VALUE:g} is read as no limit on that side")
+                lower = -math.inf if lower < -MAX_VALUE else lower
+                upper = math.inf if upper > MAX_VALUE else upper
             if lower > upper:
                 raise UrdfError(
                     f"{where}: <limit lower={lower}> is greater than upper={upper}; swap them"
@@ -272,7 +320,11 @@ def parse_urdf(text: str) -> RobotDesc:
                 raise UrdfError(f"{where}: <mimic> has no joint attribute")
             mult = float(j.mimic.multiplier) if j.mimic.multiplier is not None else 1.0
             off = float(j.mimic.offset) if j.mimic.offset is not None else 0.0
-            if j.type not in ("revolute", "continuous", "prismatic"):
+            if j.type == "fixed":
+                _warn(warnings, f"{where}: a fixed joint has no motion to mimic; its <mimic "
+                                f"joint={mimic_joint!r}> is ignored")
+                mimic_joint, mult, off = None, 1.0, 0.0
+            elif j.type not in ("revolute", "continuous", "prismatic"):
                 raise UrdfError(
                     f"{where}: only revolute, continuous and prismatic joints can mimic, "
                     f"not {j.type!r}"
@@ -313,32 +365,62 @@ def parse_urdf(text: str) -> RobotDesc:
             f"{root!r} (joints involved: {cyc}); URDF must be a tree"
         )
 
-    _check_mimics(joints)
+    joints = _check_mimics(joints, warnings)
     return RobotDesc(robot.name or "robot", tuple(link_names), tuple(joints), root,
                      tuple(warnings))
 
 
-def _check_mimics(joints: list[JointDesc]) -> None:
+def _warn(warnings: list[str], msg: str) -> None:
+    warnings.append(msg)
+    _warnings.warn(msg, UrdfWarning, stacklevel=4)
+
+
+def _check_mimics(joints: list[JointDesc], warnings: list[str]) -> list[JointDesc]:
+    """Mimics whose leader is missing or cannot lead become ordinary joints (with a warning);
+    loops are refused; the composed multiplier and offset of every chain must stay within
+    :data:`MAX_VALUE`. Linear in the number of joints (each chain is walked once)."""
+    import dataclasses  # noqa: PLC0415
+
     by_name = {j.name: j for j in joints}
+    out = []
     for j in joints:
-        if j.mimic_joint is None:
-            continue
-        path = [j.name]
-        cur = j
-        while cur.mimic_joint is not None:
-            leader = by_name.get(cur.mimic_joint)
+        if j.mimic_joint is not None:
+            leader = by_name.get(j.mimic_joint)
+            why = None
             if leader is None:
-                raise UrdfError(
-                    f"joint {cur.name!r}: <mimic joint={cur.mimic_joint!r}> names a joint that "
-                    f"does not exist; valid joints: {sorted(by_name)}"
-                )
-            if leader.type not in ("revolute", "continuous", "prismatic"):
-                raise UrdfError(
-                    f"joint {cur.name!r} mimics {leader.name!r}, a {leader.type} joint; a mimic "
-                    "leader must be revolute, continuous or prismatic"
-                )
-            if leader.name in path:
-                loop = " -> ".join(path + [leader.name])
+                why = "names a joint that does not exist"
+            elif leader.type not in ("revolute", "continuous", "prismatic"):
+                why = f"names a {leader.type} joint, which cannot lead a mimic"
+            if why is not None:
+                _warn(warnings, f"joint {j.name!r}: <mimic joint={j.mimic_joint!r}> {why}; "
+                                f"{j.name!r} is loaded as an ordinary (independent) joint")
+                j = dataclasses.replace(j, mimic_joint=None, mimic_multiplier=1.0,
+                                        mimic_offset=0.0)
+                by_name[j.name] = j
+        out.append(j)
+    # Compose each chain once (memoized): state 1 = being resolved (a loop), 2 = done.
+    state: dict[str, int] = {}
+    composed: dict[str, tuple[float, float]] = {}
+    for start in out:
+        if start.mimic_joint is None or state.get(start.name) == 2:
+            continue
+        path, cur = [], start
+        while cur.mimic_joint is not None and state.get(cur.name) != 2:
+            if state.get(cur.name) == 1:
+                i = next(k for k, p in enumerate(path) if p.name == cur.name)
+                loop = " -> ".join([p.name for p in path[i:]] + [cur.name])
                 raise UrdfError(f"mimic joints form a loop: {loop}; one of them must be free")
-            path.append(leader.name)
-            cur = leader
+            state[cur.name] = 1
+            path.append(cur)
+            cur = by_name[cur.mimic_joint]
+        # multiplier/offset of cur relative to its free leader (1, 0 when cur is free)
+        mult, off = (1.0, 0.0) if cur.mimic_joint is None else composed[cur.name]
+        for p in reversed(path):
+            mult, off = p.mimic_multiplier * mult, p.mimic_multiplier * off + p.mimic_offset
+            if not (abs(mult) <= MAX_VALUE and abs(off) <= MAX_VALUE):
+                raise UrdfError(
+                    f"joint {p.name!r}: its chain of mimics composes to multiplier {mult:.6g}, "
+                    f"offset {off:.6g}, beyond +-{MAX_VALUE:g}; use smaller multipliers")
+            composed[p.name] = (mult, off)
+            state[p.name] = 2
+    return out

@@ -14,14 +14,15 @@ from typing import Callable, Sequence
 import numpy as np
 
 from ..backend import get_xp, to_numpy
-from ..errors import InvalidInputError, ShapeError
+from ..errors import InputTypeError, InvalidInputError, ShapeError
 from ..kinematics.jacobian import jacobians_all
 from ..model import MAX_BATCH, Model
-from .common import (INVALID_GOAL_MESSAGE, IKConfig, IKResult, SolveMode, Status, expand_seeds,
-                     finalize_q, seed_distance, unsolved_message)
+from .common import (INVALID_GOAL_MESSAGE, IKConfig, IKResult, SolveMode, Status,
+                     expand_seeds, finalize_q, seed_distance, unsolved_message)
 from .ccd import ccd_solve_rows
 from .dls import evaluate, goal_errors, lm_solve_rows
 from .objectives import Objective, PoseObjective
+from ..validate import as_float_array, check_memory, check_names, describe
 
 __all__ = ["solve_ik", "solve_pose", "SOLVERS"]
 
@@ -30,16 +31,32 @@ CCD_POLISH_SWEEPS = 10  # "ccd+dls": CCD sweeps before the LM polish
 SEED_LIMIT_SLACK = 1e-6  # a seed this far outside a limit is clipped; further out is invalid
 
 
+def check_call_options(config, solver, should_stop) -> IKConfig:
+    """The options every solve takes, checked at the top of the call; returns the config."""
+    if config is None:
+        config = IKConfig()
+    elif not isinstance(config, IKConfig):
+        raise InputTypeError(f"config must be an IKConfig or None, got {describe(config)}")
+    if not isinstance(solver, str) or solver not in SOLVERS:
+        raise InvalidInputError(f"unknown solver {describe(solver)}: solver must be one of "
+                                f"{SOLVERS}")
+    if should_stop is not None and not callable(should_stop):
+        raise InputTypeError(f"should_stop must be a callable returning bool, or None, got "
+                             f"{describe(should_stop)}")
+    return config
+
+
 def _check_seeds(model: Model, seeds, P: int, xp):
     if seeds is None:
         return xp.asarray(np.tile(model.neutral_q(), (P, 1))), np.zeros(P, dtype=bool), {}
-    s = xp.asarray(seeds, dtype=xp.float64)
+    s = as_float_array(seeds, "seeds", f"shape ({model.nq},) or ({P}, {model.nq})",
+                       xp).astype(xp.float64, copy=False)
     if s.ndim == 1:
         s = xp.broadcast_to(s, (P, s.shape[0]))
     if s.ndim != 2 or s.shape != (P, model.nq):
         raise ShapeError(f"seeds must have shape ({model.nq},) or ({P}, {model.nq}) "
                          f"(coordinates {list(model.q_names)}), "
-                         f"got {tuple(xp.asarray(seeds).shape)}")
+                         f"got {tuple(s.shape)}")
     s = s.copy()
     sn = to_numpy(s)
     finite = np.all(np.isfinite(sn), axis=1)
@@ -78,9 +95,17 @@ def solve_ik(model: Model, objectives: Sequence[Objective], *, seeds=None,
         :class:`IKResult`; success is verified by FK against the tolerances and limits.
     """
     t0 = time.perf_counter()
-    cfg = config or IKConfig()
-    if solver not in SOLVERS:
-        raise InvalidInputError(f"unknown solver {solver!r}; use one of {SOLVERS}")
+    cfg = check_call_options(config, solver, should_stop)
+    if isinstance(objectives, Objective):
+        objectives = [objectives]
+    if not isinstance(objectives, (list, tuple)) or not all(
+            isinstance(o, Objective) for o in objectives):
+        raise InputTypeError(f"objectives must be a list of Objective (e.g. PoseObjective), got "
+                             f"{describe(objectives)}")
+    if not isinstance(regularizers, (list, tuple)) or not all(
+            isinstance(o, Objective) for o in regularizers):
+        raise InputTypeError(f"regularizers must be a list of Objective, got "
+                             f"{describe(regularizers)}")
     objectives = list(objectives)
     if not objectives:
         raise InvalidInputError("no goal objectives given; pass at least one (e.g. PoseObjective)")
@@ -95,6 +120,84 @@ def solve_ik(model: Model, objectives: Sequence[Objective], *, seeds=None,
         raise InvalidInputError(f"{P} problems x {K} seeds = {P * K} rows exceeds the limit "
                                 f"{MAX_BATCH}; split the batch or use fewer seeds")
     xp = get_xp(objectives[0].targets) if hasattr(objectives[0], "targets") else np
+    if seeds is not None:  # shape checked here, values per chunk
+        seeds = as_float_array(seeds, "seeds", f"shape ({model.nq},) or ({P}, {model.nq})", xp)
+        if seeds.shape not in ((model.nq,), (P, model.nq)):
+            raise ShapeError(f"seeds must have shape ({model.nq},) or ({P}, {model.nq}) "
+                             f"(coordinates {list(model.q_names)}), got {tuple(seeds.shape)}")
+    regularizers = list(regularizers)
+    if solver != "dls" and regularizers:
+        raise InvalidInputError("CCD does not take regularizers; use solver='dls'")
+    from . import fast  # noqa: PLC0415
+
+    # the timeout counts from the call, less a one-time kernel compilation in this process
+    first = [o.take(0, 1) for o in objectives + regularizers]
+    splittable = all(o is not None for o in first)
+    probe = fast.plan(model, first[:len(objectives)], first[len(objectives):], cfg, "dls", xp) \
+        if splittable else fast.plan(model, objectives, regularizers, cfg, "dls", xp)
+    compile_time = probe.compile_time if probe is not None else 0.0
+    deadline = None if cfg.timeout is None else t0 + cfg.timeout + compile_time
+    stop = _LatchedStop(should_stop)
+
+    # Chunks of whole problems, solved one after the other: every chunk's checks, seeds,
+    # iterations and verification are bounded in time and memory, and the deadline and
+    # should_stop are seen between chunks as well as between iterations. Rows are independent,
+    # so the results equal one call on the whole batch.
+    rows = FAST_CHUNK_ROWS if probe is not None else REFERENCE_CHUNK_ROWS
+    if probe is None:  # a chunk holds at least one problem's K rows
+        m = sum(int(getattr(o, "dim", 6)) for o in objectives + regularizers)
+        row = 6 * model.num_links * 128 + 32 * m * model.nv_active + 24 * model.nv ** 2 + 4096
+        check_memory(K * row, "the reference-path solve of one problem", f"{K} seeds",
+                     "use fewer seeds (num_seeds), or a model and goal the compiled path takes")
+    per_chunk = max(1, rows // K) if splittable else P
+    if per_chunk >= P:
+        return _solve_chunk(model, objectives, regularizers, seeds, cfg, solver, K, deadline,
+                            stop, t0, xp)
+    out = _Results(P, model.nq)
+    for p0 in range(0, P, per_chunk):
+        p1 = min(P, p0 + per_chunk)
+        if per_chunk < P:
+            objs = [o.take(p0, p1) for o in objectives]
+            regs = [o.take(p0, p1) for o in regularizers]
+        else:
+            objs, regs = objectives, regularizers
+        seeds_c = seeds if seeds is None or seeds.ndim == 1 else seeds[p0:p1]
+        if p0 > 0 and (stop() or (deadline is not None and time.perf_counter() >= deadline)):
+            rest = seeds if seeds is None or seeds.ndim == 1 else seeds[p0:]
+            out.not_started(p0, model, rest, xp, cancelled=stop.seen)
+            break
+        out.put(p0, _solve_chunk(model, objs, regs, seeds_c, cfg, solver, K, deadline, stop,
+                                 t0, xp))
+    return out.result(t0)
+
+
+#: Rows (problems x seeds) solved together on the reference path / the compiled path: one LM
+#: iteration of a chunk, and its set-up and verification, take a few milliseconds, so the
+#: deadline and should_stop are seen that often, and the reference path's work arrays stay near
+#: 5 MB (about 20 KB per row). Smaller reference chunks measured no slower on 4,096 problems.
+REFERENCE_CHUNK_ROWS = 256
+FAST_CHUNK_ROWS = 16384
+
+
+class _LatchedStop:
+    """should_stop, polled from any thread; once it said True it stays True (``seen``)."""
+
+    def __init__(self, should_stop):
+        self._fn = should_stop
+        self.seen = False
+
+    def __call__(self) -> bool:
+        if not self.seen and self._fn is not None and self._fn():
+            self.seen = True
+        return self.seen
+
+
+def _solve_chunk(model, objectives, regularizers, seeds, cfg, solver, K, deadline, stop, t0,
+                 xp) -> IKResult:
+    """One chunk of P problems: check seeds and goals, expand seeds, solve, select, verify."""
+    from . import fast  # noqa: PLC0415
+
+    P = objectives[0].num_problems
     seeds_p, bad_seed, msgs = _check_seeds(model, seeds, P, xp)
     invalid = bad_seed.copy()
     for o in objectives:
@@ -105,44 +208,87 @@ def solve_ik(model: Model, objectives: Sequence[Objective], *, seeds=None,
                 msgs[int(p)] = INVALID_GOAL_MESSAGE
             invalid |= m
     # Invalid problems get a harmless placeholder target so the batch math stays finite.
-    all_obj = objectives + list(regularizers)
+    all_obj = list(objectives) + list(regularizers)
     if invalid.any():
         all_obj = [_sanitized(o, invalid, xp) for o in all_obj]
         objectives = all_obj[:len(objectives)]
-    from . import fast  # noqa: PLC0415
-
     fast_plan = fast.plan(model, objectives, regularizers, cfg, "dls", xp)
-    # the timeout counts from the call, less a one-time kernel compilation in this process
-    compile_time = fast_plan.compile_time if fast_plan is not None else 0.0
-    deadline = None if cfg.timeout is None else t0 + cfg.timeout + compile_time
     rows_seed = expand_seeds(model, seeds_p, K, cfg.rng_seed, xp)
     problem_idx = xp.repeat(xp.arange(P), K)
     active = xp.asarray(np.repeat(~invalid, K))
     speed = cfg.solve_mode is SolveMode.SPEED
+    poll = stop if stop._fn is not None else None
 
     def run_lm(start, act):
         if fast_plan is not None:
             return fast_plan.solve(start, problem_idx, cfg, deadline=deadline, active=act,
                                    first_per_problem=speed, num_problems=P,
-                                   should_stop=should_stop)
+                                   should_stop=poll)
         return lm_solve_rows(model, all_obj, start, rows_seed, problem_idx, cfg,
                              deadline=deadline, active=act, first_per_problem=speed,
-                             num_problems=P, should_stop=should_stop)
+                             num_problems=P, should_stop=poll)
 
     if solver == "dls":
         q, conv, iters, pe, re, timed_out = run_lm(rows_seed, active)
     else:
-        if regularizers:
-            raise InvalidInputError("CCD does not take regularizers; use solver='dls'")
         q, conv, iters, pe, re, timed_out = ccd_solve_rows(
             model, objectives, rows_seed, rows_seed, problem_idx, cfg, deadline=deadline,
-            active=active, should_stop=should_stop,
+            active=active, should_stop=poll,
             max_sweeps=None if solver == "ccd" else CCD_POLISH_SWEEPS)
         if solver == "ccd+dls":  # LM from where CCD stopped, for the rows CCD did not finish
             q, conv2, iters2, pe, re, timed_out = run_lm(q, active & ~conv)
             conv, iters = conv | conv2, iters + iters2
     return _select(model, objectives, cfg, q, rows_seed, problem_idx, conv, iters, pe, re,
-                   timed_out, invalid, msgs, P, K, t0, fast_plan)
+                   timed_out and not stop.seen, invalid, msgs, P, K, t0, fast_plan,
+                   cancelled=stop.seen)
+
+
+class _Results:
+    """The results of a chunked batch, written in place chunk by chunk (one allocation)."""
+
+    def __init__(self, P, nq):
+        self.q = np.empty((P, nq))
+        self.success = np.empty(P, dtype=bool)
+        self.pe, self.re = np.empty(P), np.empty(P)
+        self.iterations = np.empty(P, np.int64)
+        self.seed_index = np.empty(P, np.int64)
+        self.status = np.empty(P, np.int64)
+        self.messages = [""] * P
+
+    def put(self, p0, r: IKResult) -> None:
+        p1 = p0 + len(r)
+        self.q[p0:p1], self.success[p0:p1] = r.q, r.success
+        self.pe[p0:p1], self.re[p0:p1] = r.position_error, r.orientation_error
+        self.iterations[p0:p1], self.seed_index[p0:p1] = r.iterations, r.seed_index
+        self.status[p0:p1] = r.status
+        self.messages[p0:p1] = r.messages
+
+    def not_started(self, p0, model, seeds, xp, *, cancelled: bool) -> None:
+        """Problems ``p0:`` that the deadline or a cancel reached before their chunk started
+        (not checked, not solved: errors NaN, the seed inside the limits as q)."""
+        if seeds is None:
+            self.q[p0:] = np.clip(model.neutral_q(), model.lower, model.upper)
+        elif seeds.ndim == 1:
+            s = to_numpy(seeds)
+            self.q[p0:] = np.clip(np.where(np.isfinite(s), s, model.neutral_q()), model.lower,
+                                  model.upper)
+        else:
+            s = to_numpy(seeds)
+            self.q[p0:] = np.clip(np.where(np.isfinite(s), s, model.neutral_q()), model.lower,
+                                  model.upper)
+        self.success[p0:] = False
+        self.pe[p0:] = self.re[p0:] = np.nan
+        self.iterations[p0:] = self.seed_index[p0:] = 0
+        self.status[p0:] = Status.PREEMPTED if cancelled else Status.TIMED_OUT
+        why = "cancelled" if cancelled else "timed out"
+        self.messages[p0:] = [f"{why} before this problem was started"] * (len(self.messages)
+                                                                              - p0)
+
+    def result(self, t0) -> IKResult:
+        return IKResult(q=self.q, success=self.success, position_error=self.pe,
+                        orientation_error=self.re, iterations=self.iterations,
+                        seed_index=self.seed_index, status=self.status,
+                        messages=self.messages, solve_time=time.perf_counter() - t0)
 
 
 def _sanitized(obj, invalid, xp):
@@ -154,7 +300,7 @@ def _sanitized(obj, invalid, xp):
 
 
 def _select(model, objectives, cfg, q, rows_seed, problem_idx, conv, iters, pe, re, timed_out,
-            invalid, msgs, P, K, t0, fast_plan=None) -> IKResult:
+            invalid, msgs, P, K, t0, fast_plan=None, *, cancelled: bool = False) -> IKResult:
     xp = get_xp(q)
     q = finalize_q(model, q, rows_seed)
     conv_n = to_numpy(conv).reshape(P, K)
@@ -189,15 +335,15 @@ def _select(model, objectives, cfg, q, rows_seed, problem_idx, conv, iters, pe, 
     in_limits = np.all((qn >= model.lower - 1e-12) & (qn <= model.upper + 1e-12), axis=1)
     ok = (pe_f <= cfg.position_tolerance) & (re_f <= cfg.orientation_tolerance) & in_limits
     ok &= ~invalid
-    status = np.where(ok, Status.CONVERGED,
-                      np.where(invalid, Status.INVALID_INPUT,
-                               Status.TIMED_OUT if timed_out else Status.NOT_CONVERGED))
+    unsolved = (Status.PREEMPTED if cancelled else
+                Status.TIMED_OUT if timed_out else Status.NOT_CONVERGED)
+    status = np.where(ok, Status.CONVERGED, np.where(invalid, Status.INVALID_INPUT, unsolved))
     messages = [""] * P
     for p, m in msgs.items():
         messages[p] = m
     nc = np.nonzero(~ok & ~invalid)[0]
     for p in nc[:1000]:
-        messages[p] = unsolved_message(timed_out, pe_f[p], re_f[p], cfg)
+        messages[p] = unsolved_message(timed_out, pe_f[p], re_f[p], cfg, cancelled=cancelled)
     pe_f[invalid] = np.nan
     re_f[invalid] = np.nan
     return IKResult(q=qn, success=ok, position_error=pe_f, orientation_error=re_f,
@@ -223,11 +369,12 @@ def solve_pose(model: Model, targets, *, tips: Sequence[str] | str | None = None
         tips: link name(s); default ``model.tips``.
         weights: (6,) per-axis weights in the target frame (x y z rx ry rz); 0 frees an axis.
     """
-    tips = list(model.tips if tips is None else ([tips] if isinstance(tips, str) else tips))
-    if not tips:
-        raise InvalidInputError("no tip links given")
+    tips = check_names(model.tips if tips is None else tips, "tips")
+    for tip in tips:
+        model.link_index(tip)  # UnknownLinkError listing the valid names
     xp = get_xp(targets)
-    t = xp.asarray(targets, dtype=xp.float64)
+    t = as_float_array(targets, "targets", "shape (P, 4, 4) or (P, 7) per tip",
+                       xp).astype(xp.float64, copy=False)
     if len(tips) == 1 and ((t.ndim == 2 and t.shape[1] == 7)
                            or (t.ndim == 3 and t.shape[1:] == (4, 4))):
         t = t[:, None]  # (P, 7) / (P, 4, 4) for one tip -> (P, 1, ...)
@@ -237,7 +384,7 @@ def solve_pose(model: Model, targets, *, tips: Sequence[str] | str | None = None
     if t.ndim < 3 or t.shape[1] != len(tips) or t.shape[2:] not in ((4, 4), (7,)):
         raise ShapeError(f"targets must have shape (P, 4, 4) / (P, 7) for one tip or "
                          f"(P, {len(tips)}, 4, 4) / (P, {len(tips)}, 7) for tips {tips}, got "
-                         f"{tuple(xp.asarray(targets).shape)}")
+                         f"{tuple(t.shape)}")
     if t.shape[0] == 0:
         raise InvalidInputError("empty batch: no targets given")
     cfg = config or IKConfig()

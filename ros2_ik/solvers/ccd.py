@@ -102,7 +102,10 @@ def ccd_solve_rows(model: Model, objectives, q0, seed_q, problem_idx, cfg: IKCon
             break
         if should_stop is not None and should_stop():
             break
-        for l, qi, prismatic in joints:
+        for j, (l, qi, prismatic) in enumerate(joints):
+            if j and ((deadline is not None and time.perf_counter() >= deadline)
+                      or (should_stop is not None and should_stop())):
+                break  # a partial sweep: every row stays a valid configuration
             T = fk(model, q, check=False)
             Te = T[:, obj.link]
             pe_w, Re = Te[:, :3, 3], Te[:, :3, :3]

@@ -9,9 +9,13 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..backend import const, get_xp
-from ..errors import InvalidInputError
+from ..errors import InputTypeError, InvalidInputError
 from ..kinematics.fk import difference, wrap_angle
 from ..model import JointType, Model
+from ..validate import MAX_TIMEOUT, check_int, check_number, describe
+
+#: Largest ``max_iterations`` / ``stall_iterations`` accepted.
+MAX_ITERATIONS = 1_000_000_000
 
 __all__ = ["Status", "SolveMode", "IKConfig", "IKResult", "expand_seeds", "finalize_q"]
 
@@ -62,21 +66,35 @@ class IKConfig:
     stall_ratio: float = 0.9
 
     def __post_init__(self):
-        object.__setattr__(self, "solve_mode", SolveMode(self.solve_mode))
-        for name in ("position_tolerance", "orientation_tolerance"):
-            v = getattr(self, name)
-            if not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
-                raise InvalidInputError(f"{name} must be a positive number, got {v!r}")
-        if int(self.max_iterations) < 1:
-            raise InvalidInputError(f"max_iterations must be >= 1, got {self.max_iterations}")
-        if int(self.num_seeds) < 1 or int(self.num_seeds) > 100_000:
-            raise InvalidInputError(f"num_seeds must be in [1, 100000], got {self.num_seeds}")
-        if self.timeout is not None and not (math.isfinite(self.timeout) and self.timeout >= 0):
-            raise InvalidInputError(f"timeout must be >= 0 seconds or None, got {self.timeout}")
-        if int(self.stall_iterations) < 0 or not (0.0 < self.stall_ratio < 1.0):
-            raise InvalidInputError("need stall_iterations >= 0 and 0 < stall_ratio < 1")
-        if not (0 < self.lambda_min <= self.lambda_initial <= self.lambda_max):
-            raise InvalidInputError("need 0 < lambda_min <= lambda_initial <= lambda_max")
+        # every option checked for type and range here, so a bad one never reaches a solver
+        try:
+            mode = SolveMode(self.solve_mode)
+        except ValueError:
+            raise InvalidInputError(
+                f"solve_mode must be one of {[m.value for m in SolveMode]}, got "
+                f"{describe(self.solve_mode)}") from None
+        object.__setattr__(self, "solve_mode", mode)
+        for name in ("position_tolerance", "orientation_tolerance", "lambda_initial",
+                     "lambda_min", "lambda_max", "lambda_up", "lambda_down"):
+            object.__setattr__(self, name, check_number(getattr(self, name), name, low=0.0,
+                                                        low_open=True))
+        object.__setattr__(self, "timeout", check_number(self.timeout, "timeout", low=0.0,
+                                                         high=MAX_TIMEOUT, allow_none=True))
+        for name, lo, hi in (("max_iterations", 1, MAX_ITERATIONS), ("num_seeds", 1, 100_000),
+                             ("stall_iterations", 0, MAX_ITERATIONS),
+                             ("rng_seed", 0, 2**63 - 1)):
+            object.__setattr__(self, name, check_int(getattr(self, name), name, low=lo, high=hi))
+        object.__setattr__(self, "stall_ratio", check_number(self.stall_ratio, "stall_ratio",
+                                                             low=0.0, low_open=True, high=1.0))
+        if self.stall_ratio >= 1.0:
+            raise InvalidInputError(f"stall_ratio must be in (0, 1), got {self.stall_ratio}")
+        if not isinstance(self.use_fast_path, (bool, np.bool_)):
+            raise InputTypeError(f"use_fast_path must be a bool, got {describe(self.use_fast_path)}")
+        object.__setattr__(self, "use_fast_path", bool(self.use_fast_path))
+        if not (self.lambda_min <= self.lambda_initial <= self.lambda_max):
+            raise InvalidInputError("need 0 < lambda_min <= lambda_initial <= lambda_max, got "
+                                    f"{self.lambda_min}, {self.lambda_initial}, "
+                                    f"{self.lambda_max}")
 
 
 @dataclass
@@ -101,13 +119,15 @@ class IKResult:
         return float(np.mean(self.success)) if len(self) else 0.0
 
 
-INVALID_GOAL_MESSAGE = ("goal contains NaN/inf or a rotation that is not orthonormal (normalize "
-                        "the quaternion)")
+INVALID_GOAL_MESSAGE = ("goal contains NaN/inf, a position beyond 1e6 m or a rotation that is "
+                        "not orthonormal (normalize the quaternion)")
 
 
-def unsolved_message(timed_out: bool, pos_err: float, rot_err: float, cfg: IKConfig) -> str:
+def unsolved_message(timed_out: bool, pos_err: float, rot_err: float, cfg: IKConfig, *,
+                     cancelled: bool = False) -> str:
     """The message of a problem without a solution within the tolerances."""
-    return (f"{'timed out' if timed_out else 'no solution'}: best error {pos_err:.3g} m / "
+    why = "cancelled" if cancelled else "timed out" if timed_out else "no solution"
+    return (f"{why}: best error {pos_err:.3g} m / "
             f"{rot_err:.3g} rad (tolerances {cfg.position_tolerance:g} m / "
             f"{cfg.orientation_tolerance:g} rad)")
 

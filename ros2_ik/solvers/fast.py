@@ -18,8 +18,8 @@ iteration cap), with one difference in ``speed`` mode: the reference runs a prob
 by side and keeps the one that converged in the fewest iterations, this path tries them in order
 and stops at the first that converges. Both return a converged solution verified by FK; it is not
 necessarily the same one. The wall-clock deadline is checked inside the loop (every iteration)
-through the monotonic clock; ``should_stop`` is polled every millisecond by a watcher thread
-while the kernel runs, and a stop request ends every row at its next iteration.
+through the monotonic clock; ``should_stop`` is polled every millisecond by one long-lived
+poller thread while a kernel runs, and a stop request ends every row at its next iteration.
 """
 
 from __future__ import annotations
@@ -30,8 +30,9 @@ import time
 import numpy as np
 
 from ..errors import InvalidInputError, ShapeError
+from ..validate import as_float_array
 from ..kinematics.se3 import pq_to_pose
-from ..model import JointType, Model
+from ..model import MAX_VALUE, JointType, Model
 from .api import _check_seeds, solve_pose
 from .common import (INVALID_GOAL_MESSAGE, IKConfig, IKResult, SolveMode, Status,
                      clip_to_limits, restart_seeds, unsolved_message, wide_revolute)
@@ -44,7 +45,50 @@ _POSE_TYPES = (PoseObjective, PositionObjective, OrientationObjective)
 PARALLEL_MIN = 4
 VERIFY_PARALLEL_MIN = 256
 POLL_S = 0.001  # how often should_stop() is polled while a kernel runs [s]
-WATCH_MIN_WORK = 100_000  # rows x iteration cap from which a watcher thread polls should_stop
+
+
+class _Poller:
+    """One long-lived thread that polls the ``should_stop`` of every kernel running (they release
+    the GIL) every :data:`POLL_S` and raises the kernel's stop flag: cancellation is seen within
+    a few milliseconds at any problem size, and a solve pays no thread start."""
+
+    def __init__(self):
+        self._jobs: dict[int, tuple] = {}
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._thread = None
+
+    def add(self, stop, should_stop) -> None:
+        with self._lock:
+            self._jobs[id(stop)] = (stop, should_stop)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="ros2_ik-cancel",
+                                                daemon=True)
+                self._thread.start()
+            self._wake.set()
+
+    def remove(self, stop) -> None:
+        with self._lock:
+            self._jobs.pop(id(stop), None)
+            if not self._jobs:
+                self._wake.clear()
+
+    def _run(self) -> None:
+        while True:
+            self._wake.wait()
+            time.sleep(POLL_S)
+            with self._lock:
+                jobs = list(self._jobs.values())
+            for stop, should_stop in jobs:
+                try:
+                    hit = bool(should_stop())
+                except Exception:  # noqa: BLE001 - a failing callback counts as a stop request
+                    hit = True
+                if hit:
+                    stop[0] = 1
+
+
+_POLLER = _Poller()
 
 _kernels = None
 
@@ -238,27 +282,16 @@ class ChainPlan:
                 wide_revolute(m), _fparams(cfg),
                 int(cfg.max_iterations), int(K), bool(first_per_problem), int(deadline_ns))
         stop = np.zeros(1, dtype=np.int64)
-        done = threading.Event()
-        watcher = None
         if should_stop is not None and should_stop():
             stop[0] = 1
-        elif should_stop is not None and N * int(cfg.max_iterations) > WATCH_MIN_WORK:
-            # polled while the kernel runs (it releases the GIL); small solves end sooner than
-            # a watcher thread starts, so they are polled only before they start
-            def watch():
-                while not done.wait(POLL_S):
-                    if should_stop():
-                        stop[0] = 1
-                        return
-            watcher = threading.Thread(target=watch, name="ros2_ik-cancel", daemon=True)
-            watcher.start()
+        elif should_stop is not None:
+            _POLLER.add(stop, should_stop)  # polled every POLL_S while the kernel runs
         try:
             fn = k.solve_parallel if P >= PARALLEL_MIN else k.solve_serial
             fn(0, P, q, active, conv, iters, pe, re, tout, *args, stop)
         finally:
-            done.set()
-            if watcher is not None:
-                watcher.join()
+            if should_stop is not None:
+                _POLLER.remove(stop)
         cancelled = bool(stop[0])
         timed_out = bool(tout.any()) and not cancelled
         if deadline is not None and not timed_out:
@@ -314,26 +347,34 @@ class ChainSolver:
 
         Returns an :class:`IKResult` with one problem.
         """
+        T = as_float_array(target, "target", "shape (4, 4) or (7,)", np).astype(np.float64, copy=False)
         if not self.compiled:
-            return solve_pose(self.model, np.asarray(target, dtype=np.float64)[None],
-                              tips=self.tip, weights=self.weights, config=self.config,
-                              seeds=None if seed is None else np.asarray(seed)[None])
+            if seed is not None:
+                seed = as_float_array(seed, "seed", f"shape ({self.model.nq},)", np)[None]
+            return solve_pose(self.model, T[None], tips=self.tip, weights=self.weights,
+                              config=self.config, seeds=seed)
         t0 = time.perf_counter()
-        T = np.asarray(target, dtype=np.float64)
         if T.shape == (7,):
             T = pq_to_pose(T)
         elif T.shape != (4, 4):
             raise ShapeError(f"target must have shape (4, 4) or (7,) [x y z qx qy qz qw], "
                              f"got {T.shape}")
-        msg = ""
         if seed is None:
             s = self._neutral
         else:
-            s, bad, msgs = _check_seeds(self.model, np.asarray(seed, dtype=np.float64)[None], 1,
-                                        np)
+            s, bad, msgs = _check_seeds(self.model, seed, 1, np)
             s = s[0]
-            if bad[0]:
-                msg = msgs[0]
+            if bad[0]:  # as solve_pose: an invalid problem is not solved
+                nan = np.array([np.nan])
+                return IKResult(q=np.array(clip_to_limits(self.model, s[None])),
+                                success=np.array([False]), position_error=nan,
+                                orientation_error=nan.copy(), iterations=np.zeros(1, np.int64),
+                                seed_index=np.zeros(1, np.int64),
+                                status=np.array([int(Status.INVALID_INPUT)], dtype=np.int64),
+                                messages=[msgs[0]], solve_time=time.perf_counter() - t0)
+        msg = ""
+        if not np.all(np.abs(T[:3, 3]) <= MAX_VALUE):  # as PoseObjective.invalid_problems
+            T = np.full((4, 4), np.nan)  # the kernel reports it INVALID_INPUT
         cfg = self.config
         deadline_ns = -1 if cfg.timeout is None else time.monotonic_ns() + int(cfg.timeout * 1e9)
         q = np.empty(self.model.nq)
@@ -344,9 +385,7 @@ class ChainSolver:
                                 self._wide, self._fparams, int(cfg.max_iterations), deadline_ns,
                                 q, info)
         status = int(info[0])
-        if msg:
-            status = Status.INVALID_INPUT
-        elif status == Status.INVALID_INPUT:
+        if status == Status.INVALID_INPUT:
             msg = INVALID_GOAL_MESSAGE
         elif status != Status.CONVERGED:
             msg = unsolved_message(status == Status.TIMED_OUT, info[1], info[2], cfg)

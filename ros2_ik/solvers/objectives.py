@@ -20,9 +20,10 @@ import numpy as np
 
 from ..backend import const, get_xp, to_numpy
 from ..errors import InvalidInputError, ShapeError
+from ..validate import as_float_array
 from ..kinematics.jacobian import _screws, _world_jac_from_screws
 from ..kinematics.se3 import so3_log
-from ..model import Model
+from ..model import MAX_VALUE, Model
 
 __all__ = ["Objective", "EvalContext", "PoseObjective", "PositionObjective",
            "OrientationObjective", "JointLimitObjective", "PostureObjective"]
@@ -78,9 +79,15 @@ class Objective:
     def to_backend(self, xp) -> "Objective":
         return self
 
+    def take(self, start: int, stop: int) -> "Objective | None":
+        """This objective for problems ``start:stop`` only (the solvers split a large batch into
+        chunks with it), or None when it cannot be split (the batch is then solved at once).
+        Objectives without per-problem data (regularizers) return themselves."""
+        return None
+
 
 def _as_targets(targets, xp):
-    T = xp.asarray(targets, dtype=xp.float64)
+    T = as_float_array(targets, "targets", "shape (P, 4, 4) or (P, 7)", xp).astype(xp.float64, copy=False)
     if T.ndim == 2 and T.shape == (4, 4):
         T = T[None]
     if T.ndim == 2 and T.shape[-1] == 7:
@@ -94,12 +101,14 @@ def _as_targets(targets, xp):
 
 
 def _weights(weights, P, xp):
-    w = xp.asarray(weights, dtype=xp.float64)
+    w = as_float_array(weights, "weights", "shape (6,) or (P, 6)", xp).astype(xp.float64, copy=False)
     if w.ndim == 1:
         if w.shape != (6,):
             raise ShapeError(f"weights must have 6 entries (x y z rx ry rz) or shape (P, 6), "
                              f"got {tuple(w.shape)}")
-        w = xp.broadcast_to(w, (P, 6))
+        if not bool(xp.all(xp.isfinite(w))) or bool(xp.any(w < 0)):  # checked before broadcast
+            raise InvalidInputError("weights must be finite and >= 0 (0 frees an axis)")
+        return xp.broadcast_to(w, (P, 6))
     if w.shape != (P, 6):
         raise ShapeError(f"weights must have shape (6,) or ({P}, 6), got {tuple(w.shape)}")
     if not bool(to_numpy(xp.all(xp.isfinite(w) & (w >= 0)))):
@@ -141,7 +150,14 @@ class PoseObjective(Objective):
         R = xp.where(bad[:, None, None], xp.eye(3), T[:, :3, :3])
         ortho = xp.abs(xp.swapaxes(R, 1, 2) @ R - xp.eye(3)).max(axis=(1, 2)) > 1e-6
         det = xp.linalg.det(R)
-        return bad | ortho | (det < 0)
+        far = xp.any(xp.abs(xp.where(bad[:, None], 0.0, T[:, :3, 3])) > MAX_VALUE, axis=1)
+        return bad | ortho | (det < 0) | far
+
+    def take(self, start, stop):
+        o = object.__new__(type(self))
+        o.__dict__.update(self.__dict__)
+        o.targets, o.weights = self.targets[start:stop], self.weights[start:stop]
+        return o
 
     def to_backend(self, xp):
         if xp is self._xp:
@@ -179,7 +195,8 @@ class PositionObjective(PoseObjective):
 
     def __init__(self, model, link, targets, weight: float = 1.0):
         xp = get_xp(targets)
-        t = xp.asarray(targets, dtype=xp.float64)
+        t = as_float_array(targets, "targets", "shape (P, 3) points or (P, 4, 4)",
+                           xp).astype(xp.float64, copy=False)
         if t.ndim == 2 and t.shape[-1] == 3:  # points (P, 3)
             T = xp.tile(xp.eye(4), (t.shape[0], 1, 1))
             T[:, :3, 3] = t
@@ -210,6 +227,9 @@ class JointLimitObjective(Objective):
         self._qi = np.array([qi[k] for k in self._rows], dtype=np.int64)
         self.dim = int(self._rows.size)
 
+    def take(self, start, stop):
+        return self  # no per-problem data
+
     def residual(self, ctx, problem_idx):
         xp = ctx.xp
         N = ctx.q.shape[0]
@@ -239,6 +259,9 @@ class PostureObjective(Objective):
         self._qi = np.array([int(np.nonzero(model.q_to_v == cols[k])[0][0]) for k in self._rows],
                             dtype=np.int64)
         self.dim = int(self._rows.size)
+
+    def take(self, start, stop):
+        return self  # no per-problem data
 
     def residual(self, ctx, problem_idx):
         xp = ctx.xp

@@ -22,16 +22,18 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from ..errors import InvalidInputError, ShapeError
+from ..errors import InputTypeError, InvalidInputError, ShapeError
+from ..validate import MEMORY_BUDGET, as_float_array, check_memory, check_name, describe
 from ..kinematics.se3 import matrix_to_quat, pq_to_pose, quat_to_matrix, slerp
 from ..model import MAX_BATCH, Model
-from .api import solve_pose
+from .api import check_call_options, solve_pose
 from .common import IKConfig, SolveMode, Status, seed_distance
 
 __all__ = ["trajectory_seed", "interpolate_keyframes", "TrajectoryResult", "MODES"]
 
 MODES = ("parallel", "sequential")
 PARALLEL_CHUNK = 256  # nodes per solver call in parallel mode (progress and cancel between)
+_NODE_BYTES = 4 * 128  # interpolation: the targets and three (N, 4, 4)-sized temporaries
 
 
 @dataclass
@@ -43,12 +45,21 @@ class TrajectoryResult:
     status: np.ndarray             # (N,) Status values
     position_error: np.ndarray     # (N,) [m]
     orientation_error: np.ndarray  # (N,) [rad]
-    targets: np.ndarray            # (N, 4, 4) the interpolated targets
     jumps: np.ndarray              # (N-1,) wrap-aware L-inf joint change between neighbours
     max_joint_jump: float          # max of jumps (0 for a single node)
     cancelled: bool = False
     messages: list = field(default_factory=list)
     solve_time: float = 0.0
+    _targets: np.ndarray | None = field(default=None, repr=False)
+    _interp: Callable | None = field(default=None, repr=False)
+
+    @property
+    def targets(self) -> np.ndarray:
+        """(N, 4, 4) the interpolated targets (built on first use: a timeout bounds the solve,
+        not the O(N) construction of every node's target)."""
+        if self._targets is None:
+            self._targets = self._interp()
+        return self._targets
 
     @property
     def failed_nodes(self) -> np.ndarray:
@@ -56,7 +67,10 @@ class TrajectoryResult:
 
 
 def _keyframes(keyframes) -> np.ndarray:
-    k = np.asarray(keyframes, dtype=np.float64)
+    k = as_float_array(keyframes, "keyframes", "shape (M, 4, 4) or (M, 7)",
+                       np).astype(np.float64, copy=False)
+    if k.ndim >= 1 and k.shape[0] == 0:
+        raise InvalidInputError("keyframes is empty; give at least one keyframe pose")
     if k.ndim == 2 and k.shape[1] == 7:
         if not np.all(np.isfinite(k)):
             bad = int(np.nonzero(~np.all(np.isfinite(k), axis=1))[0][0])
@@ -81,14 +95,20 @@ def _keyframes(keyframes) -> np.ndarray:
 
 
 def _node_indices(node_indices, M: int) -> np.ndarray:
-    n = np.asarray(node_indices)
+    n = as_float_array(node_indices, "node_indices", f"shape ({M},) of integers", np) \
+        if not isinstance(node_indices, np.ndarray) or node_indices.dtype.kind not in "iu" \
+        else node_indices
     if n.ndim != 1 or n.shape[0] != M:
         raise ShapeError(f"node_indices must have one entry per keyframe ({M}), got shape "
                          f"{n.shape}")
-    if not np.issubdtype(n.dtype, np.integer):
+    if n.dtype.kind == "f":
         if not np.all(np.isfinite(n)) or np.any(n != np.round(n)):
             raise InvalidInputError(f"node_indices must be integers, got {n.tolist()[:10]}")
-        n = n.astype(np.int64)
+    # range first (uint64 or 2**63 - 1 would wrap when cast to int64)
+    if np.any(n < 0) or np.any(n > MAX_BATCH - 1):
+        raise InvalidInputError(f"node_indices must be in [0, {MAX_BATCH - 1}], got "
+                                f"{n.tolist()[:10]}")
+    n = n.astype(np.int64)
     if n[0] != 0:
         raise InvalidInputError(f"node_indices must start at 0 (the first keyframe is node 0), "
                                 f"got {int(n[0])}")
@@ -105,18 +125,27 @@ def interpolate_keyframes(keyframes, node_indices) -> np.ndarray:
     K = _keyframes(keyframes)
     n = _node_indices(node_indices, K.shape[0])
     N = int(n[-1]) + 1
+    check_memory(N * _NODE_BYTES, "the trajectory", f"{N} nodes",
+                 "split the path into several calls (fewer nodes per call)")
+    return _interpolate(K, n, matrix_to_quat(K[:, :3, :3]), 0, N)
+
+
+def _interpolate(K, n, qk, start: int, stop: int) -> np.ndarray:
+    """Targets (stop - start, 4, 4) of nodes start..stop-1 (``qk``: the keyframes' quaternions,
+    computed once). Any range gives the same values as the whole path."""
     if K.shape[0] == 1:
         return K.copy()
-    nodes = np.arange(N)
+    nodes = np.arange(start, stop)
     seg = np.clip(np.searchsorted(n, nodes, side="right") - 1, 0, K.shape[0] - 2)
     t = (nodes - n[seg]) / (n[seg + 1] - n[seg])
     p0, p1 = K[seg, :3, 3], K[seg + 1, :3, 3]
-    q0, q1 = matrix_to_quat(K[seg, :3, :3]), matrix_to_quat(K[seg + 1, :3, :3])
-    out = np.zeros((N, 4, 4))
+    q0, q1 = qk[seg], qk[seg + 1]
+    out = np.zeros((stop - start, 4, 4))
     out[:, :3, 3] = (1.0 - t)[:, None] * p0 + t[:, None] * p1
     out[:, :3, :3] = quat_to_matrix(slerp(q0, q1, t))
     out[:, 3, 3] = 1.0
-    out[n] = K  # keyframes exactly
+    at = (n >= start) & (n < stop)
+    out[n[at] - start] = K[at]  # keyframes exactly
     return out
 
 
@@ -141,18 +170,27 @@ def trajectory_seed(model: Model, keyframes, node_indices: Sequence[int], *,
         progress: called as ``progress(nodes_done, nodes_total, nodes_failed)`` between chunks.
     """
     t0 = time.perf_counter()
-    if mode not in MODES:
-        raise InvalidInputError(f"unknown trajectory mode {mode!r}; use one of {MODES}")
-    tip = tip or (model.tips[0] if model.tips else None)
+    if not isinstance(mode, str) or mode not in MODES:
+        raise InvalidInputError(f"unknown trajectory mode {describe(mode)}: mode must be one "
+                                f"of {MODES}")
+    tip = (model.tips[0] if model.tips else None) if tip is None else check_name(tip, "tip")
     if tip is None:
         raise InvalidInputError("no tip link given and the model has no default tip")
     model.link_index(tip)  # raises UnknownLinkError naming the valid links
-    cfg = config or IKConfig(solve_mode=SolveMode.DISTANCE)
-    targets = interpolate_keyframes(keyframes, node_indices)
-    N = targets.shape[0]
+    cfg = check_call_options(config or IKConfig(solve_mode=SolveMode.DISTANCE), solver,
+                             should_stop)
+    if progress is not None and not callable(progress):
+        raise InputTypeError(f"progress must be a callable or None, got {describe(progress)}")
+    K = _keyframes(keyframes)
+    n = _node_indices(node_indices, K.shape[0])
+    N = int(n[-1]) + 1
+    per_node = _NODE_BYTES + 8 * (2 * model.nq + 8)  # targets + q, jumps, errors, messages
+    check_memory(N * per_node, "the trajectory", f"{N} nodes",
+                 f"split the path into calls of at most {MEMORY_BUDGET // per_node} nodes")
+    qk = matrix_to_quat(K[:, :3, :3])
     if seed is None:
         seed = model.neutral_q()
-    seed = np.asarray(seed, dtype=np.float64)
+    seed = as_float_array(seed, "seed", f"shape ({model.nq},)", np).astype(np.float64, copy=False)
     if seed.shape != (model.nq,):
         raise ShapeError(f"seed must have shape ({model.nq},) (coordinates "
                          f"{list(model.q_names)}), got {seed.shape}")
@@ -164,6 +202,7 @@ def trajectory_seed(model: Model, keyframes, node_indices: Sequence[int], *,
     pe = np.full(N, np.nan)
     re = np.full(N, np.nan)
     messages = ["not solved: cancelled"] * N
+    done_targets: list = []  # the targets interpolated for the solved chunks
     done = failed = 0
     cancelled = False
 
@@ -176,8 +215,8 @@ def trajectory_seed(model: Model, keyframes, node_indices: Sequence[int], *,
     def stopped() -> bool:
         return should_stop is not None and bool(should_stop())
 
-    chunks = ([np.arange(s, min(s + PARALLEL_CHUNK, N)) for s in range(0, N, PARALLEL_CHUNK)]
-              if mode == "parallel" else [np.array([i]) for i in range(N)])
+    step = PARALLEL_CHUNK if mode == "parallel" else 1
+    chunks = (np.arange(s, min(s + step, N)) for s in range(0, N, step))
     current = seed
     for idx in chunks:
         if stopped():
@@ -185,10 +224,12 @@ def trajectory_seed(model: Model, keyframes, node_indices: Sequence[int], *,
             break
         if deadline is not None and time.perf_counter() >= deadline:
             status[idx[0]:] = int(Status.TIMED_OUT)
-            for i in range(int(idx[0]), N):
-                messages[i] = "not solved: the trajectory's timeout was reached"
+            messages[int(idx[0]):] = (["not solved: the trajectory's timeout was reached"]
+                                      * (N - int(idx[0])))
             break
-        r = solve_pose(model, targets[idx], tips=[tip], weights=weights,
+        targets = _interpolate(K, n, qk, int(idx[0]), int(idx[-1]) + 1)
+        done_targets.append(targets)
+        r = solve_pose(model, targets, tips=[tip], weights=weights,
                        seeds=seed if mode == "parallel" else current, config=remaining_cfg(),
                        solver=solver, should_stop=should_stop)
         q[idx] = r.q
@@ -210,12 +251,18 @@ def trajectory_seed(model: Model, keyframes, node_indices: Sequence[int], *,
             progress(done, N, failed)
     if stopped() and done < N:
         cancelled = True
-    if N > 1:
-        jumps = np.asarray(seed_distance(model, q[1:], q[:-1]))
-    else:
-        jumps = np.zeros(0)
+    # nodes after the last solved one all hold the seed: their jumps are 0
+    jumps = np.zeros(max(N - 1, 0))
+    if done:
+        m = min(done, N - 1)
+        jumps[:m] = np.asarray(seed_distance(model, q[1:m + 1], q[:m]))
+
+    def all_targets():
+        rest = _interpolate(K, n, qk, done, N) if done < N else np.zeros((0, 4, 4))
+        return np.concatenate(done_targets + [rest]) if done_targets else rest
+
     return TrajectoryResult(q=q, success=success, status=status, position_error=pe,
-                            orientation_error=re, targets=targets, jumps=jumps,
+                            orientation_error=re, _interp=all_targets, jumps=jumps,
                             max_joint_jump=float(jumps.max()) if jumps.size else 0.0,
                             cancelled=cancelled, messages=messages,
                             solve_time=time.perf_counter() - t0)

@@ -1,0 +1,164 @@
+"""Input validation shared by every public entry point of the core.
+
+One place decides what a bad argument gets, so every entry point answers the same way:
+
+- not an array of numbers at all (``None``, a string, a dict, an object or complex array, a
+  ragged nested list): :class:`~ros2_ik.errors.InputTypeError` (or
+  :class:`~ros2_ik.errors.ShapeError` for a ragged list), naming the argument, what was
+  expected and what came;
+- numbers of the wrong shape: :class:`~ros2_ik.errors.ShapeError`;
+- NaN, infinity, out of range, too large: :class:`~ros2_ik.errors.InvalidInputError`.
+
+Dtypes: integer, boolean and float16 arrays are promoted to float64 (float16 has a 1 mm
+resolution at 1 m: kinematics in it is silently wrong); float32 and float64 arrays keep their
+dtype. Every message starts with the argument's name.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from typing import Iterable
+
+import numpy as np
+
+from .errors import InputTypeError, InvalidInputError, ShapeError
+
+__all__ = ["as_float_array", "check_memory", "MEMORY_BUDGET", "check_number", "check_int", "check_names", "check_name",
+           "describe", "MAX_TIMEOUT"]
+
+#: Largest ``timeout`` accepted [s] (about 11.6 days): larger values overflow the monotonic
+#: clock's nanosecond deadline. Use ``None`` for "no limit".
+MAX_TIMEOUT = 1e6
+
+
+#: Peak memory one core call may plan for [bytes] (1 GiB). Batched FK, Jacobians and solves are
+#: done in chunks of rows that stay well below it, with results equal to one big call; a call
+#: whose *result* alone would exceed it (or a trajectory whose nodes would) is refused up front
+#: with an :class:`~ros2_ik.errors.InvalidInputError` that says how to split it.
+MEMORY_BUDGET = 1 << 30
+
+
+def check_memory(nbytes: int, what: str, size: str, how: str) -> None:
+    """InvalidInputError when ``nbytes`` exceeds :data:`MEMORY_BUDGET`."""
+    if nbytes > MEMORY_BUDGET:
+        raise InvalidInputError(
+            f"{what} ({size}) needs about {nbytes / 2**30:.1f} GiB, more than the memory budget "
+            f"of {MEMORY_BUDGET / 2**30:.0f} GiB (ros2_ik.validate.MEMORY_BUDGET); {how}")
+
+
+def describe(value) -> str:
+    """A short description of what came: its type, and its shape and dtype for an array."""
+    if value is None:
+        return "None"
+    shape = getattr(value, "shape", None)
+    dtype = getattr(value, "dtype", None)
+    if shape is not None and dtype is not None:
+        return f"{type(value).__name__} of shape {tuple(shape)} and dtype {dtype}"
+    r = repr(value)
+    if len(r) > 60:
+        r = r[:57] + "..."
+    return f"{type(value).__name__} {r}"
+
+
+def as_float_array(value, name: str, expected: str, xp=None):
+    """``value`` as a float array of backend ``xp`` (default: the value's own).
+
+    Raises :class:`InputTypeError` when it is not numbers (None, str, bytes, dict, set, object,
+    complex, string or datetime dtypes) and :class:`ShapeError` for a ragged nested list. Integer,
+    boolean and float16 input becomes float64; float32/float64 keep their dtype.
+    ``expected`` says what was expected (e.g. ``"shape (B, 7)"``) for the message.
+    """
+    if xp is None:
+        from .backend import get_xp  # noqa: PLC0415
+
+        xp = get_xp(value)
+    if value is None or isinstance(value, (str, bytes, dict, set, frozenset)) or callable(value):
+        raise InputTypeError(f"{name} must be an array of numbers with {expected}, got "
+                             f"{describe(value)}")
+    try:
+        a = xp.asarray(value)
+    except (ValueError, TypeError) as exc:
+        raise ShapeError(f"{name} must be an array of numbers with {expected}, got a ragged or "
+                         f"malformed {type(value).__name__} ({exc})") from None
+    kind = a.dtype.kind
+    if kind not in "biuf":
+        raise InputTypeError(f"{name} must be an array of real numbers with {expected}, got "
+                             f"{describe(a)}")
+    if kind != "f" or a.dtype.itemsize < 4:
+        a = a.astype(xp.float64)
+    return a
+
+
+def check_finite(a, name: str, xp=None) -> None:
+    """InvalidInputError when the array holds NaN or infinity."""
+    if xp is None:
+        from .backend import get_xp  # noqa: PLC0415
+
+        xp = get_xp(a)
+    if not bool(xp.all(xp.isfinite(a))):
+        raise InvalidInputError(f"{name} contains NaN or infinity; give finite numbers")
+
+
+def check_number(value, name: str, *, low: float | None = None, high: float | None = None,
+                 low_open: bool = False, allow_none: bool = False) -> float | None:
+    """A real number (not bool, not str), finite, within [low, high] (``low_open``: > low)."""
+    if value is None and allow_none:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise InputTypeError(f"{name} must be a number{' or None' if allow_none else ''}, got "
+                             f"{describe(value)}")
+    v = float(value)
+    rng = _range_text(low, high, low_open)
+    if not math.isfinite(v):
+        raise InvalidInputError(f"{name} must be a finite number{rng}, got {value!r}")
+    if low is not None and (v <= low if low_open else v < low):
+        raise InvalidInputError(f"{name} must be a number{rng}, got {value!r}")
+    if high is not None and v > high:
+        raise InvalidInputError(f"{name} must be a number{rng}, got {value!r}")
+    return v
+
+
+def check_int(value, name: str, *, low: int | None = None, high: int | None = None) -> int:
+    """An integer (Python or NumPy, not bool, not float) within [low, high]."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise InputTypeError(f"{name} must be an integer, got {describe(value)}")
+    v = int(value)
+    if (low is not None and v < low) or (high is not None and v > high):
+        raise InvalidInputError(f"{name} must be{_range_text(low, high)} (an integer), got {v}")
+    return v
+
+
+def _range_text(low, high, low_open=False) -> str:
+    if low is not None and high is not None:
+        return f" in {'(' if low_open else '['}{low:g}, {high:g}]"
+    if low is not None:
+        return f" {'>' if low_open else '>='} {low:g}"
+    if high is not None:
+        return f" <= {high:g}"
+    return ""
+
+
+def check_name(value, name: str) -> str:
+    """A single link/joint name (str)."""
+    if not isinstance(value, str):
+        raise InputTypeError(f"{name} must be a link name (str), got {describe(value)}")
+    return value
+
+
+def check_names(value, name: str, *, allow_empty: bool = False, kind: str = "link") -> list[str]:
+    """One name (str) or an iterable of names (a list, a tuple, a set, a dict's keys) -> list."""
+    if isinstance(value, str):
+        return [value]
+    if value is None or isinstance(value, (bytes, numbers.Number)) or not isinstance(
+            value, Iterable):
+        raise InputTypeError(f"{name} must be a {kind} name or a list of {kind} names, got "
+                             f"{describe(value)}")
+    out = list(value)
+    for v in out:
+        if not isinstance(v, str):
+            raise InputTypeError(f"{name} must hold {kind} names (str), got an element "
+                                 f"{describe(v)}")
+    if not out and not allow_empty:
+        raise InvalidInputError(f"{name} is empty; give at least one {kind} name")
+    return out
