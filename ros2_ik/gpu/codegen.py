@@ -827,9 +827,12 @@ def _emit_select_kernel(e: _Emit, ch: Chain, scalar: str):
 
 
 def _emit_prep_kernel(e: _Emit, ch: Chain, scalar: str):
-    """Per problem: goal check in float64 (finite, rotation orthonormal within 1e-6 and
-    right-handed, as PoseObjective.invalid_problems), targets and weights cast to S (an invalid
-    goal becomes the identity, so the batch math stays finite), active = valid && seed_ok."""
+    """Per problem: goal check in float64 (finite, position within MAX_VALUE, rotation
+    orthonormal within 1e-6 and right-handed, as PoseObjective.invalid_problems), targets and
+    weights cast to S (an invalid goal becomes the identity, so the batch math stays finite),
+    active = valid && seed_ok."""
+    from ..model import MAX_VALUE  # noqa: PLC0415
+
     T = ch.T
     e("""
 // tgt64 (P, T, 16), w64 (P, T, 6) float64 (w_stride 6T, or 0: one set for all) -> tgtS, wS; seed_ok (P,) u8 (or null: all ok);
@@ -847,6 +850,8 @@ def _emit_prep_kernel(e: _Emit, ch: Chain, scalar: str):
         e(f"for (int i = 0; i < {16 * T}; ++i) if (!(t[i] - t[i] == 0.0)) ok = false;")
         with e.block(f"for (int k = 0; ok && k < {T}; ++k)"):
             e("const double* m = t + 16 * k;")
+            e(f"if (fabs(m[3]) > {MAX_VALUE!r} || fabs(m[7]) > {MAX_VALUE!r} || "
+              f"fabs(m[11]) > {MAX_VALUE!r}) ok = false;")
             e("for (int a = 0; a < 3; ++a) for (int b = 0; b < 3; ++b) {")
             e("  const double d = m[a] * m[b] + m[4 + a] * m[4 + b] + m[8 + a] * m[8 + b];")
             e("  if (fabs(d - (a == b ? 1.0 : 0.0)) > 1e-6) ok = false; }")

@@ -387,7 +387,7 @@ def solve_pose(model: Model, targets, *, tips: Sequence[str] | str | None = None
                          f"{tuple(t.shape)}")
     if t.shape[0] == 0:
         raise InvalidInputError("empty batch: no targets given")
-    cfg = config or IKConfig()
+    cfg = check_call_options(config, solver, should_stop)
     if (xp is not np and solver == "dls" and not regularizers and cfg.use_fast_path
             and cfg.solve_mode is SolveMode.SPEED):
         from ..gpu.runtime import solver_for  # noqa: PLC0415 - CuPy input: the fused kernels

@@ -14,7 +14,6 @@ context gives you ``q``, the link poses and world Jacobians of any link (see
 
 from __future__ import annotations
 
-import math
 
 import numpy as np
 
@@ -106,7 +105,7 @@ def _weights(weights, P, xp):
         if w.shape != (6,):
             raise ShapeError(f"weights must have 6 entries (x y z rx ry rz) or shape (P, 6), "
                              f"got {tuple(w.shape)}")
-        if not bool(xp.all(xp.isfinite(w))) or bool(xp.any(w < 0)):  # checked before broadcast
+        if not bool(to_numpy(xp.all(xp.isfinite(w) & (w >= 0)))):  # checked before broadcast
             raise InvalidInputError("weights must be finite and >= 0 (0 frees an axis)")
         return xp.broadcast_to(w, (P, 6))
     if w.shape != (P, 6):
