@@ -45,6 +45,10 @@ def ros():
         client.wait_for_server(30)
         # the first solve after a fresh clone compiles kernels (tens of seconds on 2 cores)
         assert node.wait_for_log("solver warmed up", 240), node.log_text()
+        # this process's bare solves must take the same (compiled) path as the node's
+        from ros2_ik.solvers import warm_up
+
+        warm_up()
         yield types.SimpleNamespace(node=node, client=client, model=load_robot("panda"),
                                     domain=domain)
     finally:

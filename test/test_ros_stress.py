@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -105,6 +106,9 @@ def test_concurrent_clients_lose_no_answer_while_action_runs_and_model_swaps():
         if client is not None:
             client.close()
         node.stop()
+    log = node.log_text()
+    m = re.search(r"service requests: (\d+) taken", log)
+    taken = int(m.group(1)) if m else -1
 
     sent = sum(r["sent"] for r in results)
     lost = sum(r["lost"] for r in results)
@@ -117,4 +121,7 @@ def test_concurrent_clients_lose_no_answer_while_action_runs_and_model_swaps():
     assert sent == CLIENTS * REQUESTS
     assert swaps >= SWAPS, "the model was not swapped while the clients ran"
     assert lost == 0 and wrong == 0, errors
+    # the node's own count (logged when it stops): every request it took, it answered
+    assert f"service requests: {taken} taken, {taken} answered" in log, log[-2000:]
+    assert taken >= sent
     assert traj["done"] >= 1
