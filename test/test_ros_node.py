@@ -566,6 +566,30 @@ def test_parameter_changes_are_validated(ros):
     assert ros.client.set_parameters({"num_seeds": 8})[0].successful
 
 
+def test_link_parameters_must_name_a_link(ros):
+    """A tip_link / base_link the robot does not have is rejected at set time, with the valid
+    names; the parameter keeps its value and the node keeps its model."""
+    for name in ("tip_link", "base_link"):
+        res = ros.client.set_parameters({name: "no_such_link"})
+        assert not res[0].successful, name
+        assert "'no_such_link'" in res[0].reason and name in res[0].reason
+        assert "panda_hand_tcp" in res[0].reason and "panda_link0" in res[0].reason  # choices
+        assert ros.client.get_parameters([name])[0].string_value == ""
+    # a link the robot has is accepted and used as the default tip
+    assert ros.client.set_parameters({"tip_link": "panda_link8"})[0].successful
+    try:
+        assert ros.node.wait_for_log("default tip 'panda_link8'", 20)
+        q, _ = reachable(ros.model, 3, seed=21)
+        T8 = np.asarray(fk_frames(ros.model, q, ["panda_link8"]))[:, 0]
+        resp = ik(ros, ik_request(pose_to_pq(T8), compact_response=True))
+        ok = np.asarray(resp.status) == codes.SUCCESS
+        assert ok.any(), resp.message
+        assert_fk_matches(ros.model, as_f64(resp.compact_solutions).reshape(3, -1)[ok],
+                          resp.joint_names, T8[ok][:, None], tips=("panda_link8",))
+    finally:
+        assert ros.client.set_parameters({"tip_link": ""})[0].successful
+
+
 # ---------------------------------------------------------------------- markers, diagnostics
 def test_markers_for_ik_requests(ros):
     from visualization_msgs.msg import Marker, MarkerArray

@@ -647,7 +647,8 @@ class KinematicsNode(Node):
     def destroy_node(self):
         self.stop()
         self.get_logger().info(f"service requests: {self._taken} taken, {self._answered} "
-                               "answered")
+                               f"answered; joint_states: {self._js_version} messages, "
+                               f"{self.joint_state_sources} name sets kept")
         for pool in (getattr(self, "_pool", None), getattr(self, "_goal_pool", None),
                      getattr(self, "_action_pool", None)):
             if pool is not None:

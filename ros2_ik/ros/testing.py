@@ -232,6 +232,20 @@ class Client:
         finally:
             self.node.destroy_client(cli)
 
+    def get_parameters(self, names, timeout: float = 10.0) -> list:
+        """Values (rclpy ParameterValue messages) of parameters of the server node."""
+        from rcl_interfaces.srv import GetParameters  # noqa: PLC0415
+
+        cli = self.node.create_client(GetParameters, f"{self.ns}/get_parameters")
+        try:
+            if not cli.wait_for_service(timeout_sec=timeout):
+                raise TimeoutError(f"{self.ns}/get_parameters not available")
+            req = GetParameters.Request()
+            req.names = list(names)
+            return list(self.call(cli, req, timeout).values)
+        finally:
+            self.node.destroy_client(cli)
+
     # ------------------------------------------------------------------ topics
     def publisher(self, msg_type, topic: str, qos=10):
         key = (msg_type, topic)
