@@ -123,6 +123,27 @@ def test_ik_matches_bare_solver(ros):
     np.testing.assert_allclose(Q, bare.q, atol=1e-12)
 
 
+def test_one_goal_answer_equals_the_prepared_solver(ros):
+    """A one-goal request (solved by a prepared ChainSolver in the node): the same answer as a
+    bare ChainSolver with the node's options and the request's seed, FK-verified."""
+    from ros2_ik.ros.params import Settings, ik_config
+    from ros2_ik.solvers import ChainSolver
+
+    model = ros.model
+    q_seed = model.neutral_q() + 0.1
+    prepared = ChainSolver(model, TIP, ik_config(Settings.from_values()))
+    for k in range(5):
+        _, T = reachable(model, 1, seed=40 + k)
+        resp = ik(ros, ik_request(pose_to_pq(T), compact_response=True,
+                                  seed=joint_state(model.q_names, q_seed)))
+        bare = prepared.solve(pose_to_pq(T)[0], q_seed)
+        assert resp.status[0] == bare.status[0]
+        Q = as_f64(resp.compact_solutions).reshape(1, model.nq)
+        np.testing.assert_allclose(Q, bare.q, atol=1e-12)
+        if resp.status[0] == codes.SUCCESS:
+            assert_fk_matches(model, Q, resp.joint_names, T[:, None])
+
+
 @pytest.mark.parametrize("solver", __import__("ros2_ik.solvers", fromlist=["x"]).SOLVERS)
 def test_ik_every_solver(ros, solver):
     model = ros.model
