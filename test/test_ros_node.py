@@ -675,6 +675,40 @@ def test_moveit_absent_is_logged_once(ros):
     assert ros.node.log_text().count("moveit_msgs is not importable") == 1
 
 
+def test_ready_is_logged_after_the_warm_up(ros):
+    assert ros.node.wait_for_log("]: ready: ", 10), ros.node.log_text()[-2000:]
+    log = ros.node.log_text()
+    assert log.index("serving (warming up") < log.index("solver warmed up") \
+        < log.index("]: ready: ")
+
+
+def test_cold_node_serves_by_the_reference_path_while_compiling(tmp_path):
+    """With an empty Numba cache the node answers at once (reference path), not TIMED_OUT for
+    a compilation, and does not claim to be ready before the compiled solver is loaded."""
+    model = load_robot("panda")
+    domain = random_domain_id()
+    node = NodeProcess(domain, params={"robot": "panda"},
+                       env={"NUMBA_CACHE_DIR": str(tmp_path / "numba-cache")})
+    client = None
+    try:
+        client = Client(domain)
+        client.wait_for_server(30)
+        q, T = reachable(model, 3, seed=50)
+        resp = client.call(client.ik, ik_request(pose_to_pq(T), compact_response=True,
+                                                 num_seeds=8, timeout=10.0), timeout=60)
+        assert "]: ready: " not in node.log_text(), "ready before the kernels were compiled"
+        status = np.asarray(resp.status)
+        assert set(status.tolist()) <= {codes.SUCCESS, codes.NO_IK_SOLUTION}, resp.message
+        ok = status == codes.SUCCESS
+        assert ok.any(), resp.message
+        assert_fk_matches(model, as_f64(resp.compact_solutions).reshape(3, -1)[ok],
+                          resp.joint_names, T[ok][:, None])
+    finally:
+        if client is not None:
+            client.close()
+        node.stop()
+
+
 def test_node_survived_and_exits_cleanly(ros):
     assert ros.node.alive()
     log = ros.node.log_text()

@@ -93,8 +93,6 @@ class KinematicsNode(Node):
         self._model_lock = threading.Lock()
         self._robot: LoadedRobot | None = None
         self._urdf: str | None = None
-        self._joint_names: list[str] = []
-        self._joint_pos = np.zeros(0)
         self._stopping = False
         self._pending_robot: tuple[LoadedRobot, str] | None = None
         self._warm = threading.Event()  # set when the current model's warm-up solve is done
@@ -178,12 +176,10 @@ class KinematicsNode(Node):
             f"services {self.resolve_service_name('~/compute_ik')} (and compute_fk, "
             f"compute_jacobian), action {self.resolve_service_name('~/trajectory_seed')}, "
             f"backend {self._backend}; model: {model}")
-        if self._robot is None:
-            self._log_ready()  # nothing to warm up before a model arrives
-        else:
-            self.get_logger().info(
-                f"serving (warming up: until the compiled solver is loaded, requests are solved "
-                f"by the reference path): {self._ready_text}")
+        # 'ready' is logged by the warm-up of the first model (requests are served meanwhile)
+        self.get_logger().info(
+            "serving (warming up: until the compiled solver is loaded, requests are solved by "
+            f"the reference path): {self._ready_text}")
 
     # ================================================================== model
     @staticmethod

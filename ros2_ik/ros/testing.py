@@ -76,7 +76,8 @@ class NodeProcess:
 
     def __init__(self, domain_id: int, *, params: Mapping[str, Any] | None = None,
                  params_file: str | os.PathLike | None = REPO_ROOT / "config" / "ros2_ik.yaml",
-                 node_name: str = "ros2_ik", log_level: str = "info"):
+                 node_name: str = "ros2_ik", log_level: str = "info",
+                 env: Mapping[str, str] | None = None):
         self.domain_id = domain_id
         self.node_name = node_name
         self._log = tempfile.NamedTemporaryFile(prefix="ros2_ik_node_", suffix=".log",
@@ -89,7 +90,7 @@ class NodeProcess:
         for k, v in (params or {}).items():
             cmd += ["-p", _param_arg(k, v)]
         self.cmd = cmd
-        env = dict(os.environ)
+        env = dict(os.environ, **(env or {}))
         env["ROS_DOMAIN_ID"] = str(domain_id)
         env.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
         env["PYTHONUNBUFFERED"] = "1"
