@@ -74,6 +74,12 @@ FEEDBACK_PERIOD = 0.05  # [s] fewest seconds between two action feedback message
 #: shared by every client of a service)
 SERVICE_QOS = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE,
                          durability=DurabilityPolicy.VOLATILE)
+# answered on the executor thread: a one-goal IK with at most this many seeds x iterations
+# (the compiled solve of an unreachable goal then stays within a few milliseconds), FK of a
+# few states, any Jacobian
+INLINE_IK_SEEDS = 64
+INLINE_IK_ITERATIONS = 200
+INLINE_FK = 8  # states (friendly form) + joint values (compact form)
 SERVICE_WORKERS = 4  # threads solving service requests (a long one leaves the others free)
 ACTION_WORKERS = 2   # threads running trajectory goals
 JOINT_STATE_SOURCES = 8  # joint_states: latest message kept per set of names, for this many sets
@@ -145,9 +151,11 @@ class KinematicsNode(Node):
         self._diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
 
         # ---- services and action
-        self._service(ComputeIK, "~/compute_ik", self._srv_compute_ik)
-        self._service(ComputeFK, "~/compute_fk", self._srv_compute_fk)
-        self._service(ComputeJacobian, "~/compute_jacobian", self._srv_compute_jacobian)
+        self._service(ComputeIK, "~/compute_ik", self._srv_compute_ik, inline=self._small_ik)
+        self._service(ComputeFK, "~/compute_fk", self._srv_compute_fk,
+                      inline=lambda r: len(r.states) + len(r.compact_positions) <= INLINE_FK)
+        self._service(ComputeJacobian, "~/compute_jacobian", self._srv_compute_jacobian,
+                      inline=lambda r: True)
         self._action = WorkerActionServer(
             self, TrajectorySeed, "~/trajectory_seed", self._run_trajectory,
             submit=self._action_pool.submit, post=self._post,
@@ -400,14 +408,36 @@ class KinematicsNode(Node):
         else:
             ex.create_task(fn, *args)
 
-    def _service(self, srv_type, name: str, handler):
+    def _small_ik(self, req) -> bool:
+        """A one-goal, one-tip ComputeIK request for the compiled solver with few seeds: it
+        takes well under a millisecond, less than a hand-off to a worker costs."""
+        s = self._settings
+        return (fast.is_warm() and len(req.goals) + len(req.compact_goals) // 7 <= 1
+                and len(req.tip_links) <= 1 and (req.solver or s.solver) == "dls"
+                and (req.num_seeds or s.num_seeds) <= INLINE_IK_SEEDS
+                and s.max_iterations <= INLINE_IK_ITERATIONS)
+
+    def _service(self, srv_type, name: str, handler, inline=None):
         """A service whose requests are solved in the worker pool on a :class:`NodeExecutor`
-        (answered from the executor thread), and inline on any other executor."""
+        (answered from the executor thread), and inline on any other executor. Requests for
+        which ``inline(request)`` is true are answered at once on the executor thread (small
+        ones, bounded: a hand-off would cost more than the work)."""
         srv = self.create_service(srv_type, name, handler, qos_profile=SERVICE_QOS,
                                   callback_group=self._cb_services)
 
         def defer(request, header) -> None:
             self._taken += 1
+            if inline is not None and inline(request):
+                response = None
+                try:
+                    response = handler(request, srv_type.Response())
+                finally:
+                    if response is None:
+                        response = srv_type.Response()
+                        _set_failure(response, "internal error: the handler returned nothing; "
+                                               "the node keeps serving")
+                    self._send_response(srv, response, header)
+                return
             def job():
                 response = None
                 try:
