@@ -184,6 +184,19 @@ class Client:
                 raise TimeoutError(f"service {c.srv_name} not available after {timeout} s")
         if not self.traj.wait_for_server(timeout_sec=max(0.1, end - time.monotonic())):
             raise TimeoutError(f"action {self.ns}/trajectory_seed not available")
+        # A service is "available" once the node's request reader matched this client; the
+        # reply path (the node's reply writer -> this client's reader) may be matched later, and
+        # a reply sent before that is lost (seen: the very first request of one client in
+        # 8 x 500, the node's own count showing it answered). Make one round trip first.
+        for client in (self.ik, self.fk, self.jac):
+            while True:
+                try:
+                    self.call(client, client.srv_type.Request(), timeout=2.0)
+                    break
+                except TimeoutError:
+                    if time.monotonic() > end:
+                        raise TimeoutError(f"no reply from {client.srv_name} within "
+                                           f"{timeout} s") from None
 
     @staticmethod
     def wait_future(fut, timeout: float):
