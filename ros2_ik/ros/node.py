@@ -80,6 +80,9 @@ SERVICE_QOS = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE,
 INLINE_IK_SEEDS = 64
 INLINE_IK_ITERATIONS = 200
 INLINE_FK = 8  # states (friendly form) + joint values (compact form)
+#: depth of the ~/goal subscription and the ~/solution publisher: 1 s of a 100 Hz stream, so
+#: that no goal or solution is dropped while the executor thread (or a subscriber) is held up
+GOAL_QUEUE = 100
 SERVICE_WORKERS = 4  # threads solving service requests (a long one leaves the others free)
 ACTION_WORKERS = 2   # threads running trajectory goals
 JOINT_STATE_SOURCES = 8  # joint_states: latest message kept per set of names, for this many sets
@@ -144,9 +147,9 @@ class KinematicsNode(Node):
                                  ROBOT_DESCRIPTION_QOS, callback_group=self._cb_model)
         self.create_subscription(JointState, "joint_states", self._on_joint_states,
                                  qos_profile_sensor_data, callback_group=self._cb_joints)
-        self.create_subscription(PoseStamped, "~/goal", self._on_goal, 10,
+        self.create_subscription(PoseStamped, "~/goal", self._on_goal, GOAL_QUEUE,
                                  callback_group=self._cb_goal)
-        self._solution_pub = self.create_publisher(JointState, "~/solution", 10)
+        self._solution_pub = self.create_publisher(JointState, "~/solution", GOAL_QUEUE)
         self._markers_pub = self.create_publisher(MarkerArray, "~/markers", 1)
         self._diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
 
