@@ -43,15 +43,11 @@ COLD = textwrap.dedent("""
 """)
 
 WARM = textwrap.dedent("""
-    import json, os, time
-    import numpy as np
-    from ros2_ik import load_robot
-    from ros2_ik.solvers import IKConfig, fast, solve_pose, warm_up
+    import json
+    from ros2_ik.solvers import fast, warm_up
 
     before = fast.is_warm()
     spent = warm_up()
-    model = load_robot("panda")
-    plan = fast.plan(model, [], (), IKConfig(timeout=0.01), "dls", np)
     print(json.dumps({"before": before, "spent": spent, "after": fast.is_warm(),
                       "again": warm_up()}), flush=True)
 """)
