@@ -2,11 +2,14 @@
 
     python bench/bench_node.py [--robot panda] [--batch 10000] [--seeds 4]
 
-1. single goal: median round trip of a one-goal ComputeIK call (compact and friendly form)
-   through the node vs the median bare ``solve_pose`` call with the same goal and options;
-2. batch: one ComputeIK request of ``--batch`` goals (compact form) end to end vs the bare
+1. single goal, the node's default options (32 seeds): median round trip of a one-goal
+   ComputeIK call (compact and friendly form) through the node vs the bare prepared solve
+   (``ChainSolver``) and the bare ``solve_pose`` call with the same goal and options, and a
+   ComputeJacobian round trip (no solve: the service floor); the overheads as differences;
+2. joint_states at 1 kHz from another process: 1-goal round trip p50 / p99 idle and under it;
+3. batch: one ComputeIK request of ``--batch`` goals (compact form) end to end vs the bare
    solver on the same goals: wall time and goals/s;
-3. the compact conversion of 100,000 goals: flat field -> validated (N, 7) array, solutions
+4. the compact conversion of 100,000 goals: flat field -> validated (N, 7) array, solutions
    -> flat field, and rclpy (de)serialization of such a request.
 
 The success rate of each measured solve is printed and asserted (>= 80 %); speed is only
@@ -30,19 +33,31 @@ from ros2_ik import load_robot  # noqa: E402
 from ros2_ik.kinematics import fk_frames, pose_to_pq  # noqa: E402
 from ros2_ik.ros.robot import default_tip_of  # noqa: E402
 from ros2_ik.ros.params import Settings, ik_config  # noqa: E402
-from ros2_ik.solvers import solve_pose  # noqa: E402
+from ros2_ik.solvers import ChainSolver, solve_pose, warm_up  # noqa: E402
 
 MIN_SUCCESS = 0.8
 
 
-def _median_call(fn, n: int) -> float:
+def _calls(fn, n: int) -> list[float]:
     fn()
     times = []
     for _ in range(n):
         t = time.perf_counter()
         fn()
         times.append(time.perf_counter() - t)
-    return statistics.median(times)
+    return times
+
+
+def _median_call(fn, n: int) -> float:
+    return statistics.median(_calls(fn, n))
+
+
+def _p99(times) -> float:
+    return float(np.percentile(times, 99))
+
+
+def _load() -> str:
+    return "load average " + " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 def main(argv=None) -> int:
@@ -55,24 +70,29 @@ def main(argv=None) -> int:
 
     import rclpy
     from rclpy.serialization import deserialize_message, serialize_message
-    from ros2_ik_interfaces.srv import ComputeIK
+    from ros2_ik_interfaces.srv import ComputeIK, ComputeJacobian
 
     from ros2_ik.ros import codes
     from ros2_ik.ros.conversions import as_f64, check_poses, f64_array, pq_to_pose_stamped
     from ros2_ik.ros.testing import Client, NodeProcess, ik_request, random_domain_id
 
     print(banner(f"bench_node robot={args.robot} batch={args.batch} seeds={args.seeds}"))
-    print(f"rclpy from {os.path.dirname(rclpy.__file__)}, RMW "
+    from importlib.metadata import version
+
+    print(f"rclpy {version('ros-rclpy')} from {os.path.dirname(rclpy.__file__)}, RMW "
           f"{os.environ.get('RMW_IMPLEMENTATION', 'default (rmw_fastrtps_cpp)')}")
+    print(f"{_load()} (at start)")
+    warm_up()
     model = load_robot(args.robot)
     tip = default_tip_of(model)
     rng = np.random.default_rng(0)
     # the node's own mapping from its parameters to IKConfig, so both sides solve alike
+    cfg1 = ik_config(Settings.from_values({"timeout": 60.0}))  # the node's default seeds
     cfg = ik_config(Settings.from_values({"timeout": 60.0}), num_seeds=args.seeds)
     seed = model.neutral_q()
 
     domain = random_domain_id()
-    node = NodeProcess(domain, params={"robot": args.robot, "num_seeds": args.seeds,
+    node = NodeProcess(domain, params={"robot": args.robot,
                                        "timeout": 60.0, "markers.enabled": False,
                                        "max_batch": max(100_000, args.batch)},
                        log_level="info")
@@ -84,33 +104,89 @@ def main(argv=None) -> int:
         while "warmed up" not in node.log_text() and time.monotonic() < deadline:
             time.sleep(0.1)
 
-        # ---- 1. single goal
+        # ---- 1. single goal, the node's default options
         q1 = model.random_q(rng, 1)
         T1 = np.asarray(fk_frames(model, q1, [tip]))[:, 0]
         pq1 = pose_to_pq(T1)
         req_c = ik_request(pq1, compact_response=True)
         req_f = ik_request(goals=pq_to_pose_stamped(pq1, model.base))
-        bare1 = _median_call(lambda: solve_pose(model, pq1[:, None], tips=[tip], seeds=seed,
-                                                config=cfg),
-                             args.calls)
-        node_c = _median_call(lambda: client.call(client.ik, req_c), args.calls)
-        node_f = _median_call(lambda: client.call(client.ik, req_f), args.calls)
-        from ros2_ik_interfaces.srv import ComputeJacobian
+        # a client that spins in the calling thread (no cross-thread wake-up on its side)
+        from rclpy.executors import SingleThreadedExecutor
 
+        from ros2_ik.ros.testing import CLIENT_QOS
+
+        direct = rclpy.create_node("bench_direct_client", context=client.context)
+        direct_ex = SingleThreadedExecutor(context=client.context)
+        direct_ex.add_node(direct)
+        d_ik = direct.create_client(ComputeIK, "/ros2_ik/compute_ik", qos_profile=CLIENT_QOS)
+        d_jac = direct.create_client(ComputeJacobian, "/ros2_ik/compute_jacobian",
+                                     qos_profile=CLIENT_QOS)
+        d_ik.wait_for_service(timeout_sec=20)
+        d_jac.wait_for_service(timeout_sec=20)
+
+        def direct_call(cli, req):
+            fut = cli.call_async(req)
+            direct_ex.spin_until_future_complete(fut, timeout_sec=30)
+            if not fut.done():
+                raise TimeoutError("no answer within 30 s")
+            return fut.result()
+
+        prepared = ChainSolver(model, tip, cfg1)
+        bare_p = _median_call(lambda: prepared.solve(pq1[0], seed), args.calls)
+        bare1 = _median_call(lambda: solve_pose(model, pq1[:, None], tips=[tip], seeds=seed,
+                                                config=cfg1),
+                             args.calls)
+        node_times = _calls(lambda: client.call(client.ik, req_c), args.calls)
+        node_c = statistics.median(node_times)
+        node_f = _median_call(lambda: client.call(client.ik, req_f), args.calls)
+        direct_times = _calls(lambda: direct_call(d_ik, req_c), args.calls)
+        node_d = statistics.median(direct_times)
+        floor_d = _median_call(lambda: direct_call(d_jac, ComputeJacobian.Request()),
+                               args.calls)
         floor = _median_call(lambda: client.call(client.jac, ComputeJacobian.Request()),
                              args.calls)
         r = client.call(client.ik, req_c)
-        print(f"\n1. single goal ({tip}, {args.seeds} seeds), median of {args.calls} calls; "
-              f"status {codes.name_of(r.status[0])}")
-        print(f"   bare solve_pose               {1e3 * bare1:8.3f} ms")
-        print(f"   node ComputeIK, compact       {1e3 * node_c:8.3f} ms   "
-              f"(overhead {1e3 * (node_c - bare1):+.3f} ms)")
-        print(f"   node ComputeIK, PoseStamped   {1e3 * node_f:8.3f} ms   "
-              f"(overhead {1e3 * (node_f - bare1):+.3f} ms)")
+        print(f"\n1. single goal ({tip}, the node's default {cfg1.num_seeds} seeds), median of "
+              f"{args.calls} calls; status {codes.name_of(r.status[0])}")
+        print(f"   bare prepared solve (ChainSolver) {1e3 * bare_p:8.3f} ms")
+        print(f"   bare solve_pose                   {1e3 * bare1:8.3f} ms")
+        print(f"   node ComputeIK, compact           {1e3 * node_c:8.3f} ms   "
+              f"(round trip - prepared solve = {1e3 * (node_c - bare_p):+.3f} ms; goal <= +1 ms)")
+        print(f"   node ComputeIK, PoseStamped       {1e3 * node_f:8.3f} ms   "
+              f"(round trip - prepared solve = {1e3 * (node_f - bare_p):+.3f} ms)")
+        print("   with a client spinning in the calling thread (no cross-thread wake-up):")
+        print(f"   node ComputeIK, compact           {1e3 * node_d:8.3f} ms   "
+              f"(round trip - prepared solve = {1e3 * (node_d - bare_p):+.3f} ms, ratio "
+              f"{node_d / bare_p:.1f}; goal <= +1 ms)")
+        print(f"   node ComputeJacobian (the floor)  {1e3 * floor_d:8.3f} ms")
         print(f"   node ComputeJacobian (no solve: the service round-trip floor) "
               f"{1e3 * floor:.3f} ms")
+        print(f"   {_load()}")
 
-        # ---- 2. batch
+        # ---- 2. joint_states at 1 kHz from another process
+        pub_script = os.path.join(os.path.dirname(__file__), "..", "test",
+                                  "joint_states_publisher.py")
+        if args.robot == "panda" and os.path.exists(pub_script):
+            import subprocess
+
+            pub = subprocess.Popen([sys.executable, pub_script, str(domain), "8", "1000"],
+                                   stdout=subprocess.PIPE, text=True)
+            time.sleep(2.0)
+            busy = _calls(lambda: direct_call(d_ik, req_c), min(args.calls, 1000))
+            out, _ = pub.communicate(timeout=60)
+            import json
+
+            sent = json.loads(out.strip().splitlines()[-1])
+            print(f"\n2. 1-goal ComputeIK with joint_states at {sent['rate']:.0f} Hz from another "
+                  f"process (panda joints + 20 new foreign names per message)")
+            print(f"   idle           p50 {1e3 * node_d:7.3f} ms   p99 "
+                  f"{1e3 * _p99(direct_times):7.3f} ms   (client spinning in the calling "
+                  "thread)")
+            print(f"   joint_states   p50 {1e3 * statistics.median(busy):7.3f} ms   p99 "
+                  f"{1e3 * _p99(busy):7.3f} ms   (p99 rise "
+                  f"{1e3 * (_p99(busy) - _p99(direct_times)):+.3f} ms; goal <= +2 ms)")
+
+        # ---- 3. batch
         N = args.batch
         qN = model.random_q(rng, N)
         TN = np.asarray(fk_frames(model, qN, [tip]))[:, 0]
@@ -118,12 +194,12 @@ def main(argv=None) -> int:
         t = time.perf_counter()
         bare = solve_pose(model, pqN[:, None], tips=[tip], seeds=seed, config=cfg)
         t_bare = time.perf_counter() - t
-        reqN = ik_request(pqN, compact_response=True)
+        reqN = ik_request(pqN, compact_response=True, num_seeds=args.seeds)
         t = time.perf_counter()
         resp = client.call(client.ik, reqN, timeout=600)
         t_node = time.perf_counter() - t
         ok_node = float(np.mean(np.asarray(resp.status) == codes.SUCCESS))
-        print(f"\n2. one request of {N} goals, compact form, {args.seeds} seeds")
+        print(f"\n3. one request of {N} goals, compact form, {args.seeds} seeds")
         print(f"   bare solve_pose   {t_bare:8.3f} s  {N / t_bare:12.0f} goals/s  "
               f"success {bare.success_rate:.3f}")
         print(f"   node end to end   {t_node:8.3f} s  {N / t_node:12.0f} goals/s  "
@@ -132,7 +208,7 @@ def main(argv=None) -> int:
             if rate < MIN_SUCCESS:
                 failures.append(f"{label} success rate {rate:.3f} < {MIN_SUCCESS}")
 
-        # ---- 3. compact conversion of 100,000 goals
+        # ---- 4. compact conversion of 100,000 goals
         M = 100_000
         pqM = pose_to_pq(np.asarray(fk_frames(model, model.random_q(rng, M), [tip]))[:, 0])
         msg = ComputeIK.Request()
@@ -144,13 +220,16 @@ def main(argv=None) -> int:
         t_ser = timeit(lambda: serialize_message(msg))
         raw = serialize_message(msg)
         t_de = timeit(lambda: deserialize_message(raw, ComputeIK.Request))
-        print(f"\n3. compact conversion, {M} goals ({M * 7 * 8 / 1e6:.1f} MB)")
+        print(f"\n4. compact conversion, {M} goals ({M * 7 * 8 / 1e6:.1f} MB)")
         print(f"   ndarray -> float64[] field          {1e3 * t_in:8.2f} ms")
         print(f"   field -> validated (N, 7) array     {1e3 * t_parse:8.2f} ms")
         print(f"   {M} x {model.nq} solutions -> field   {1e3 * t_out:8.2f} ms")
         print(f"   rclpy serialize request           {1e3 * t_ser:8.2f} ms")
         print(f"   rclpy deserialize request         {1e3 * t_de:8.2f} ms")
+        print(f"\n{_load()} (at the end)")
     finally:
+        if "direct" in locals():
+            direct.destroy_node()
         client.close()
         node.stop()
     if failures:

@@ -1,6 +1,6 @@
 """Live demo: the ros2_ik node on a bundled robot, used through its ROS 2 interfaces.
 
-Starts ``KinematicsNode`` in this process (on a MultiThreadedExecutor thread) and a client
+Starts ``KinematicsNode`` in this process (on its own executor, in a thread) and a client
 node beside it, then, over DDS: a batch of reachable goals through ``~/compute_ik``, an FK and
 a Jacobian call, and a trajectory seed through the ``~/trajectory_seed`` action with feedback.
 Every answer is checked here by forward kinematics. Exit code 0 only when all of it worked.
@@ -41,7 +41,6 @@ def _check(ok: bool, what: str, failures: list) -> None:
 def run(args) -> int:
     import rclpy
     from rclpy.action import ActionClient
-    from rclpy.executors import MultiThreadedExecutor
     from rclpy.parameter import Parameter
 
     from ros2_ik_interfaces.action import TrajectorySeed
@@ -50,15 +49,15 @@ def run(args) -> int:
     from .kinematics import fk_frames, jacobian, pose_error, pose_to_pq
     from .ros import codes
     from .ros.conversions import as_f64, f64_array, pq_to_pose_stamped, sec_to_duration
-    from .ros.node import KinematicsNode
-    from .ros.testing import joint_state
+    from .ros.node import KinematicsNode, make_executor
+    from .ros.testing import CLIENT_QOS, joint_state
     from .solvers import interpolate_keyframes
 
     failures: list[str] = []
     domain = args.domain_id
     ctx = rclpy.Context()
     rclpy.init(context=ctx, domain_id=domain)
-    executor = MultiThreadedExecutor(num_threads=6, context=ctx)
+    executor = make_executor(context=ctx)
     server = client = None
     try:
         t0 = time.perf_counter()
@@ -75,9 +74,10 @@ def run(args) -> int:
         spin = threading.Thread(target=executor.spin, daemon=True)
         spin.start()
         ns = f"/{server.get_name()}"
-        ik = client.create_client(ComputeIK, f"{ns}/compute_ik")
-        fk = client.create_client(ComputeFK, f"{ns}/compute_fk")
-        jac = client.create_client(ComputeJacobian, f"{ns}/compute_jacobian")
+        ik = client.create_client(ComputeIK, f"{ns}/compute_ik", qos_profile=CLIENT_QOS)
+        fk = client.create_client(ComputeFK, f"{ns}/compute_fk", qos_profile=CLIENT_QOS)
+        jac = client.create_client(ComputeJacobian, f"{ns}/compute_jacobian",
+                                   qos_profile=CLIENT_QOS)
         traj = ActionClient(client, TrajectorySeed, f"{ns}/trajectory_seed")
         for c in (ik, fk, jac):
             if not c.wait_for_service(timeout_sec=20.0):

@@ -6,7 +6,9 @@
 #   2. ros2_ik_interfaces, built with cmake/make in build/ros2_ik_interfaces and installed
 #      into the venv (the venv is a ROS install prefix);
 #   3. ros2_ik, installed editable, laid out like a colcon --symlink-install: console scripts
-#      in .venv/bin and .venv/lib/ros2_ik, and share/ros2_ik + the ament index entry.
+#      in .venv/bin and .venv/lib/ros2_ik, and share/ros2_ik + the ament index entry;
+#   4. the solver's Numba kernels compiled once into their disk cache (a minute or two the
+#      first time; afterwards they only load, in about 2 s).
 # Each step is skipped when a stamp keyed on a hash of its inputs is current, so a second
 # run takes a few seconds. Afterwards: `. scripts/env.sh`.
 #
@@ -206,6 +208,17 @@ print(" ".join(e.name for e in distribution("ros2_ik").entry_points if e.group =
   step ament-layout layout
   stamp package "$pkg_key"
 fi
+
+# ---- 4. compiled solver kernels -------------------------------------------------------------
+# Numba compiles the fast path's kernels at first use (minutes on a small machine) and caches
+# them on disk: in ros2_ik/solvers/__pycache__ (or under NUMBA_CACHE_DIR when set). Done here,
+# once, so that the node and library calls start in seconds; when the cache is current this
+# only loads it (about 2 s).
+warm_kernels() {
+  (cd / && "$VPY" -c 'from ros2_ik.solvers import warm_up; print(f"kernels ready in {warm_up():.1f} s")')
+}
+say "solver kernels: loading / compiling into Numba's cache (${NUMBA_CACHE_DIR:-ros2_ik/solvers/__pycache__})"
+step numba-cache warm_kernels
 
 # ---- check -----------------------------------------------------------------------------------
 check() {

@@ -45,6 +45,10 @@ def ros():
         client.wait_for_server(30)
         # the first solve after a fresh clone compiles kernels (tens of seconds on 2 cores)
         assert node.wait_for_log("solver warmed up", 240), node.log_text()
+        # this process's bare solves must take the same (compiled) path as the node's
+        from ros2_ik.solvers import warm_up
+
+        warm_up()
         yield types.SimpleNamespace(node=node, client=client, model=load_robot("panda"),
                                     domain=domain)
     finally:
@@ -117,6 +121,27 @@ def test_ik_matches_bare_solver(ros):
     np.testing.assert_array_equal(np.asarray(resp.status), bare.status)
     Q = as_f64(resp.compact_solutions).reshape(50, model.nq)
     np.testing.assert_allclose(Q, bare.q, atol=1e-12)
+
+
+def test_one_goal_answer_equals_the_prepared_solver(ros):
+    """A one-goal request (solved by a prepared ChainSolver in the node): the same answer as a
+    bare ChainSolver with the node's options and the request's seed, FK-verified."""
+    from ros2_ik.ros.params import Settings, ik_config
+    from ros2_ik.solvers import ChainSolver
+
+    model = ros.model
+    q_seed = model.neutral_q() + 0.1
+    prepared = ChainSolver(model, TIP, ik_config(Settings.from_values()))
+    for k in range(5):
+        _, T = reachable(model, 1, seed=40 + k)
+        resp = ik(ros, ik_request(pose_to_pq(T), compact_response=True,
+                                  seed=joint_state(model.q_names, q_seed)))
+        bare = prepared.solve(pose_to_pq(T)[0], q_seed)
+        assert resp.status[0] == bare.status[0]
+        Q = as_f64(resp.compact_solutions).reshape(1, model.nq)
+        np.testing.assert_allclose(Q, bare.q, atol=1e-12)
+        if resp.status[0] == codes.SUCCESS:
+            assert_fk_matches(model, Q, resp.joint_names, T[:, None])
 
 
 @pytest.mark.parametrize("solver", __import__("ros2_ik.solvers", fromlist=["x"]).SOLVERS)
@@ -562,6 +587,30 @@ def test_parameter_changes_are_validated(ros):
     assert ros.client.set_parameters({"num_seeds": 8})[0].successful
 
 
+def test_link_parameters_must_name_a_link(ros):
+    """A tip_link / base_link the robot does not have is rejected at set time, with the valid
+    names; the parameter keeps its value and the node keeps its model."""
+    for name in ("tip_link", "base_link"):
+        res = ros.client.set_parameters({name: "no_such_link"})
+        assert not res[0].successful, name
+        assert "'no_such_link'" in res[0].reason and name in res[0].reason
+        assert "panda_hand_tcp" in res[0].reason and "panda_link0" in res[0].reason  # choices
+        assert ros.client.get_parameters([name])[0].string_value == ""
+    # a link the robot has is accepted and used as the default tip
+    assert ros.client.set_parameters({"tip_link": "panda_link8"})[0].successful
+    try:
+        assert ros.node.wait_for_log("default tip 'panda_link8'", 20)
+        q, _ = reachable(ros.model, 3, seed=21)
+        T8 = np.asarray(fk_frames(ros.model, q, ["panda_link8"]))[:, 0]
+        resp = ik(ros, ik_request(pose_to_pq(T8), compact_response=True))
+        ok = np.asarray(resp.status) == codes.SUCCESS
+        assert ok.any(), resp.message
+        assert_fk_matches(ros.model, as_f64(resp.compact_solutions).reshape(3, -1)[ok],
+                          resp.joint_names, T8[ok][:, None], tips=("panda_link8",))
+    finally:
+        assert ros.client.set_parameters({"tip_link": ""})[0].successful
+
+
 # ---------------------------------------------------------------------- markers, diagnostics
 def test_markers_for_ik_requests(ros):
     from visualization_msgs.msg import Marker, MarkerArray
@@ -624,6 +673,40 @@ def test_moveit_absent_is_logged_once(ros):
     if moveit_available():
         pytest.skip("moveit_msgs is installed here")
     assert ros.node.log_text().count("moveit_msgs is not importable") == 1
+
+
+def test_ready_is_logged_after_the_warm_up(ros):
+    assert ros.node.wait_for_log("]: ready: ", 10), ros.node.log_text()[-2000:]
+    log = ros.node.log_text()
+    assert log.index("serving (warming up") < log.index("solver warmed up") \
+        < log.index("]: ready: ")
+
+
+def test_cold_node_serves_by_the_reference_path_while_compiling(tmp_path):
+    """With an empty Numba cache the node answers at once (reference path), not TIMED_OUT for
+    a compilation, and does not claim to be ready before the compiled solver is loaded."""
+    model = load_robot("panda")
+    domain = random_domain_id()
+    node = NodeProcess(domain, params={"robot": "panda"},
+                       env={"NUMBA_CACHE_DIR": str(tmp_path / "numba-cache")})
+    client = None
+    try:
+        client = Client(domain)
+        client.wait_for_server(30)
+        q, T = reachable(model, 3, seed=50)
+        resp = client.call(client.ik, ik_request(pose_to_pq(T), compact_response=True,
+                                                 num_seeds=8, timeout=10.0), timeout=60)
+        assert "]: ready: " not in node.log_text(), "ready before the kernels were compiled"
+        status = np.asarray(resp.status)
+        assert set(status.tolist()) <= {codes.SUCCESS, codes.NO_IK_SOLUTION}, resp.message
+        ok = status == codes.SUCCESS
+        assert ok.any(), resp.message
+        assert_fk_matches(model, as_f64(resp.compact_solutions).reshape(3, -1)[ok],
+                          resp.joint_names, T[ok][:, None])
+    finally:
+        if client is not None:
+            client.close()
+        node.stop()
 
 
 def test_node_survived_and_exits_cleanly(ros):

@@ -190,6 +190,15 @@ def test_default_tips():
     assert r.base == "base_link" and r.default_tip == "tool0"
     assert any("base_link 'panda_link0'" in m for m in logs)
     assert any("tip_link 'panda_link8'" in m for m in logs)
+    # strict (a parameter set at runtime): an error naming the value and the valid links
+    from ros2_ik.errors import UnknownLinkError
+
+    for kw, name in (({"base_link": "panda_link0"}, "base_link"),
+                     ({"tip_link": "panda_link8"}, "tip_link")):
+        with pytest.raises(UnknownLinkError) as exc:
+            build_robot(robots.urdf_string("ur"), source="t", strict=True, **kw)
+        msg = str(exc.value)
+        assert name in msg and repr(kw[name]) in msg and "tool0" in msg and "base_link" in msg
 
 
 # ---------------------------------------------------------------------- codes

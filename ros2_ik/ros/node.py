@@ -12,10 +12,12 @@ Interfaces (node name ``ros2_ik`` by default; ``~`` is the node's namespace + na
   and, when moveit_msgs is importable, ``compute_ik`` / ``compute_fk`` (MoveIt's types)
 - action ``~/trajectory_seed`` (ros2_ik_interfaces/action/TrajectorySeed)
 
-Threading: a MultiThreadedExecutor; services in one reentrant callback group, the action in
-another, topics in their own mutually exclusive groups, so a long trajectory never blocks a
-service call. The robot model is one immutable object swapped by reference; every request reads
-the model and a parameter snapshot once, when it starts.
+Threading (see :mod:`.executor`): one executor thread does every rcl call (takes requests,
+sends responses, publishes, accepts and finishes goals); solves run in worker pools (services,
+the goal topic in order, trajectories), so no service waits behind a long solve and no answer
+is lost between threads. ``joint_states`` only keeps the latest message per set of names; it is
+turned into a seed when a request needs one. The robot model is one immutable object swapped by
+reference; every request reads the model and a parameter snapshot once, when it starts.
 """
 
 from __future__ import annotations
@@ -25,12 +27,14 @@ import sys
 import threading
 import time
 import traceback
+from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import rclpy
-from rclpy.action import ActionServer, CancelResponse, GoalResponse
+from rclpy.action import CancelResponse, GoalResponse
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
-from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 from rclpy.qos import (DurabilityPolicy, QoSProfile, ReliabilityPolicy, qos_profile_sensor_data)
 from rcl_interfaces.msg import SetParametersResult
@@ -47,16 +51,17 @@ from .. import robots, solvers
 from ..backend import BackendUnavailableError, get_backend
 from ..errors import IKError
 from ..kinematics import fk_frames
-from ..solvers import IKConfig
+from ..solvers import IKConfig, fast
 from . import codes, moveit_compat, services
 from .codes import RequestError, code_of_exception
-from .conversions import f64_array
+from .conversions import as_f64, f64_array
 from .diagnostics import Stats, diagnostic_status
+from .executor import NodeExecutor, WorkerActionServer, defer_service
 from .markers import ik_markers
 from .params import MODEL_PARAMS, PARAMS, Settings, descriptor, validate
 from .robot import LoadedRobot, build_robot
 
-__all__ = ["KinematicsNode", "main", "ROBOT_DESCRIPTION_QOS"]
+__all__ = ["KinematicsNode", "main", "make_executor", "ROBOT_DESCRIPTION_QOS"]
 
 #: QoS of robot_description, as robot_state_publisher publishes it (latched).
 ROBOT_DESCRIPTION_QOS = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
@@ -64,6 +69,28 @@ ROBOT_DESCRIPTION_QOS = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIEN
 SOURCE_PARAMS = ("robot", "urdf_file", "robot_description")
 WARM_UP_BATCH = 512  # problems in the second warm-up solve
 FEEDBACK_PERIOD = 0.05  # [s] fewest seconds between two action feedback messages (last always)
+#: QoS of the services: reliable, with a history deep enough that a response is never
+#: replaced in the writer's history before a slow client has taken it (the default depth 10 is
+#: shared by every client of a service)
+SERVICE_QOS = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE,
+                         durability=DurabilityPolicy.VOLATILE)
+# answered on the executor thread: a one-goal IK with at most this many seeds x iterations
+# (the compiled solve of an unreachable goal then stays within a few milliseconds), FK of a
+# few states, any Jacobian
+INLINE_IK_SEEDS = 64
+INLINE_IK_ITERATIONS = 200
+INLINE_FK = 8  # states (friendly form) + joint values (compact form)
+#: depth of the ~/goal subscription and the ~/solution publisher: 1 s of a 100 Hz stream, so
+#: that no goal or solution is dropped while the executor thread (or a subscriber) is held up
+GOAL_QUEUE = 100
+SERVICE_WORKERS = 4  # threads solving service requests (a long one leaves the others free)
+ACTION_WORKERS = 2   # threads running trajectory goals
+JOINT_STATE_SOURCES = 8  # joint_states: latest message kept per set of names, for this many sets
+
+
+def make_executor(context=None) -> NodeExecutor:
+    """The executor the node is meant to run on (see :mod:`ros2_ik.ros.executor`)."""
+    return NodeExecutor(context=context)
 
 
 class KinematicsNode(Node):
@@ -75,11 +102,21 @@ class KinematicsNode(Node):
         self._model_lock = threading.Lock()
         self._robot: LoadedRobot | None = None
         self._urdf: str | None = None
-        self._joint_names: list[str] = []
-        self._joint_pos = np.zeros(0)
         self._stopping = False
         self._pending_robot: tuple[LoadedRobot, str] | None = None
         self._warm = threading.Event()  # set when the current model's warm-up solve is done
+        self._ready_logged = False
+        self._taken = self._answered = 0  # service requests taken / answered (executor thread)
+        self._ready_text = ""
+        # joint_states: the latest message per tuple of names (bounded), converted lazily
+        self._js_lock = threading.Lock()
+        self._js_latest: OrderedDict[tuple, JointState] = OrderedDict()
+        self._js_version = 0
+        self._seed_cache: tuple | None = None  # (version, robot, seed)
+        # worker pools: rcl stays on the executor thread, solves run here
+        self._pool = ThreadPoolExecutor(SERVICE_WORKERS, thread_name_prefix="ros2_ik-srv")
+        self._goal_pool = ThreadPoolExecutor(1, thread_name_prefix="ros2_ik-goal")  # in order
+        self._action_pool = ThreadPoolExecutor(ACTION_WORKERS, thread_name_prefix="ros2_ik-act")
 
         # ---- parameters: declared with descriptors, validated, then one snapshot
         for spec in PARAMS:
@@ -110,21 +147,21 @@ class KinematicsNode(Node):
                                  ROBOT_DESCRIPTION_QOS, callback_group=self._cb_model)
         self.create_subscription(JointState, "joint_states", self._on_joint_states,
                                  qos_profile_sensor_data, callback_group=self._cb_joints)
-        self.create_subscription(PoseStamped, "~/goal", self._on_goal, 10,
+        self.create_subscription(PoseStamped, "~/goal", self._on_goal, GOAL_QUEUE,
                                  callback_group=self._cb_goal)
-        self._solution_pub = self.create_publisher(JointState, "~/solution", 10)
+        self._solution_pub = self.create_publisher(JointState, "~/solution", GOAL_QUEUE)
         self._markers_pub = self.create_publisher(MarkerArray, "~/markers", 1)
         self._diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
 
         # ---- services and action
-        self.create_service(ComputeIK, "~/compute_ik", self._srv_compute_ik,
-                            callback_group=self._cb_services)
-        self.create_service(ComputeFK, "~/compute_fk", self._srv_compute_fk,
-                            callback_group=self._cb_services)
-        self.create_service(ComputeJacobian, "~/compute_jacobian", self._srv_compute_jacobian,
-                            callback_group=self._cb_services)
-        self._action = ActionServer(
-            self, TrajectorySeed, "~/trajectory_seed", self._execute_trajectory,
+        self._service(ComputeIK, "~/compute_ik", self._srv_compute_ik, inline=self._small_ik)
+        self._service(ComputeFK, "~/compute_fk", self._srv_compute_fk,
+                      inline=lambda r: len(r.states) + len(r.compact_positions) <= INLINE_FK)
+        self._service(ComputeJacobian, "~/compute_jacobian", self._srv_compute_jacobian,
+                      inline=lambda r: True)
+        self._action = WorkerActionServer(
+            self, TrajectorySeed, "~/trajectory_seed", self._run_trajectory,
+            submit=self._action_pool.submit, post=self._post,
             goal_callback=lambda _goal: GoalResponse.ACCEPT,
             cancel_callback=lambda _handle: CancelResponse.ACCEPT,
             callback_group=self._cb_action)
@@ -132,10 +169,8 @@ class KinematicsNode(Node):
         if moveit_compat.moveit_available():
             from moveit_msgs.srv import GetPositionFK, GetPositionIK  # noqa: PLC0415
 
-            self.create_service(GetPositionIK, "compute_ik", self._srv_moveit_ik,
-                                callback_group=self._cb_services)
-            self.create_service(GetPositionFK, "compute_fk", self._srv_moveit_fk,
-                                callback_group=self._cb_services)
+            self._service(GetPositionIK, "compute_ik", self._srv_moveit_ik)
+            self._service(GetPositionFK, "compute_fk", self._srv_moveit_fk)
             self.get_logger().info("moveit_msgs found: also serving MoveIt-compatible "
                                    "compute_ik (GetPositionIK) and compute_fk (GetPositionFK)")
         else:
@@ -148,10 +183,14 @@ class KinematicsNode(Node):
                                              callback_group=self._cb_timer)
         model = (self._describe(self._robot) if self._robot
                  else "none yet (waiting for robot_description)")
-        self.get_logger().info(
-            f"ready: services {self.resolve_service_name('~/compute_ik')} (and compute_fk, "
+        self._ready_text = (
+            f"services {self.resolve_service_name('~/compute_ik')} (and compute_fk, "
             f"compute_jacobian), action {self.resolve_service_name('~/trajectory_seed')}, "
             f"backend {self._backend}; model: {model}")
+        # 'ready' is logged by the warm-up of the first model (requests are served meanwhile)
+        self.get_logger().info(
+            "serving (warming up: until the compiled solver is loaded, requests are solved by "
+            f"the reference path): {self._ready_text}")
 
     # ================================================================== model
     @staticmethod
@@ -175,9 +214,9 @@ class KinematicsNode(Node):
             return robots.urdf_string(s.robot), f"bundled robot {s.robot!r}"
         return None
 
-    def _build(self, urdf: str, source: str, s: Settings) -> LoadedRobot:
+    def _build(self, urdf: str, source: str, s: Settings, strict: bool = False) -> LoadedRobot:
         return build_robot(urdf, source=source, base_link=s.base_link, tip_link=s.tip_link,
-                           log=self.get_logger().warning)
+                           log=self.get_logger().warning, strict=strict)
 
     def _load_from_settings(self, s: Settings, startup: bool = False) -> None:
         try:
@@ -202,11 +241,20 @@ class KinematicsNode(Node):
         threading.Thread(target=self._warm_up, args=(robot,), daemon=True,
                          name="ros2_ik-warm-up").start()
 
+    def _log_ready(self) -> None:
+        if not self._ready_logged:
+            self._ready_logged = True
+            self.get_logger().info(f"ready: {self._ready_text}")
+
     def _warm_up(self, robot: LoadedRobot) -> None:
-        """One small solve right after a model is loaded, so that one-time costs (compiled
-        kernels loaded or built, caches filled) do not land on the first request's timeout."""
+        """Load the compiled kernels (from Numba's cache; compiled in a child process if the
+        cache is empty), then one small solve right after a model is loaded, so that one-time
+        costs do not land on a request (requests meanwhile take the reference path)."""
         t0 = time.perf_counter()
         try:
+            fast.warm_up(wait=False)
+            while not fast.is_warm() and fast.available() and not self._stopping:
+                time.sleep(0.05)
             q = robot.model.random_q(0, WARM_UP_BATCH)
             T = fk_frames(robot.model, q, [robot.default_tip])[:, 0]
             # one problem and a batch: solvers may take different code paths for the two
@@ -221,6 +269,8 @@ class KinematicsNode(Node):
                                    f"in {time.perf_counter() - t0:.2f} s")
         if self._robot is robot:
             self._warm.set()
+            if self._ready_text:
+                self._log_ready()
 
     def _on_robot_description(self, msg: String) -> None:
         text = msg.data
@@ -245,23 +295,42 @@ class KinematicsNode(Node):
 
     # ================================================================== joint states (seed)
     def _on_joint_states(self, msg: JointState) -> None:
-        n = min(len(msg.name), len(msg.position))
-        if n == 0:
+        """Keep the message (latest per set of names, at most JOINT_STATE_SOURCES sets); it is
+        only turned into a seed when a request needs one."""
+        key = tuple(msg.name)
+        if not key:
             return
-        with self._model_lock:
-            d = dict(zip(self._joint_names, self._joint_pos.tolist()))
-            d.update(zip(list(msg.name)[:n], list(msg.position)[:n]))
-            self._joint_names = list(d)
-            self._joint_pos = np.array(list(d.values()), dtype=np.float64)
+        with self._js_lock:
+            latest = self._js_latest
+            latest.pop(key, None)
+            latest[key] = msg
+            if len(latest) > JOINT_STATE_SOURCES:
+                latest.popitem(last=False)
+            self._js_version += 1
 
     def _seed_base(self, robot: LoadedRobot) -> np.ndarray:
-        with self._model_lock:
-            names, pos = self._joint_names, self._joint_pos
+        """Mid-range seed overwritten by the kept joint_states (oldest set first), clamped."""
+        with self._js_lock:
+            version = self._js_version
+            msgs = list(self._js_latest.values())
+        cached = self._seed_cache
+        if cached is not None and cached[0] == version and cached[1] is robot:
+            return cached[2]
         base = robot.model.neutral_q()
-        if not names:
-            return base
-        return robot.apply_joint_values(base, names, pos, what="joint_states", strict=False,
-                                        clip=True)
+        for m in msgs:
+            n = min(len(m.name), len(m.position))
+            base = robot.apply_joint_values(base, list(m.name)[:n], as_f64(m.position)[:n],
+                                            what="joint_states", strict=False, clip=False)
+        base = np.clip(base, robot.model.lower, robot.model.upper)
+        base.setflags(write=False)
+        self._seed_cache = (version, robot, base)
+        return base
+
+    @property
+    def joint_state_sources(self) -> int:
+        """How many joint_states messages (one per set of names) are kept."""
+        with self._js_lock:
+            return len(self._js_latest)
 
     # ================================================================== parameters
     def _select_backend(self, name: str, strict: bool):
@@ -308,7 +377,9 @@ class KinematicsNode(Node):
                 if src is None and self._urdf is not None:
                     src = (self._urdf, self._robot.source if self._robot else "previous model")
                 if src is not None:
-                    self._pending_robot = (self._build(src[0], src[1], new), src[0])
+                    # a base_link / tip_link set now must name a link of that robot
+                    strict = "base_link" in changes or "tip_link" in changes
+                    self._pending_robot = (self._build(src[0], src[1], new, strict), src[0])
             except Exception as exc:  # noqa: BLE001
                 return SetParametersResult(
                     successful=False, reason=f"robot model not changed: {exc}")
@@ -330,6 +401,71 @@ class KinematicsNode(Node):
             self._diag_timer = self.create_timer(self._settings.diagnostics_period,
                                                  self._publish_diagnostics,
                                                  callback_group=self._cb_timer)
+
+    # ================================================================== threads
+    def _post(self, fn, *args) -> None:
+        """Run ``fn(*args)`` on the executor thread (inline when the node spins nowhere)."""
+        ex = self.executor
+        if ex is None:
+            fn(*args)
+        else:
+            ex.create_task(fn, *args)
+
+    def _small_ik(self, req) -> bool:
+        """A one-goal, one-tip ComputeIK request for the compiled solver with few seeds: it
+        takes well under a millisecond, less than a hand-off to a worker costs."""
+        s = self._settings
+        return (fast.is_warm() and len(req.goals) + len(req.compact_goals) // 7 <= 1
+                and len(req.tip_links) <= 1 and (req.solver or s.solver) == "dls"
+                and (req.num_seeds or s.num_seeds) <= INLINE_IK_SEEDS
+                and s.max_iterations <= INLINE_IK_ITERATIONS)
+
+    def _service(self, srv_type, name: str, handler, inline=None):
+        """A service whose requests are solved in the worker pool on a :class:`NodeExecutor`
+        (answered from the executor thread), and inline on any other executor. Requests for
+        which ``inline(request)`` is true are answered at once on the executor thread (small
+        ones, bounded: a hand-off would cost more than the work)."""
+        srv = self.create_service(srv_type, name, handler, qos_profile=SERVICE_QOS,
+                                  callback_group=self._cb_services)
+
+        def defer(request, header) -> None:
+            self._taken += 1
+            if inline is not None and inline(request):
+                response = None
+                try:
+                    response = handler(request, srv_type.Response())
+                finally:
+                    if response is None:
+                        response = srv_type.Response()
+                        _set_failure(response, "internal error: the handler returned nothing; "
+                                               "the node keeps serving")
+                    self._send_response(srv, response, header)
+                return
+            def job():
+                response = None
+                try:
+                    response = handler(request, srv_type.Response())
+                finally:  # exactly one response per request, whatever happened
+                    if response is None:
+                        response = srv_type.Response()
+                        _set_failure(response, "internal error: the handler returned nothing; "
+                                               "the node keeps serving")
+                    self._post(self._send_response, srv, response, header)
+            try:
+                self._pool.submit(job)
+            except RuntimeError:  # the pool is shut down: the node is stopping
+                response = srv_type.Response()
+                _set_failure(response, "the node is shutting down")
+                self._send_response(srv, response, header)
+
+        return defer_service(srv, defer)
+
+    def _send_response(self, srv, response, header) -> None:
+        try:
+            srv.send_response(response, header)
+            self._answered += 1
+        except Exception as exc:  # noqa: BLE001  (the client may be gone)
+            self.get_logger().warning(f"could not send a {srv.srv_name} response: {exc}")
 
     # ================================================================== request plumbing
     def _request_context(self, should_stop=None) -> services.Context:
@@ -380,10 +516,17 @@ class KinematicsNode(Node):
         if self._markers_pub.get_subscription_count() == 0:
             return
         try:
-            self._markers_pub.publish(ik_markers(outcome, s.markers_max_goals,
-                                                 stamp=self.get_clock().now().to_msg()))
+            msg = ik_markers(outcome, s.markers_max_goals, stamp=self.get_clock().now().to_msg())
         except Exception as exc:  # noqa: BLE001
-            self.get_logger().warning(f"could not publish markers: {exc}")
+            self.get_logger().warning(f"could not build markers: {exc}")
+            return
+        self._post(self._publish, self._markers_pub, msg)
+
+    def _publish(self, pub, msg) -> None:
+        try:
+            pub.publish(msg)
+        except Exception as exc:  # noqa: BLE001  (e.g. while shutting down)
+            self.get_logger().warning(f"could not publish on {pub.topic_name}: {exc}")
 
     # ================================================================== services
     def _srv_compute_ik(self, req, resp):
@@ -429,6 +572,12 @@ class KinematicsNode(Node):
 
     # ================================================================== pose-goal topic
     def _on_goal(self, msg: PoseStamped) -> None:
+        try:
+            self._goal_pool.submit(self._solve_goal, msg)  # one worker: solutions stay in order
+        except RuntimeError:
+            pass  # shutting down
+
+    def _solve_goal(self, msg: PoseStamped) -> None:
         req = ComputeIK.Request()
         req.goals = [msg]
         req.compact_response = True
@@ -445,11 +594,13 @@ class KinematicsNode(Node):
         js.header.frame_id = msg.header.frame_id
         js.name = list(resp.joint_names)
         js.position = f64_array(resp.compact_solutions)
-        self._solution_pub.publish(js)
+        self._post(self._publish, self._solution_pub, js)
         self._publish_markers(out)
 
     # ================================================================== action
-    def _execute_trajectory(self, goal_handle):
+    def _run_trajectory(self, goal_handle):
+        """Solve a goal (in a worker); returns ``finish(goal_handle) -> result`` for the
+        executor thread, which sets the terminal state."""
         result = TrajectorySeed.Result()
         last = [0.0]
 
@@ -478,18 +629,24 @@ class KinematicsNode(Node):
         nodes = stats["nodes"] if stats else 0
         self._stats.record("trajectory_seed", code, nodes, stats["solved"] if stats else 0,
                            message=result.message)
-        if goal_handle.is_cancel_requested or code == codes.PREEMPTED:
-            if code != codes.PREEMPTED:
-                result.error_code.val = codes.PREEMPTED
-                result.message = "cancelled after every node was solved" + (
-                    f"; {result.message}" if result.message else "")
-            goal_handle.canceled()
-        elif code == codes.SUCCESS:
-            goal_handle.succeed()
-        else:
+        if code not in (codes.SUCCESS, codes.PREEMPTED):
             self.get_logger().info(f"trajectory_seed: {codes.name_of(code)}: {result.message}")
-            goal_handle.abort()
-        return result
+
+        def finish(gh):
+            if not gh.is_active:
+                return result
+            if gh.is_cancel_requested or code == codes.PREEMPTED:
+                if code != codes.PREEMPTED:
+                    result.error_code.val = codes.PREEMPTED
+                    result.message = "cancelled after every node was solved" + (
+                        f"; {result.message}" if result.message else "")
+                gh.canceled()
+            elif code == codes.SUCCESS:
+                gh.succeed()
+            else:
+                gh.abort()
+            return result
+        return finish
 
     # ================================================================== diagnostics
     def _publish_diagnostics(self) -> None:
@@ -518,6 +675,13 @@ class KinematicsNode(Node):
 
     def destroy_node(self):
         self.stop()
+        self.get_logger().info(f"service requests: {self._taken} taken, {self._answered} "
+                               f"answered; joint_states: {self._js_version} messages, "
+                               f"{self.joint_state_sources} name sets kept")
+        for pool in (getattr(self, "_pool", None), getattr(self, "_goal_pool", None),
+                     getattr(self, "_action_pool", None)):
+            if pool is not None:
+                pool.shutdown(wait=True, cancel_futures=True)
         action = getattr(self, "_action", None)  # absent when __init__ failed part-way
         if action is not None:
             action.destroy()
@@ -525,8 +689,15 @@ class KinematicsNode(Node):
         return super().destroy_node()
 
 
+def _set_failure(response, message: str) -> None:
+    if hasattr(response, "error_code"):
+        response.error_code.val = codes.FAILURE
+    if hasattr(response, "message"):
+        response.message = message
+
+
 def main(args=None) -> int:
-    """Run the node on a MultiThreadedExecutor until Ctrl-C / SIGTERM / ros shutdown."""
+    """Run the node on its :class:`NodeExecutor` until Ctrl-C / SIGTERM / ros shutdown."""
     rclpy.init(args=args)
     try:
         node = KinematicsNode()
@@ -537,7 +708,7 @@ def main(args=None) -> int:
         print(f"[ros2_ik_node] cannot start: {exc}{hint}", file=sys.stderr)
         rclpy.try_shutdown()
         return 1
-    executor = MultiThreadedExecutor(num_threads=8)
+    executor = make_executor()
     executor.add_node(node)
     try:
         executor.spin()

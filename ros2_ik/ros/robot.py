@@ -181,18 +181,21 @@ class LoadedRobot:
 
 
 def build_robot(urdf: str, *, source: str, base_link: str = "", tip_link: str = "",
-                log=None) -> LoadedRobot:
+                log=None, strict: bool = False) -> LoadedRobot:
     """Parse ``urdf`` into a :class:`LoadedRobot` (raises :class:`ros2_ik.errors.UrdfError`).
 
     ``base_link``: root of the kinematic model ('' = the URDF's root link); ``tip_link``: the
     default tip ('' = :func:`default_tip_of`). A ``base_link`` or ``tip_link`` the URDF does not
     have is reported through ``log(msg)`` and replaced by the default, so that swapping in a
-    different robot on ``robot_description`` works with the same parameters.
+    different robot on ``robot_description`` works with the same parameters. With ``strict``
+    they raise :class:`UnknownLinkError` instead (a parameter set to a link that is not there).
     """
     warn = log or (lambda msg: None)
     try:
         model = Model.from_urdf(urdf, base=base_link or None)
     except UnknownLinkError as exc:
+        if strict:
+            raise UnknownLinkError(base_link, exc.valid, "base_link") from None
         warn(f"base_link {base_link!r} is not a link of the new robot description ({exc}); "
              "using the URDF's root link instead")
         model = Model.from_urdf(urdf)
@@ -201,6 +204,8 @@ def build_robot(urdf: str, *, source: str, base_link: str = "", tip_link: str = 
         try:
             model.link_index(tip)
         except UnknownLinkError:
+            if strict:
+                raise UnknownLinkError(tip_link, model.link_names, "tip_link") from None
             tip = default_tip_of(model)
             warn(f"tip_link {tip_link!r} is not a link of robot {model.name!r}; using {tip!r}")
     else:

@@ -2,7 +2,7 @@
 
 from .api import SOLVERS, solve_ik, solve_pose
 from .common import IKConfig, IKResult, SolveMode, Status
-from .fast import ChainSolver
+from .fast import ChainSolver, warm_up
 from .trajectory import MODES, TrajectoryResult, interpolate_keyframes, trajectory_seed
 from .objectives import (EvalContext, JointLimitObjective, Objective, OrientationObjective,
                          PoseObjective, PositionObjective, PostureObjective)
@@ -10,4 +10,5 @@ from .objectives import (EvalContext, JointLimitObjective, Objective, Orientatio
 __all__ = ["solve_ik", "solve_pose", "SOLVERS", "IKConfig", "IKResult", "SolveMode", "Status",
            "Objective", "EvalContext", "PoseObjective", "PositionObjective",
            "OrientationObjective", "JointLimitObjective", "PostureObjective",
-           "ChainSolver", "trajectory_seed", "interpolate_keyframes", "TrajectoryResult", "MODES"]
+           "ChainSolver", "warm_up", "trajectory_seed", "interpolate_keyframes", "TrajectoryResult",
+           "MODES"]

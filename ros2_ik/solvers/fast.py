@@ -24,8 +24,12 @@ poller thread while a kernel runs, and a stop request ends every row at its next
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import threading
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -38,7 +42,8 @@ from .common import (INVALID_GOAL_MESSAGE, IKConfig, IKResult, SolveMode, Status
                      clip_to_limits, restart_seeds, unsolved_message, wide_revolute)
 from .objectives import OrientationObjective, PoseObjective, PositionObjective, _weights
 
-__all__ = ["plan", "available", "ensure_compiled", "ChainPlan", "ChainSolver"]
+__all__ = ["plan", "available", "ensure_compiled", "warm_up", "is_warm", "ChainPlan",
+           "ChainSolver"]
 
 _POSE_TYPES = (PoseObjective, PositionObjective, OrientationObjective)
 # problems: below these counts one thread solves / verifies them (no thread hand-off)
@@ -116,6 +121,8 @@ def _get_kernels():
 
 
 _compiled = False
+_compile_lock = threading.Lock()
+_warm_thread: threading.Thread | None = None
 
 
 def _fparams(cfg: IKConfig) -> np.ndarray:
@@ -127,13 +134,24 @@ def _fparams(cfg: IKConfig) -> np.ndarray:
 
 def ensure_compiled() -> float:
     """Compile (or load from Numba's disk cache) every kernel once per process, on a one-joint
-    problem. Returns the seconds it took (0 once done): solvers add it to their deadline, so a
-    process's first call is not timed out by a one-time compilation."""
+    problem; thread safe (a second caller waits for the first). Returns the seconds it took
+    (0 once done, or without Numba)."""
     global _compiled
     if _compiled:
         return 0.0
-    t0 = time.perf_counter()
-    k = _get_kernels()
+    with _compile_lock:
+        if _compiled:
+            return 0.0
+        t0 = time.perf_counter()
+        k = _get_kernels()
+        if k is None:
+            return 0.0
+        _compile_all(k)
+        _compiled = True
+        return time.perf_counter() - t0 + _import_time  # the import of Numba, once, too
+
+
+def _compile_all(k) -> None:
     one = np.ones(1)
     i0 = np.zeros(1, np.int64)
     chain = (np.array([0, 1]), np.eye(4)[None], np.array([[0.0, 0.0, 1.0]]), i0, i0, one,
@@ -151,14 +169,92 @@ def ensure_compiled() -> float:
     k.solve_one(np.eye(4), np.ones(6), np.zeros(1), np.zeros((0, 1)), np.zeros(1, dtype=bool),
                 np.zeros(1, dtype=bool), *chain, *limits, fparams, 2, -1, np.zeros(1),
                 np.zeros(6))
-    _compiled = True
-    return time.perf_counter() - t0 + _import_time  # the import of Numba, once, too
+
+
+def warm_up(wait: bool = True) -> float:
+    """Make the compiled fast path ready: import Numba and load the kernels from its disk cache,
+    or compile them (tens of seconds to minutes the first time on a machine; ``scripts/setup.sh``
+    does it once at set-up). ``wait=False`` starts that in a background thread and returns at
+    once. Returns the seconds spent here (0 when already ready or started).
+
+    Until the kernels are ready, a solve with a timeout takes the reference (NumPy) path, and
+    starts this warm-up in the background: no call exceeds its timeout because of compilation.
+    A solve without a timeout waits for the compilation and then takes the fast path."""
+    global _warm_thread
+    if _compiled:
+        return 0.0
+    if wait:
+        return ensure_compiled()
+    with _compile_lock:
+        if _warm_thread is None and not _compiled:
+            _warm_thread = threading.Thread(target=_warm_in_background, daemon=True,
+                                            name="ros2_ik-numba-warm-up")
+            _warm_thread.start()
+    return 0.0
+
+
+def _warm_in_background() -> None:
+    global _warm_thread
+    try:
+        if not _cache_looks_current():
+            # Compile in a child process into Numba's disk cache: compiling holds this
+            # process's GIL for seconds at a time (LLVM), which would stall the caller's solves
+            # far past their timeouts. Loading the cache here afterwards takes about a second.
+            env = dict(os.environ)
+            root = str(Path(__file__).resolve().parents[2])
+            env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
+            subprocess.run([sys.executable, "-c", _WARM_CHILD], env=env, check=False,
+                           stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL)
+        ensure_compiled()
+    except Exception:  # noqa: BLE001  (the reference path keeps serving; a later call retries)
+        _warm_thread = None
+
+
+# the child ends itself when its parent is gone
+_WARM_CHILD = """
+import os, threading, time
+parent = os.getppid()
+def watch():
+    while os.getppid() == parent:
+        time.sleep(0.5)
+    os._exit(1)
+threading.Thread(target=watch, daemon=True).start()
+from ros2_ik.solvers import fast
+fast.ensure_compiled()
+"""
+
+
+def _cache_looks_current() -> bool:
+    """True when Numba's index files for the kernels exist and are newer than their source
+    (then loading them takes about a second, and no compilation is expected)."""
+    src = Path(__file__).with_name("_fast_kernels.py")
+    cache_dir = os.environ.get("NUMBA_CACHE_DIR")
+    if cache_dir:
+        index = list(Path(cache_dir).glob("*/_fast_kernels.*.nbi"))
+    else:
+        index = list((src.parent / "__pycache__").glob("_fast_kernels.*.nbi"))
+    try:
+        mtime = src.stat().st_mtime
+        return len(index) >= 4 and all(f.stat().st_mtime >= mtime for f in index)
+    except OSError:
+        return False
+
+
+def is_warm() -> bool:
+    """True when the compiled kernels are loaded (a solve will not compile)."""
+    return _compiled
 
 
 def plan(model, objectives, regularizers, cfg, solver, xp):
     """Return a :class:`ChainPlan` when the compiled path covers this request, else None."""
     if (not cfg.use_fast_path or solver != "dls" or regularizers or xp is not np
-            or not objectives or not available()):
+            or not objectives):
+        return None
+    if not _compiled and cfg.timeout is not None:
+        warm_up(wait=False)  # compiled in the background; this call takes the reference path
+        return None
+    if not available():
         return None
     if not all(type(o) in _POSE_TYPES for o in objectives):
         return None
@@ -340,7 +436,6 @@ class ChainSolver:
                             c["off"], c["col"], c["post"], c["colq"])
         self._neutral = np.ascontiguousarray(model.neutral_q())
         ensure_compiled()
-        self._info = np.zeros(6)
 
     def solve(self, target, seed=None):
         """Solve one pose goal: ``target`` (4, 4) or (7,) [x y z qx qy qz qw] in the base frame.
@@ -378,7 +473,7 @@ class ChainSolver:
         cfg = self.config
         deadline_ns = -1 if cfg.timeout is None else time.monotonic_ns() + int(cfg.timeout * 1e9)
         q = np.empty(self.model.nq)
-        info = self._info
+        info = np.empty(6)  # per call: one ChainSolver may serve several threads
         self._kernels.solve_one(np.array(T, dtype=np.float64), self.weights,
                                 np.array(s, dtype=np.float64), self._rnd, self._keep,
                                 self._cont, *self._chain_args, self._lower, self._upper,

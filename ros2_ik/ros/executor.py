@@ -1,0 +1,87 @@
+"""The node's threading: every rcl call on one executor thread, every solve in a worker pool.
+
+- :class:`NodeExecutor` is a SingleThreadedExecutor that hands a request of a *deferred*
+  service (see :func:`defer_service`) to that service's ``defer(request, header)`` instead of
+  calling its callback and answering at once; the answer is sent later with
+  :meth:`Service.send_response` from a task queued on this same executor
+  (:meth:`Executor.create_task` is thread safe and wakes the executor).
+- :class:`WorkerActionServer` runs a goal's work in a worker pool and hands the terminal state
+  and the result back to the executor thread the same way.
+
+So requests are taken, answered, goals accepted and finished, and messages published from one
+thread; rclpy and the RMW never see two threads on one service. Each taken request gets exactly
+one response: its worker job ends in ``finally`` by queueing one. On a stock executor a
+deferred service still works: its callback is then called and answers inline.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from rclpy.action import ActionServer
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.exceptions import InvalidHandle
+
+__all__ = ["NodeExecutor", "WorkerActionServer", "defer_service"]
+
+_DEFER_ATTR = "_ros2_ik_defer"
+
+
+def defer_service(service, defer: Callable[[Any, Any], None]):
+    """Mark ``service``: on a :class:`NodeExecutor` its requests go to ``defer(request,
+    header)``, which must make sure ``service.send_response(response, header)`` is called once,
+    on the executor thread."""
+    setattr(service, _DEFER_ATTR, defer)
+    return service
+
+
+class NodeExecutor(SingleThreadedExecutor):
+    """A SingleThreadedExecutor that hands deferred services' requests over (see module)."""
+
+    def _take_service(self, srv):
+        defer = getattr(srv, _DEFER_ATTR, None)
+        if defer is None:
+            return super()._take_service(srv)
+        try:
+            with srv.handle:
+                request, header = srv.handle.service_take_request(srv.srv_type.Request)
+        except InvalidHandle:
+            return None
+
+        async def _execute() -> None:
+            if header is not None:
+                defer(request, header)
+        return _execute
+
+
+class WorkerActionServer(ActionServer):
+    """An ActionServer whose goals execute in ``submit(fn)`` (a worker pool).
+
+    ``work(goal_handle)`` runs in the worker and returns ``finish(goal_handle) -> result``,
+    which runs on the executor thread: it sets the terminal state and returns the result.
+    """
+
+    def __init__(self, node, action_type, action_name, work, submit, post, **kwargs):
+        self._work = work
+        self._submit = submit
+        self._post = post
+        super().__init__(node, action_type, action_name, self._never_called, **kwargs)
+
+    @staticmethod
+    def _never_called(goal_handle):  # pragma: no cover
+        raise RuntimeError("WorkerActionServer runs goals through notify_execute")
+
+    def notify_execute(self, goal_handle, execute_callback) -> None:
+        # goal_handle.execute() calls this on the executor thread once the goal is EXECUTING
+        def job():
+            finish = None
+            try:
+                finish = self._work(goal_handle)
+            finally:
+                if finish is None:  # the work itself failed: abort with an empty result
+                    def finish(gh):
+                        if gh.is_active:
+                            gh.abort()
+                        return self.action_type.Result()
+                self._post(ActionServer.notify_execute, self, goal_handle, finish)
+        self._submit(job)
