@@ -189,19 +189,28 @@ def bench_latency(cp, dtype):
     from ros2_ik.gpu.runtime import GpuSolver
     from ros2_ik.solvers import ChainSolver
 
-    out(f"\n== batch 1: latency of one goal (node settings: 32 seeds, stall 5), {dtype}")
+    out(f"\n== batch 1: latency of one goal (node settings: 32 seeds, stall 5), {dtype}; "
+        "with and without the captured CUDA graph, interleaved")
     for name in ("ur", "panda"):
         m = load_robot(name)
         cfg = IKConfig(num_seeds=32, stall_iterations=5)
-        gs = GpuSolver(m, None, cfg, dtype=dtype, xp=cp)
+        solvers = {g: GpuSolver(m, None, cfg, dtype=dtype, xp=cp, graphs=g)
+                   for g in (True, False)}
         T = fk_frames(m, m.random_q(np.random.default_rng(4), 300), m.tips)[:, 0]
-        gs.solve(T[:1])
-        ts, ok = [], 0
+        times = {True: [], False: []}
+        ok = {True: 0, False: 0}
+        for gs in solvers.values():
+            gs.solve(T[:1])
         for i in range(300):
-            t0 = time.perf_counter()
-            r = gs.solve(T[i:i + 1])
-            ts.append(time.perf_counter() - t0)
-            ok += int(r.success[0])
+            for g, gs in solvers.items():  # interleaved: the same load for both
+                t0 = time.perf_counter()
+                r = gs.solve(T[i:i + 1])
+                times[g].append(time.perf_counter() - t0)
+                ok[g] += int(r.success[0])
+        ts = times[True]
+        out(f"{name:6s} GPU without graph: median {np.median(times[False]) * 1e3:.3f} ms, p90 "
+            f"{np.percentile(times[False], 90) * 1e3:.3f} ms, success {ok[False]}/300")
+        ok = ok[True]
         cs = ChainSolver(m, config=cfg)
         cs.solve(T[0])
         tc = []
@@ -209,7 +218,7 @@ def bench_latency(cp, dtype):
             t0 = time.perf_counter()
             cs.solve(T[i])
             tc.append(time.perf_counter() - t0)
-        out(f"{name:6s} GPU median {np.median(ts) * 1e3:.3f} ms  p90 "
+        out(f"{name:6s} GPU with graph:    median {np.median(ts) * 1e3:.3f} ms  p90 "
             f"{np.percentile(ts, 90) * 1e3:.3f} ms  success {ok}/300   CPU ChainSolver median "
             f"{np.median(tc) * 1e3:.3f} ms")
 
