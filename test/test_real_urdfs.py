@@ -43,3 +43,47 @@ def test_example_robot_data_urdf_loads(path):
     q = m.random_q(0, 4)
     T = fk(m, q)
     assert np.all(np.isfinite(T))
+
+
+def _load(path):
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    if "<link" not in text:
+        pytest.skip("no robot in this file (the package ships an empty ur3.urdf)")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return Model.from_urdf(text)
+
+
+@pytest.mark.skipif(not FILES, reason="example-robot-data is not installed (optional, 130 MB: "
+                                      "pip install --no-deps example-robot-data)")
+@pytest.mark.parametrize("path", FILES or ["none"],
+                         ids=[p.split("/robots/")[-1] for p in FILES] or ["none"])
+def test_generated_gpu_kernels_on_real_robots(path):
+    """The GPU generator on robots it was not written against: for each robot's longest 1-DOF
+    chain, the generated LM kernel run on the host (float64) gives the Numba path's rows bit for
+    bit, and the generated FK kernel equals fk_frames."""
+    import test_gpu as tg
+    from ros2_ik.gpu import codegen, hostrun
+    from ros2_ik.kinematics import fk_frames
+    from ros2_ik.solvers import IKConfig
+
+    if hostrun.available() is None:
+        pytest.skip("no g++ to run generated kernels on the host")
+    m = _load(path)
+    tips = [t for t in m.tips if codegen.chain_of(m, [t]) is not None]
+    if not tips:
+        pytest.skip("no tip reached through movable 1-DOF joints only")
+    tip = max(tips, key=lambda t: len(codegen.chain_of(m, [t]).qi))
+    T, W = tg._problems(m, [tip], 40, seed=2)
+    cfg = IKConfig(num_seeds=2, stall_iterations=5)
+    a = tg._numba_rows(m, [tip], T, W, 2, cfg)
+    b = tg._host_rows(m, [tip], T, W, 2, cfg, "float64")
+    assert np.array_equal(a[1], b[1]) and np.array_equal(a[2], b[2])
+    assert np.abs(a[0] - b[0]).max() <= 1e-12
+    mod = hostrun.compile_host(codegen.frames_source(codegen.chain_of(m, [tip]), "float64",
+                                                     host=True))
+    q = m.random_q(np.random.default_rng(3), 20)
+    F = np.zeros((20, 1, 4, 4))
+    mod.get_function("r2ik_fk")(20, np.ascontiguousarray(q), 20, F)
+    assert np.abs(F - fk_frames(m, q, [tip])).max() <= 1e-12

@@ -126,7 +126,8 @@ class Chain:
 
 def chain_of(model: Model, tips) -> Chain | None:
     """The chain data for ``tips`` (link names or indices), or None when a joint on a path is
-    not revolute, continuous, prismatic or fixed (the generator covers 1-DOF chains only)."""
+    not revolute, continuous, prismatic or fixed (the generator covers 1-DOF chains only) or no
+    joint on the paths can move (nothing to solve for; the reference path answers those)."""
     tip_ids = tuple(int(model.link_index(t)) if isinstance(t, str) else int(t) for t in tips)
     if not tip_ids:
         raise InvalidInputError("no tips given for the generated kernels")
@@ -167,6 +168,8 @@ def chain_of(model: Model, tips) -> Chain | None:
         posts.append(acc)
         starts.append(len(pre))
     colq = sorted({c for c in colq_of if c >= 0})
+    if not colq:
+        return None
     col_index = {c: i for i, c in enumerate(colq)}
     return Chain(model=model, tips=tip_ids, starts=tuple(starts),
                  pre=np.array(pre, dtype=np.float64).reshape(-1, 4, 4),
