@@ -8,6 +8,7 @@ asked for, so the package imports on a machine with neither a GPU nor CuPy.
 from __future__ import annotations
 
 import enum
+import threading
 import types
 from typing import Any
 
@@ -79,6 +80,7 @@ def get_xp(*arrays: Any) -> types.ModuleType:
 
 
 _consts: "dict" = {}
+_consts_lock = threading.Lock()  # the node solves from several worker threads
 MAX_CONSTS = 4096
 
 
@@ -94,9 +96,10 @@ def const(xp: types.ModuleType, a: np.ndarray, dtype=None):
     if hit is not None and hit[0] is a:
         return hit[1]
     d = xp.asarray(a, dtype=dtype)
-    if len(_consts) >= MAX_CONSTS:
-        _consts.pop(next(iter(_consts)))
-    _consts[key] = (a, d)
+    with _consts_lock:
+        if len(_consts) >= MAX_CONSTS:
+            _consts.pop(next(iter(_consts)))
+        _consts[key] = (a, d)
     return d
 
 

@@ -142,11 +142,11 @@ class GpuSolver:
         block: threads per block of the LM kernel; max_registers: a per-thread register cap
             for the whole module ("auto": 128 in float32, where it measured 14-21 % faster on
             an H100, none in float64). Tuning knobs; the defaults are the measured best.
-
         graphs: batches of up to GRAPH_MAX_PROBLEMS replay a CUDA graph captured per shape
             (one launch instead of four; the inputs are copied into the graph's buffers).
 
-    ``last_device_time`` [s]: the device time of the last solve's kernels (CUDA events).
+    ``last_device_time`` [s]: the device time of the kernels of the last solve (any thread),
+    from CUDA events.
     """
 
     def __init__(self, model: Model, tips=None, config: IKConfig | None = None, *,
@@ -164,7 +164,8 @@ class GpuSolver:
         if self.chain is None:
             raise InvalidInputError(
                 f"the GPU kernels cover chains of revolute, continuous, prismatic and fixed "
-                f"joints; the path to {list(self.tips)} has another joint type (use solve_pose)")
+                f"joints with at least one that moves; the path to {list(self.tips)} has another "
+                f"joint type or none that moves (use solve_pose)")
         self.dtype = np.dtype(dtype)
         if max_registers == "auto":
             max_registers = 128 if self.dtype == np.float32 else None
