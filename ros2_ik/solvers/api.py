@@ -18,7 +18,8 @@ from ..errors import InputTypeError, InvalidInputError, ShapeError
 from ..kinematics.jacobian import jacobians_all
 from ..model import MAX_BATCH, Model
 from .common import (INVALID_GOAL_MESSAGE, IKConfig, IKResult, SolveMode, Status,
-                     expand_seeds, finalize_q, seed_distance, unsolved_message)
+                     expand_seeds, finalize_q, movable_coordinates, seed_distance,
+                     unsolved_message)
 from .ccd import ccd_solve_rows
 from .dls import evaluate, goal_errors, lm_solve_rows
 from .objectives import Objective, PoseObjective
@@ -130,6 +131,9 @@ def solve_ik(model: Model, objectives: Sequence[Objective], *, seeds=None,
         raise InvalidInputError("CCD does not take regularizers; use solver='dls'")
     from . import fast  # noqa: PLC0415
 
+    # which coordinates this solve may move, decided once (goal objectives' links; a goal
+    # without a link, e.g. a custom objective: all); every other one stays at the seed
+    movable = goal_movable(model, objectives)
     # the timeout counts from the call, less a one-time kernel compilation in this process
     first = [o.take(0, 1) for o in objectives + regularizers]
     splittable = all(o is not None for o in first)
@@ -153,7 +157,7 @@ def solve_ik(model: Model, objectives: Sequence[Objective], *, seeds=None,
     per_chunk = max(1, rows // K) if splittable else P
     if per_chunk >= P:
         return _solve_chunk(model, objectives, regularizers, seeds, cfg, solver, K, deadline,
-                            stop, t0, xp)
+                            stop, t0, xp, movable)
     out = _Results(P, model.nq)
     for p0 in range(0, P, per_chunk):
         p1 = min(P, p0 + per_chunk)
@@ -168,7 +172,7 @@ def solve_ik(model: Model, objectives: Sequence[Objective], *, seeds=None,
             out.not_started(p0, model, rest, xp, cancelled=stop.seen)
             break
         out.put(p0, _solve_chunk(model, objs, regs, seeds_c, cfg, solver, K, deadline, stop,
-                                 t0, xp))
+                                 t0, xp, movable))
     return out.result(t0)
 
 
@@ -197,8 +201,18 @@ class _LatchedStop:
         return self.seen
 
 
+def goal_movable(model: Model, objectives) -> np.ndarray:
+    """(nq,) bool: the coordinates a solve for these goal objectives may move
+    (:func:`.common.movable_coordinates` of their links). Regularizers add none; a goal
+    objective without a ``link`` (a custom one) makes every coordinate movable."""
+    links = [getattr(o, "link", None) for o in objectives]
+    if any(not isinstance(l, (int, np.integer)) for l in links):
+        return movable_coordinates(model, None)
+    return movable_coordinates(model, links)
+
+
 def _solve_chunk(model, objectives, regularizers, seeds, cfg, solver, K, deadline, stop, t0,
-                 xp) -> IKResult:
+                 xp, movable=None) -> IKResult:
     """One chunk of P problems: check seeds and goals, expand seeds, solve, select, verify."""
     from . import fast  # noqa: PLC0415
 
@@ -218,7 +232,9 @@ def _solve_chunk(model, objectives, regularizers, seeds, cfg, solver, K, deadlin
         all_obj = [_sanitized(o, invalid, xp) for o in all_obj]
         objectives = all_obj[:len(objectives)]
     fast_plan = fast.plan(model, objectives, regularizers, cfg, "dls", xp)
-    rows_seed = expand_seeds(model, seeds_p, K, cfg.rng_seed, xp)
+    if movable is None:
+        movable = goal_movable(model, objectives)
+    rows_seed = expand_seeds(model, seeds_p, K, cfg.rng_seed, xp, movable)
     problem_idx = xp.repeat(xp.arange(P), K)
     active = xp.asarray(np.repeat(~invalid, K))
     speed = cfg.solve_mode is SolveMode.SPEED
@@ -231,7 +247,7 @@ def _solve_chunk(model, objectives, regularizers, seeds, cfg, solver, K, deadlin
                                    should_stop=poll)
         return lm_solve_rows(model, all_obj, start, rows_seed, problem_idx, cfg,
                              deadline=deadline, active=act, first_per_problem=speed,
-                             num_problems=P, should_stop=poll)
+                             num_problems=P, should_stop=poll, movable=movable)
 
     if solver == "dls":
         q, conv, iters, pe, re, timed_out = run_lm(rows_seed, active)

@@ -39,7 +39,8 @@ from ..kinematics.se3 import pq_to_pose
 from ..model import MAX_VALUE, JointType, Model
 from .api import _check_seeds, solve_pose
 from .common import (INVALID_GOAL_MESSAGE, IKConfig, IKResult, SolveMode, Status,
-                     clip_to_limits, restart_seeds, unsolved_message, wide_revolute)
+                     clip_to_limits, movable_coordinates, restart_seeds, unsolved_message,
+                     wide_revolute)
 from .objectives import OrientationObjective, PoseObjective, PositionObjective, _weights
 
 __all__ = ["plan", "available", "ensure_compiled", "warm_up", "is_warm", "ChainPlan",
@@ -422,7 +423,9 @@ class ChainSolver:
         self.compiled = (self._kernels is not None and cfg.solve_mode is SolveMode.SPEED)
         if not self.compiled:
             return
-        rnd, keep = restart_seeds(model, cfg.num_seeds, cfg.rng_seed)
+        # coordinates off the base->tip path keep the seed's value in every restart row
+        rnd, keep = restart_seeds(model, cfg.num_seeds, cfg.rng_seed,
+                                  movable_coordinates(model, [self._link]))
         self._rnd = np.array(rnd, dtype=np.float64).reshape(-1, model.nq)
         self._keep = np.array(keep, dtype=bool)
         # writable copies: Numba compiles read-only arrays (the model's) as other types
