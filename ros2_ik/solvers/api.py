@@ -376,7 +376,7 @@ def _select(model, objectives, cfg, q, rows_seed, problem_idx, conv, iters, pe, 
 def solve_pose(model: Model, targets, *, tips: Sequence[str] | str | None = None,
                weights=(1, 1, 1, 1, 1, 1), seeds=None, config: IKConfig | None = None,
                solver: str = "dls", regularizers: Sequence[Objective] = (),
-               should_stop=None) -> IKResult:
+               should_stop=None, group=None) -> IKResult:
     """Pose IK for one or several tips.
 
     CuPy targets on a machine with a GPU are solved by the fused GPU kernels
@@ -389,7 +389,25 @@ def solve_pose(model: Model, targets, *, tips: Sequence[str] | str | None = None
             or (P, K, 7). Expressed in the model's base frame.
         tips: link name(s); default ``model.tips``.
         weights: (6,) per-axis weights in the target frame (x y z rx ry rz); 0 frees an axis.
+        group: a planning group (:class:`ros2_ik.model.Group`, from
+            :meth:`ros2_ik.model.Srdf.group`): the solve moves only the group's joints (every
+            other coordinate is the seed's), and its chain's tip is the default tip.
     """
+    if group is not None:
+        from ..model.srdf import Group  # noqa: PLC0415
+
+        if not isinstance(group, Group):
+            raise InputTypeError(f"group must be a ros2_ik.model.Group (Srdf.group(model, "
+                                 f"name)) or None, got {describe(group)}")
+        if tips is None:
+            if group.tip is None:
+                raise InvalidInputError(f"group {group.name!r} has no single chain tip; give "
+                                        f"tips")
+            tips = group.tip
+        model = group.restrict(model)  # joints outside the group are frozen: never moved
+        if regularizers:
+            raise InvalidInputError("regularizers are built for one model; a group solve "
+                                    "takes none")
     tips = check_names(model.tips if tips is None else tips, "tips")
     for tip in tips:
         model.link_index(tip)  # UnknownLinkError listing the valid names
