@@ -171,7 +171,7 @@ def restart_seeds(model: Model, num_seeds: int, rng_seed: int, movable=None):
     coordinates are drawn all the same, so the other coordinates do not depend on ``movable``."""
     mov = None if movable is None else np.asarray(movable, dtype=bool)
     if mov is not None and mov.shape != (model.nq,):
-        raise ValueError(f"movable must have shape ({model.nq},), got {mov.shape}")
+        raise InvalidInputError(f"movable must have shape ({model.nq},), got {mov.shape}")
     key = ("restart_seeds", int(num_seeds), int(rng_seed))
     hit = model._cache.get(key)
     if hit is not None:
