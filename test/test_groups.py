@@ -163,20 +163,26 @@ def test_group_without_a_single_tip_needs_tips(dual, srdf):
     _check(dual, g, T, seeds, r.q, r.success)
 
 
-def test_chain_solver_and_trajectory_on_the_groups_model(dual, srdf):
+@pytest.mark.parametrize("mode", ["parallel", "sequential"])
+def test_chain_solver_and_trajectory_take_a_group(dual, srdf, mode):
     g = srdf.group(dual, "left_arm")
-    m = g.restrict(dual)
     T, seeds = _problems(dual, 12, seed=5)
-    s = ChainSolver(m, "left_tool", config=IKConfig(num_seeds=K, stall_iterations=5))
-    assert s.compiled
+    cfg = IKConfig(num_seeds=K, stall_iterations=5)
+    s = ChainSolver(dual, config=cfg, group=g)  # tip: the group's
+    assert s.compiled and s.tip == "left_tool"
     rs = [s.solve(T[p], seed=seeds[p]) for p in range(len(T))]
     _check(dual, g, T, seeds, np.concatenate([r.q for r in rs]),
            np.concatenate([r.success for r in rs]))
-    tr = trajectory_seed(m, T[:2], [0, 5], tip="left_tool", seed=seeds[0],
+    assert np.any(np.concatenate([r.seed_index for r in rs]) > 0)  # restarts won
+    # trajectory between two keyframes the left arm reaches with the seed's waist
+    q = dual.random_q(np.random.default_rng(2), 2)
+    w = list(dual.q_names).index("waist_joint")
+    q[:, w] = seeds[0, w]
+    keys = fk_frames(dual, q, ["left_tool"])[:, 0]
+    tr = trajectory_seed(dual, keys, [0, 5], mode=mode, seed=seeds[0], group=g,
                          config=IKConfig(num_seeds=K, stall_iterations=5,
                                          solve_mode="distance"))
-    off = ~_movable(dual, g)
-    assert np.array_equal(tr.q[:, off], np.tile(seeds[0], (6, 1))[:, off])
+    _check(dual, g, tr.targets, np.tile(seeds[0], (6, 1)), tr.q, tr.success)
 
 
 @pytest.mark.skipif(hostrun.available() is None, reason="no g++ to run kernels on the host")

@@ -373,6 +373,21 @@ def _select(model, objectives, cfg, q, rows_seed, problem_idx, conv, iters, pe, 
                     solve_time=time.perf_counter() - t0)
 
 
+def apply_group(model: Model, group, tips):
+    """The model a solve for ``group`` runs on (every joint outside it frozen) and the tips
+    (the group's chain tip when ``tips`` is None)."""
+    from ..model.srdf import Group  # noqa: PLC0415
+
+    if not isinstance(group, Group):
+        raise InputTypeError(f"group must be a ros2_ik.model.Group (Srdf.group(model, name)) "
+                             f"or None, got {describe(group)}")
+    if tips is None:
+        if group.tip is None:
+            raise InvalidInputError(f"group {group.name!r} has no single chain tip; give tips")
+        tips = group.tip
+    return group.restrict(model), tips
+
+
 def solve_pose(model: Model, targets, *, tips: Sequence[str] | str | None = None,
                weights=(1, 1, 1, 1, 1, 1), seeds=None, config: IKConfig | None = None,
                solver: str = "dls", regularizers: Sequence[Objective] = (),
@@ -394,20 +409,10 @@ def solve_pose(model: Model, targets, *, tips: Sequence[str] | str | None = None
             other coordinate is the seed's), and its chain's tip is the default tip.
     """
     if group is not None:
-        from ..model.srdf import Group  # noqa: PLC0415
-
-        if not isinstance(group, Group):
-            raise InputTypeError(f"group must be a ros2_ik.model.Group (Srdf.group(model, "
-                                 f"name)) or None, got {describe(group)}")
-        if tips is None:
-            if group.tip is None:
-                raise InvalidInputError(f"group {group.name!r} has no single chain tip; give "
-                                        f"tips")
-            tips = group.tip
-        model = group.restrict(model)  # joints outside the group are frozen: never moved
         if regularizers:
             raise InvalidInputError("regularizers are built for one model; a group solve "
                                     "takes none")
+        model, tips = apply_group(model, group, tips)
     tips = check_names(model.tips if tips is None else tips, "tips")
     for tip in tips:
         model.link_index(tip)  # UnknownLinkError listing the valid names
