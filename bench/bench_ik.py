@@ -53,7 +53,7 @@ from ros2_ik import load_robot, robots  # noqa: E402
 from ros2_ik import solvers as solvers_mod  # noqa: E402
 from ros2_ik.kinematics import fk_frames, pose_error  # noqa: E402
 from ros2_ik.solvers import IKConfig, solve_pose  # noqa: E402
-from ros2_ik.solvers.common import expand_seeds  # noqa: E402
+from ros2_ik.solvers.common import expand_seeds, movable_coordinates  # noqa: E402
 
 POS_TOL, ORI_TOL = 1e-4, 1e-3
 STRICT_POS, STRICT_ORI = 1e-5, 1e-4
@@ -305,8 +305,9 @@ def run_peer(robot, peer, model, tips, P, args, ours_rows):
     n, K = min(args.peer_problems, args.problems), args.seeds
     tg, rnd = P["targets"][:n], P["rand_seeds"][:n]
     mid1 = model.neutral_q()[None]
-    seedsK = expand_seeds(model, mid1, K, 0, np)             # the rows ros2_ik uses
-    seedsB = expand_seeds(model, mid1, args.budget_seeds, 0, np)
+    mov = movable_coordinates(model, tips)
+    seedsK = expand_seeds(model, mid1, K, 0, np, mov)        # the rows ros2_ik uses
+    seedsB = expand_seeds(model, mid1, args.budget_seeds, 0, np, mov)
     name = f"{peer.name} {peer.version}"
     peer.solve(tg[0, 0], mid1[0], args.max_iterations, POS_TOL, ORI_TOL)   # warm-up
     single = {}

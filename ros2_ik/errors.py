@@ -12,6 +12,7 @@ from typing import Iterable
 __all__ = [
     "IKError",
     "UrdfError",
+    "SrdfError",
     "UnknownLinkError",
     "UnknownJointError",
     "UnknownRobotError",
@@ -31,6 +32,12 @@ class UrdfError(IKError, ValueError):
 
     The message names what is wrong and where (element and name), and what to do.
     """
+
+
+class SrdfError(IKError, ValueError):
+    """A semantic robot description (SRDF) that cannot be read, or a group in it that does not
+    fit the model (unknown joint or link, a chain whose base is not above its tip, a cycle of
+    subgroups), or a group name it does not define. The message says which and what to do."""
 
 
 def _name_list(names: Iterable[str], limit: int = 40) -> str:

@@ -20,7 +20,8 @@ from ros2_ik.kinematics.se3 import pose_error
 from ros2_ik.solvers import IKConfig, PoseObjective, Status, solve_pose
 from ros2_ik.solvers import fast
 from ros2_ik.solvers.ccd import ccd_solve_rows
-from ros2_ik.solvers.common import clip_to_limits, expand_seeds, restart_seeds
+from ros2_ik.solvers.common import (clip_to_limits, expand_seeds, movable_coordinates,
+                                    restart_seeds)
 
 # every 1-DOF joint case the generator resolves: revolute about +z / -z / x / y / an oblique
 # axis, continuous, prismatic, fixed with rotation, a mimic joint, a frozen joint (locked
@@ -127,7 +128,8 @@ def _numba_rows(m, tips, T, W, K, cfg):
     ch = fast._chain_arrays(m, tuple(int(m.link_index(t)) for t in tips))
     P = T.shape[0]
     seeds = np.tile(m.neutral_q(), (P, 1))
-    q = np.ascontiguousarray(clip_to_limits(m, expand_seeds(m, seeds, K, cfg.rng_seed, np)))
+    rows = expand_seeds(m, seeds, K, cfg.rng_seed, np, movable_coordinates(m, tips))
+    q = np.ascontiguousarray(clip_to_limits(m, rows))
     N = P * K
     conv, iters = np.zeros(N, bool), np.zeros(N, np.int64)
     pe, re, tout = np.full(N, np.inf), np.full(N, np.inf), np.zeros(N, bool)

@@ -45,7 +45,7 @@ import numpy as np
 
 from ..errors import InvalidInputError
 from ..model import JointType, Model
-from ..solvers.common import restart_seeds, wide_revolute
+from ..solvers.common import movable_coordinates, restart_seeds, wide_revolute
 
 __all__ = ["Chain", "chain_of", "solve_source", "frames_source", "host_variant", "HOST_SHIM", "DTYPES",
            "source_hash"]
@@ -527,7 +527,9 @@ def _emit_lm_kernel(e: _Emit, ch: Chain, scalar: str):
     nq, T, nc, m = model.nq, ch.T, ch.nc, 6 * ch.T
     used, qv = _qvars(ch)
     lo, hi, wide = _limits(model)
-    _, keep = restart_seeds(model, 1, 0)
+    # the restart rule of solvers.common.expand_seeds: coordinates off the base->tip paths
+    # (movable_coordinates) keep the problem's seed, as in the Numba rows
+    _, keep = restart_seeds(model, 1, 0, movable_coordinates(model, ch.tips))
     nz = _jac_structure(ch)
     e(f"""
 // rows = P * K, problem-major. seeds (P, nq) float64 (seed_stride nq; 0: one seed for all);
@@ -558,7 +560,7 @@ def _emit_lm_kernel(e: _Emit, ch: Chain, scalar: str):
         # start values: the problem's seed or a restart seed, clipped to the limits
         e("S " + ", ".join(f"q{i}" for i in used) + ";")
         for i in range(nq):
-            src = f"sd[{i}]" if keep[i] else f"(k == 0 ? sd[{i}] : rk[{i}])"
+            src = f"sd[{i}]" if keep[i] or i not in used else f"(k == 0 ? sd[{i}] : rk[{i}])"
             with e.block(""):
                 e(f"S v = S({src});")
                 _emit_clip(e, "v", i, lo, hi, wide)
@@ -810,10 +812,13 @@ def _emit_select_kernel(e: _Emit, ch: Chain, scalar: str):
         e("const S* qr = q_rows + row * " + str(nq) + ";")
         e("const double* sd = seeds + p * seed_stride;")
         e("double* qb = out + p * " + str(nq) + ";")
+        moved = set(int(c) for c in ch.colq)
         for i in range(nq):
             with e.block(""):
                 e("typedef double S;")  # the clip below runs in float64
-                e(f"double v = (double)qr[{i}];")
+                # a coordinate no column moves (off the paths, frozen) is the seed's, exactly
+                # (a float32 row holds it rounded)
+                e(f"double v = {f'sd[{i}]' if i not in moved else f'(double)qr[{i}]'};")
                 if cont[i]:
                     e(f"{{ const double x = R2IK_PI - (v - sd[{i}]); "
                       f"v = sd[{i}] + R2IK_PI - (x - 2.0 * R2IK_PI * floor(x / (2.0 * R2IK_PI))); }}")

@@ -18,7 +18,8 @@ from ..errors import InputTypeError, InvalidInputError, ShapeError
 from ..kinematics.jacobian import jacobians_all
 from ..model import MAX_BATCH, Model
 from .common import (INVALID_GOAL_MESSAGE, IKConfig, IKResult, SolveMode, Status,
-                     expand_seeds, finalize_q, seed_distance, unsolved_message)
+                     expand_seeds, finalize_q, movable_coordinates, seed_distance,
+                     unsolved_message)
 from .ccd import ccd_solve_rows
 from .dls import evaluate, goal_errors, lm_solve_rows
 from .objectives import Objective, PoseObjective
@@ -130,6 +131,9 @@ def solve_ik(model: Model, objectives: Sequence[Objective], *, seeds=None,
         raise InvalidInputError("CCD does not take regularizers; use solver='dls'")
     from . import fast  # noqa: PLC0415
 
+    # which coordinates this solve may move, decided once (goal objectives' links; a goal
+    # without a link, e.g. a custom objective: all); every other one stays at the seed
+    movable = goal_movable(model, objectives)
     # the timeout counts from the call, less a one-time kernel compilation in this process
     first = [o.take(0, 1) for o in objectives + regularizers]
     splittable = all(o is not None for o in first)
@@ -153,7 +157,7 @@ def solve_ik(model: Model, objectives: Sequence[Objective], *, seeds=None,
     per_chunk = max(1, rows // K) if splittable else P
     if per_chunk >= P:
         return _solve_chunk(model, objectives, regularizers, seeds, cfg, solver, K, deadline,
-                            stop, t0, xp)
+                            stop, t0, xp, movable)
     out = _Results(P, model.nq)
     for p0 in range(0, P, per_chunk):
         p1 = min(P, p0 + per_chunk)
@@ -168,7 +172,7 @@ def solve_ik(model: Model, objectives: Sequence[Objective], *, seeds=None,
             out.not_started(p0, model, rest, xp, cancelled=stop.seen)
             break
         out.put(p0, _solve_chunk(model, objs, regs, seeds_c, cfg, solver, K, deadline, stop,
-                                 t0, xp))
+                                 t0, xp, movable))
     return out.result(t0)
 
 
@@ -197,8 +201,18 @@ class _LatchedStop:
         return self.seen
 
 
+def goal_movable(model: Model, objectives) -> np.ndarray:
+    """(nq,) bool: the coordinates a solve for these goal objectives may move
+    (:func:`.common.movable_coordinates` of their links). Regularizers add none; a goal
+    objective without a ``link`` (a custom one) makes every coordinate movable."""
+    links = [getattr(o, "link", None) for o in objectives]
+    if any(not isinstance(l, (int, np.integer)) for l in links):
+        return movable_coordinates(model, None)
+    return movable_coordinates(model, links)
+
+
 def _solve_chunk(model, objectives, regularizers, seeds, cfg, solver, K, deadline, stop, t0,
-                 xp) -> IKResult:
+                 xp, movable=None) -> IKResult:
     """One chunk of P problems: check seeds and goals, expand seeds, solve, select, verify."""
     from . import fast  # noqa: PLC0415
 
@@ -218,7 +232,9 @@ def _solve_chunk(model, objectives, regularizers, seeds, cfg, solver, K, deadlin
         all_obj = [_sanitized(o, invalid, xp) for o in all_obj]
         objectives = all_obj[:len(objectives)]
     fast_plan = fast.plan(model, objectives, regularizers, cfg, "dls", xp)
-    rows_seed = expand_seeds(model, seeds_p, K, cfg.rng_seed, xp)
+    if movable is None:
+        movable = goal_movable(model, objectives)
+    rows_seed = expand_seeds(model, seeds_p, K, cfg.rng_seed, xp, movable)
     problem_idx = xp.repeat(xp.arange(P), K)
     active = xp.asarray(np.repeat(~invalid, K))
     speed = cfg.solve_mode is SolveMode.SPEED
@@ -231,7 +247,7 @@ def _solve_chunk(model, objectives, regularizers, seeds, cfg, solver, K, deadlin
                                    should_stop=poll)
         return lm_solve_rows(model, all_obj, start, rows_seed, problem_idx, cfg,
                              deadline=deadline, active=act, first_per_problem=speed,
-                             num_problems=P, should_stop=poll)
+                             num_problems=P, should_stop=poll, movable=movable)
 
     if solver == "dls":
         q, conv, iters, pe, re, timed_out = run_lm(rows_seed, active)
@@ -357,10 +373,25 @@ def _select(model, objectives, cfg, q, rows_seed, problem_idx, conv, iters, pe, 
                     solve_time=time.perf_counter() - t0)
 
 
+def apply_group(model: Model, group, tips):
+    """The model a solve for ``group`` runs on (every joint outside it frozen) and the tips
+    (the group's chain tip when ``tips`` is None)."""
+    from ..model.srdf import Group  # noqa: PLC0415
+
+    if not isinstance(group, Group):
+        raise InputTypeError(f"group must be a ros2_ik.model.Group (Srdf.group(model, name)) "
+                             f"or None, got {describe(group)}")
+    if tips is None:
+        if group.tip is None:
+            raise InvalidInputError(f"group {group.name!r} has no single chain tip; give tips")
+        tips = group.tip
+    return group.restrict(model), tips
+
+
 def solve_pose(model: Model, targets, *, tips: Sequence[str] | str | None = None,
                weights=(1, 1, 1, 1, 1, 1), seeds=None, config: IKConfig | None = None,
                solver: str = "dls", regularizers: Sequence[Objective] = (),
-               should_stop=None) -> IKResult:
+               should_stop=None, group=None) -> IKResult:
     """Pose IK for one or several tips.
 
     CuPy targets on a machine with a GPU are solved by the fused GPU kernels
@@ -373,7 +404,15 @@ def solve_pose(model: Model, targets, *, tips: Sequence[str] | str | None = None
             or (P, K, 7). Expressed in the model's base frame.
         tips: link name(s); default ``model.tips``.
         weights: (6,) per-axis weights in the target frame (x y z rx ry rz); 0 frees an axis.
+        group: a planning group (:class:`ros2_ik.model.Group`, from
+            :meth:`ros2_ik.model.Srdf.group`): the solve moves only the group's joints (every
+            other coordinate is the seed's), and its chain's tip is the default tip.
     """
+    if group is not None:
+        if regularizers:
+            raise InvalidInputError("regularizers are built for one model; a group solve "
+                                    "takes none")
+        model, tips = apply_group(model, group, tips)
     tips = check_names(model.tips if tips is None else tips, "tips")
     for tip in tips:
         model.link_index(tip)  # UnknownLinkError listing the valid names

@@ -17,7 +17,8 @@ from ..validate import MAX_TIMEOUT, check_int, check_number, describe
 #: Largest ``max_iterations`` / ``stall_iterations`` accepted.
 MAX_ITERATIONS = 1_000_000_000
 
-__all__ = ["Status", "SolveMode", "IKConfig", "IKResult", "expand_seeds", "finalize_q"]
+__all__ = ["Status", "SolveMode", "IKConfig", "IKResult", "expand_seeds", "finalize_q",
+           "movable_coordinates"]
 
 
 class Status(enum.IntEnum):
@@ -132,39 +133,79 @@ def unsolved_message(timed_out: bool, pos_err: float, rot_err: float, cfg: IKCon
             f"{cfg.orientation_tolerance:g} rad)")
 
 
-def restart_seeds(model: Model, num_seeds: int, rng_seed: int):
+def movable_coordinates(model: Model, links=None) -> np.ndarray:
+    """(nq,) bool: the coordinates a solve for the tips ``links`` (link names or indices) may
+    move: those of the joints on the paths from the base to each tip, and the leaders of the
+    mimic joints on those paths. Every other coordinate stays at the problem's seed. ``None``
+    (a goal without a link, e.g. a custom objective): every coordinate. Frozen joints are in
+    the mask when on a path, but no solver moves them."""
+    if links is None:
+        return np.ones(model.nq, dtype=bool)
+    ids = tuple(sorted({int(model.link_index(l)) if isinstance(l, str) else int(l)
+                        for l in links}))
+    key = ("movable", ids)
+    hit = model._cache.get(key)
+    if hit is not None:
+        return hit.copy()
+    on_path = set()
+    leaders = set()
+    for l in ids:
+        while l > 0:
+            on_path.add(l)
+            if model.mimic_q[l] >= 0:
+                leaders.add(int(model.mimic_q[l]))
+            l = int(model.link_parent[l])
+    m = np.array([int(j) in on_path for j in model.q_joint], dtype=bool)
+    for qi in leaders:
+        m[qi] = True
+    if len(model._cache) < 10_000:
+        model._cache[key] = m
+    return m.copy()
+
+
+def restart_seeds(model: Model, num_seeds: int, rng_seed: int, movable=None):
     """The K-1 random seeds (K-1, nq) drawn from ``rng_seed``, and the mask (nq,) of coordinates
-    every seed keeps from the problem's own seed: frozen joints, floating bases and unbounded
-    translations (continuous joints are drawn in (-pi, pi])."""
+    every seed keeps from the problem's own seed: frozen joints, floating bases, unbounded
+    translations (continuous joints are drawn in (-pi, pi]), and every coordinate not in
+    ``movable`` (:func:`movable_coordinates`; None: all movable). The random values of the kept
+    coordinates are drawn all the same, so the other coordinates do not depend on ``movable``."""
+    mov = None if movable is None else np.asarray(movable, dtype=bool)
+    if mov is not None and mov.shape != (model.nq,):
+        raise InvalidInputError(f"movable must have shape ({model.nq},), got {mov.shape}")
     key = ("restart_seeds", int(num_seeds), int(rng_seed))
     hit = model._cache.get(key)
     if hit is not None:
-        return hit[0].copy(), hit[1].copy()
-    rnd = model.random_q(np.random.default_rng(rng_seed), max(int(num_seeds) - 1, 0))
-    keep = ~(np.isfinite(model.lower) & np.isfinite(model.upper)) & ~model.q_continuous
-    frozen_links = {model.joint_index(n) for n in model.frozen}
-    keep |= np.array([int(l) in frozen_links for l in model.q_joint], dtype=bool)
-    for l in range(1, model.num_links):
-        if model.joint_type[l] == JointType.FLOATING and model.q_start[l] >= 0:
-            s = int(model.q_start[l])
-            keep[s:s + 7] = True
-    if len(model._cache) < 10_000:  # cached per model, seed count and rng seed
-        model._cache[key] = (rnd, keep)
-    return rnd.copy(), keep.copy()
+        rnd, keep = hit[0].copy(), hit[1].copy()
+    else:
+        rnd = model.random_q(np.random.default_rng(rng_seed), max(int(num_seeds) - 1, 0))
+        keep = ~(np.isfinite(model.lower) & np.isfinite(model.upper)) & ~model.q_continuous
+        frozen_links = {model.joint_index(n) for n in model.frozen}
+        keep |= np.array([int(l) in frozen_links for l in model.q_joint], dtype=bool)
+        for l in range(1, model.num_links):
+            if model.joint_type[l] == JointType.FLOATING and model.q_start[l] >= 0:
+                s = int(model.q_start[l])
+                keep[s:s + 7] = True
+        if len(model._cache) < 10_000:  # cached per model, seed count and rng seed
+            model._cache[key] = (rnd, keep)
+        rnd, keep = rnd.copy(), keep.copy()
+    if mov is not None:
+        keep |= ~mov
+    return rnd, keep
 
 
-def expand_seeds(model: Model, seeds, num_seeds: int, rng_seed: int, xp):
+def expand_seeds(model: Model, seeds, num_seeds: int, rng_seed: int, xp, movable=None):
     """Rows (P*K, nq): for each problem its own seed, then K-1 random seeds within limits.
 
     The K-1 random seeds (:func:`restart_seeds`) are drawn once from ``rng_seed`` and shared by
     every problem, so a problem's result does not depend on its position in the batch (batched
-    == loop of singles).
+    == loop of singles). Coordinates outside ``movable`` (:func:`movable_coordinates`; None:
+    all) and those :func:`restart_seeds` keeps are the problem's seed in every row.
     """
     P = seeds.shape[0]
     K = int(num_seeds)
     if K == 1:
         return seeds.copy()
-    rnd, keep = restart_seeds(model, K, rng_seed)
+    rnd, keep = restart_seeds(model, K, rng_seed, movable)
     rnd = xp.asarray(rnd[None].repeat(P, axis=0), dtype=seeds.dtype)
     keepx = xp.asarray(keep)
     rnd = xp.where(keepx, seeds[:, None, :], rnd)

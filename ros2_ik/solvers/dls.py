@@ -81,6 +81,19 @@ def _limited_columns(model: Model):
     return out
 
 
+def _fixed_columns(model: Model, movable):
+    """Active Jacobian columns (indices into ``v_active``) of joints with no movable
+    coordinate, or None when there are none."""
+    if movable is None:
+        return None
+    mov = np.asarray(movable, dtype=bool)
+    if mov.all():
+        return None
+    moving_links = {int(l) for l in np.asarray(model.q_joint)[mov]}
+    cols = [c for c, v in enumerate(model.v_active) if int(model.v_joint[v]) not in moving_links]
+    return np.array(cols, dtype=np.int64) if cols else None
+
+
 def _active_set_step(H, g, dq, q, cols, qidx, lower, upper, xp):
     """Joints at a limit that the step pushes outward leave the system; rows where that
     happens solve again without them (they do not move). One re-solve, as the fast path."""
@@ -109,8 +122,12 @@ def _active_set_step(H, g, dq, q, cols, qidx, lower, upper, xp):
 
 def lm_solve_rows(model: Model, objectives, q0, seed_q, problem_idx, cfg: IKConfig, *,
                   deadline: float | None, active=None, first_per_problem: bool = False,
-                  num_problems: int | None = None, should_stop=None):
+                  num_problems: int | None = None, should_stop=None, movable=None):
     """Run LM on rows q0 (N, nq). Returns (q, converged, iterations, pos_err, rot_err, timed_out).
+
+    ``movable`` (nq,) bool (:func:`.common.movable_coordinates`; None: all): the Jacobian
+    columns of the other coordinates are zeroed, so no objective (a posture regularizer
+    included) moves them.
 
     ``active`` (N,) masks rows to solve; ``first_per_problem`` stops all rows of a problem as
     soon as one of them converged (speed mode). ``should_stop()`` is polled every iteration
@@ -124,7 +141,11 @@ def lm_solve_rows(model: Model, objectives, q0, seed_q, problem_idx, cfg: IKConf
     active = xp.ones(N, dtype=bool) if active is None else active.copy()
     lam = xp.full(N, cfg.lambda_initial)
     iters = xp.zeros(N, dtype=xp.int64)
+    fixed_cols = _fixed_columns(model, movable)
+    fixed_cols = None if fixed_cols is None else const(xp, fixed_cols)
     r, J, cost, ctx = evaluate(model, objectives, q, seed_q, problem_idx)
+    if fixed_cols is not None:
+        J[:, :, fixed_cols] = 0.0
     pe, re = goal_errors(objectives, ctx, problem_idx)
     converged = (pe <= cfg.position_tolerance) & (re <= cfg.orientation_tolerance)
     timed_out = False
@@ -160,10 +181,14 @@ def lm_solve_rows(model: Model, objectives, q0, seed_q, problem_idx, cfg: IKConf
         dq = -xp.linalg.solve(H, g[..., None])[..., 0]
         if lim_cols.size:
             dq = _active_set_step(H, g, dq, q, lim_cols, lim_q, lower, upper, xp)
+        if fixed_cols is not None:
+            dq[:, fixed_cols] = 0.0
         dv = xp.zeros((N, model.nv))
         dv[:, va] = xp.where(active[:, None], dq, 0.0)
         q_try = clip_to_limits(model, integrate(model, q, dv))
         r2, J2, cost2, ctx2 = evaluate(model, objectives, q_try, seed_q, problem_idx)
+        if fixed_cols is not None:
+            J2[:, :, fixed_cols] = 0.0
         better = active & (cost2 < cost)
         slow = active & ~(better & (cost2 <= cost * cfg.stall_ratio))
         stall = xp.where(slow, stall + 1, xp.where(active, 0, stall))

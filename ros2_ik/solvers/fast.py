@@ -37,9 +37,10 @@ from ..errors import InvalidInputError, ShapeError
 from ..validate import as_float_array
 from ..kinematics.se3 import pq_to_pose
 from ..model import MAX_VALUE, JointType, Model
-from .api import _check_seeds, solve_pose
+from .api import _check_seeds, apply_group, solve_pose
 from .common import (INVALID_GOAL_MESSAGE, IKConfig, IKResult, SolveMode, Status,
-                     clip_to_limits, restart_seeds, unsolved_message, wide_revolute)
+                     clip_to_limits, movable_coordinates, restart_seeds, unsolved_message,
+                     wide_revolute)
 from .objectives import OrientationObjective, PoseObjective, PositionObjective, _weights
 
 __all__ = ["plan", "available", "ensure_compiled", "warm_up", "is_warm", "ChainPlan",
@@ -404,11 +405,15 @@ class ChainSolver:
     one converges (speed mode), wraps continuous joints near the seed and re-checks the answer by
     FK. Where the compiled path does not cover the model, the tips or the options (Numba missing,
     planar/floating joints on the chain, a solve mode other than ``speed``), :meth:`solve` calls
-    :func:`solve_pose` instead, with the same results contract.
+    :func:`solve_pose` instead, with the same results contract. With a planning ``group``
+    (:meth:`ros2_ik.model.Srdf.group`) only the group's joints move, and its chain tip is the
+    default tip.
     """
 
     def __init__(self, model: Model, tip: str | None = None, config=None,
-                 weights=(1, 1, 1, 1, 1, 1)):
+                 weights=(1, 1, 1, 1, 1, 1), group=None):
+        if group is not None:  # only the group's joints move; its chain tip is the default
+            model, tip = apply_group(model, group, tip)
         self.model = model
         self.tip = tip or (model.tips[0] if model.tips else None)
         if self.tip is None:
@@ -422,7 +427,9 @@ class ChainSolver:
         self.compiled = (self._kernels is not None and cfg.solve_mode is SolveMode.SPEED)
         if not self.compiled:
             return
-        rnd, keep = restart_seeds(model, cfg.num_seeds, cfg.rng_seed)
+        # coordinates off the base->tip path keep the seed's value in every restart row
+        rnd, keep = restart_seeds(model, cfg.num_seeds, cfg.rng_seed,
+                                  movable_coordinates(model, [self._link]))
         self._rnd = np.array(rnd, dtype=np.float64).reshape(-1, model.nq)
         self._keep = np.array(keep, dtype=bool)
         # writable copies: Numba compiles read-only arrays (the model's) as other types

@@ -26,7 +26,7 @@ from ..errors import InputTypeError, InvalidInputError, ShapeError
 from ..validate import MEMORY_BUDGET, as_float_array, check_memory, check_name, describe
 from ..kinematics.se3 import matrix_to_quat, pq_to_pose, quat_to_matrix, slerp
 from ..model import MAX_BATCH, Model
-from .api import check_call_options, solve_pose
+from .api import apply_group, check_call_options, solve_pose
 from .common import IKConfig, SolveMode, Status, seed_distance
 
 __all__ = ["trajectory_seed", "interpolate_keyframes", "TrajectoryResult", "MODES"]
@@ -154,7 +154,8 @@ def trajectory_seed(model: Model, keyframes, node_indices: Sequence[int], *,
                     config: IKConfig | None = None, solver: str = "dls",
                     weights=(1, 1, 1, 1, 1, 1),
                     should_stop: Callable[[], bool] | None = None,
-                    progress: Callable[[int, int, int], None] | None = None) -> TrajectoryResult:
+                    progress: Callable[[int, int, int], None] | None = None,
+                    group=None) -> TrajectoryResult:
     """IK at every node of a path between keyframe poses (in the model's base frame).
 
     Args:
@@ -168,11 +169,15 @@ def trajectory_seed(model: Model, keyframes, node_indices: Sequence[int], *,
         should_stop: polled between chunks and solver iterations; True cancels (nodes not solved
             get status PREEMPTED and ``cancelled`` is set).
         progress: called as ``progress(nodes_done, nodes_total, nodes_failed)`` between chunks.
+        group: a planning group (:meth:`ros2_ik.model.Srdf.group`): only its joints move, and
+            its chain tip is the default tip.
     """
     t0 = time.perf_counter()
     if not isinstance(mode, str) or mode not in MODES:
         raise InvalidInputError(f"unknown trajectory mode {describe(mode)}: mode must be one "
                                 f"of {MODES}")
+    if group is not None:  # only the group's joints move; its chain tip is the default tip
+        model, tip = apply_group(model, group, tip)
     tip = (model.tips[0] if model.tips else None) if tip is None else check_name(tip, "tip")
     if tip is None:
         raise InvalidInputError("no tip link given and the model has no default tip")

@@ -1,0 +1,186 @@
+"""Planning groups from an SRDF (MoveIt's semantic robot description), for the solvers.
+
+No Python SRDF parser is kept on PyPI (``srdfdom`` is MoveIt's C++ library, not on PyPI), so the
+``<group>`` elements are read here with ``defusedxml`` (as the URDF: no entity expansion). A
+group holds, as in MoveIt:
+
+- ``<chain base_link=".." tip_link=".."/>``: the joints on the way from ``base_link`` down to
+  ``tip_link`` (``base_link`` must be above ``tip_link`` in the model's tree);
+- ``<joint name=".."/>``: that joint;
+- ``<link name=".."/>``: the joint whose child is that link;
+- ``<group name=".."/>``: every joint of that (sub)group.
+
+:meth:`Group.restrict` gives the model a solve for the group runs on: every joint with a
+coordinate that is not in the group (nor the leader of a mimic joint in it) is frozen, so every
+solver and path leaves it at the problem's seed. Other SRDF elements (group states, end
+effectors, disabled collisions, virtual joints) are not used.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import SrdfError
+from .tree import Model
+
+__all__ = ["Group", "Srdf", "parse_srdf", "MAX_SRDF_BYTES"]
+
+MAX_SRDF_BYTES = 16 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class _GroupSpec:
+    name: str
+    chains: tuple = ()      # ((base_link, tip_link), ...)
+    joints: tuple = ()
+    links: tuple = ()
+    subgroups: tuple = ()
+
+
+@dataclass(frozen=True)
+class Group:
+    """A planning group resolved against a model: its joint names (in model order), the tip a
+    solve uses when none is given (``tip``: the tip link of its chain when it has exactly one,
+    counting its subgroups', and every joint of the group is on the way to it; else None) and
+    that chain's base link (``base``)."""
+
+    name: str
+    joints: tuple
+    tip: str | None = None
+    base: str | None = None
+    _frozen: tuple = field(default=(), repr=False)
+
+    def restrict(self, model: Model) -> Model:
+        """``model`` with every joint outside the group frozen (cached on ``model``)."""
+        key = ("group_model", self.name, self.joints)
+        hit = model._cache.get(key)
+        if hit is None:
+            hit = model.lock(self._frozen) if self._frozen else model
+            if len(model._cache) < 10_000:
+                model._cache[key] = hit
+        return hit
+
+
+class Srdf:
+    """The groups of one SRDF document (``groups``: name -> raw definition)."""
+
+    def __init__(self, robot_name: str, specs: dict):
+        self.robot_name = robot_name
+        self._specs = specs
+
+    @property
+    def group_names(self) -> list:
+        return list(self._specs)
+
+    def group(self, model: Model, name: str) -> Group:
+        """Group ``name`` resolved against ``model`` (:class:`SrdfError` when unknown or when
+        it names joints or links the model lacks)."""
+        if not isinstance(name, str) or name not in self._specs:
+            raise SrdfError(f"unknown group {name!r}; the SRDF defines "
+                            f"{sorted(self._specs) or 'no groups'}")
+        joint_links: set = set()
+        chains: list = []
+        self._collect(model, name, joint_links, chains, ())
+        order = sorted(joint_links)
+        # leaders of mimic joints in the group drive them: they are in the group too
+        for l in list(order):
+            if model.mimic_q[l] >= 0:
+                joint_links.add(int(model.q_joint[int(model.mimic_q[l])]))
+        order = sorted(joint_links)
+        with_q = sorted({int(l) for l in model.q_joint})
+        frozen = tuple(model.joint_names[l] for l in with_q if l not in joint_links)
+        tip = base = None
+        if len(chains) == 1:  # the chain's tip, when every joint of the group is above it
+            l = model.link_index(chains[0][1])
+            above = set()
+            while l > 0:
+                above.add(int(l))
+                l = int(model.link_parent[l])
+            if joint_links <= above:
+                base, tip = chains[0]
+        return Group(name=name, joints=tuple(model.joint_names[l] for l in order), tip=tip,
+                     base=base, _frozen=frozen)
+
+    def _collect(self, model, name, out, chains, stack):
+        if name in stack:
+            raise SrdfError(f"group {name!r} contains itself through subgroups "
+                            f"{' -> '.join(stack + (name,))}")
+        if name not in self._specs:
+            raise SrdfError(f"group {stack[-1]!r} names subgroup {name!r}, which the SRDF does "
+                            f"not define; groups: {sorted(self._specs)}")
+        spec = self._specs[name]
+        links = {n: i for i, n in enumerate(model.link_names)}
+        joints = {n: i for i, n in enumerate(model.joint_names) if i > 0}
+        for base, tip in spec.chains:
+            for n in (base, tip):
+                if n not in links:
+                    raise SrdfError(f"group {name!r}: chain link {n!r} is not in the model "
+                                    f"(base {model.base!r})")
+            b, l = links[base], links[tip]
+            path = []
+            while l != b and l > 0:
+                path.append(l)
+                l = int(model.link_parent[l])
+            if l != b:
+                raise SrdfError(f"group {name!r}: chain base_link {base!r} is not above "
+                                f"tip_link {tip!r} in the model's tree")
+            out.update(path)
+            chains.append((base, tip))
+        for j in spec.joints:
+            if j not in joints:
+                raise SrdfError(f"group {name!r}: joint {j!r} is not in the model")
+            out.add(joints[j])
+        for n in spec.links:
+            if n not in links:
+                raise SrdfError(f"group {name!r}: link {n!r} is not in the model")
+            if links[n] > 0:  # the joint into that link (the base link has none)
+                out.add(links[n])
+        for g in spec.subgroups:
+            self._collect(model, g, out, chains, stack + (name,))
+
+
+def parse_srdf(text: str) -> Srdf:
+    """Read the ``<group>`` elements of an SRDF document (:class:`SrdfError` when it is not
+    one)."""
+    import defusedxml.ElementTree as DET  # noqa: PLC0415
+    from defusedxml import DefusedXmlException  # noqa: PLC0415
+    from xml.etree.ElementTree import ParseError  # noqa: PLC0415
+
+    if not isinstance(text, str):
+        raise SrdfError(f"SRDF must be a str (the XML text), got {type(text).__name__}")
+    if len(text.encode("utf-8", "replace")) > MAX_SRDF_BYTES:
+        raise SrdfError(f"SRDF document is larger than {MAX_SRDF_BYTES} bytes")
+    if not text.strip():
+        raise SrdfError("SRDF document is empty; expected a <robot> XML document")
+    try:
+        root = DET.fromstring(text, forbid_dtd=False, forbid_entities=True, forbid_external=True)
+    except DefusedXmlException as exc:
+        raise SrdfError(f"SRDF document declares XML entities ({type(exc).__name__}); they are "
+                        f"refused") from None
+    except ParseError as exc:
+        raise SrdfError(f"SRDF document is not well-formed XML: {exc}") from None
+    if root.tag != "robot":
+        raise SrdfError(f"SRDF root element is <{root.tag}>, expected <robot>")
+    specs: dict = {}
+    for g in root.findall("group"):
+        name = g.get("name")
+        if not name:
+            raise SrdfError("a <group> without a name")
+        if name in specs:
+            raise SrdfError(f"group {name!r} is defined twice")
+        chains, joints, links, subs = [], [], [], []
+        for c in g:
+            if c.tag == "chain":
+                b, t = c.get("base_link"), c.get("tip_link")
+                if not b or not t:
+                    raise SrdfError(f"group {name!r}: <chain> needs base_link and tip_link")
+                chains.append((b, t))
+            elif c.tag in ("joint", "link", "group"):
+                n = c.get("name")
+                if not n:
+                    raise SrdfError(f"group {name!r}: <{c.tag}> without a name")
+                {"joint": joints, "link": links, "group": subs}[c.tag].append(n)
+        specs[name] = _GroupSpec(name, tuple(chains), tuple(joints), tuple(links), tuple(subs))
+    return Srdf(root.get("name", ""), specs)
