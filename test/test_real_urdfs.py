@@ -28,31 +28,25 @@ def _urdf_files():
 FILES = _urdf_files()
 
 
-@pytest.mark.skipif(not FILES, reason="example-robot-data is not installed (optional, 130 MB: "
-                                      "pip install --no-deps example-robot-data)")
-@pytest.mark.parametrize("path", FILES or ["none"],
-                         ids=[p.split("/robots/")[-1] for p in FILES] or ["none"])
-def test_example_robot_data_urdf_loads(path):
-    with open(path, encoding="utf-8") as f:
-        text = f.read()
-    if "<link" not in text:
-        pytest.skip("no robot in this file (the package ships an empty ur3.urdf)")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # e.g. a mimic on a fixed joint: loaded, warned
-        m = Model.from_urdf(text)
-    q = m.random_q(0, 4)
-    T = fk(m, q)
-    assert np.all(np.isfinite(T))
-
-
 def _load(path):
     with open(path, encoding="utf-8") as f:
         text = f.read()
     if "<link" not in text:
         pytest.skip("no robot in this file (the package ships an empty ur3.urdf)")
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+        warnings.simplefilter("ignore")  # e.g. a mimic on a fixed joint: loaded, warned
         return Model.from_urdf(text)
+
+
+@pytest.mark.skipif(not FILES, reason="example-robot-data is not installed (optional, 130 MB: "
+                                      "pip install --no-deps example-robot-data)")
+@pytest.mark.parametrize("path", FILES or ["none"],
+                         ids=[p.split("/robots/")[-1] for p in FILES] or ["none"])
+def test_example_robot_data_urdf_loads(path):
+    m = _load(path)
+    q = m.random_q(0, 4)
+    T = fk(m, q)
+    assert np.all(np.isfinite(T))
 
 
 @pytest.mark.skipif(not FILES, reason="example-robot-data is not installed (optional, 130 MB: "
