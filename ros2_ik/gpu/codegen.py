@@ -44,7 +44,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import InvalidInputError
-from ..model import JointType, Model
+from ..model import Model
 from ..solvers.common import movable_coordinates, restart_seeds, wide_revolute
 
 __all__ = ["Chain", "chain_of", "solve_source", "frames_source", "host_variant", "HOST_SHIM", "DTYPES",
@@ -128,56 +128,21 @@ def chain_of(model: Model, tips) -> Chain | None:
     """The chain data for ``tips`` (link names or indices), or None when a joint on a path is
     not revolute, continuous, prismatic or fixed (the generator covers 1-DOF chains only) or no
     joint on the paths can move (nothing to solve for; the reference path answers those)."""
+    from ..solvers.fast import _chain_arrays  # noqa: PLC0415 - one walk of the paths
+
     tip_ids = tuple(int(model.link_index(t)) if isinstance(t, str) else int(t) for t in tips)
     if not tip_ids:
         raise InvalidInputError("no tips given for the generated kernels")
-    active_v = set(int(v) for v in model.v_active)
-    pre, axis, pris, qi, mult, off, colq_of, links, mimic = [], [], [], [], [], [], [], [], []
-    starts, posts = [0], []
-    for tip in tip_ids:
-        path = []
-        l = tip
-        while l > 0:
-            path.append(l)
-            l = int(model.link_parent[l])
-        acc = np.eye(4)
-        for l in reversed(path):
-            t = int(model.joint_type[l])
-            if t == JointType.FIXED:
-                acc = acc @ model.origin[l]
-                continue
-            if t not in (JointType.REVOLUTE, JointType.CONTINUOUS, JointType.PRISMATIC):
-                return None
-            pre.append(acc @ model.origin[l])
-            acc = np.eye(4)
-            axis.append(np.array(model.axis[l], dtype=np.float64))
-            pris.append(t == JointType.PRISMATIC)
-            links.append(l)
-            if model.mimic_q[l] >= 0:
-                qi.append(int(model.mimic_q[l]))
-                mult.append(float(model.mimic_multiplier[l]))
-                off.append(float(model.mimic_offset[l]))
-                mimic.append(True)
-            else:
-                qi.append(int(model.q_start[l]))
-                mult.append(1.0)
-                off.append(0.0)
-                mimic.append(False)
-            v = int(model.q_to_v[qi[-1]])
-            colq_of.append(qi[-1] if v in active_v else -1)
-        posts.append(acc)
-        starts.append(len(pre))
-    colq = sorted({c for c in colq_of if c >= 0})
-    if not colq:
+    c = _chain_arrays(model, tip_ids)
+    if c is None or c["colq"].size == 0:
         return None
-    col_index = {c: i for i, c in enumerate(colq)}
-    return Chain(model=model, tips=tip_ids, starts=tuple(starts),
-                 pre=np.array(pre, dtype=np.float64).reshape(-1, 4, 4),
-                 axis=np.array(axis, dtype=np.float64).reshape(-1, 3), prismatic=tuple(pris),
-                 qi=tuple(qi), mult=tuple(mult), off=tuple(off),
-                 col=tuple(col_index.get(c, -1) for c in colq_of), link=tuple(links),
-                 mimic=tuple(mimic), post=np.array(posts, dtype=np.float64).reshape(-1, 4, 4),
-                 colq=tuple(colq))
+    link = tuple(int(l) for l in c["link"])
+    return Chain(model=model, tips=tip_ids, starts=tuple(int(s) for s in c["starts"]),
+                 pre=c["pre"], axis=c["axis"], prismatic=tuple(bool(t) for t in c["typ"]),
+                 qi=tuple(int(i) for i in c["qi"]), mult=tuple(float(v) for v in c["mult"]),
+                 off=tuple(float(v) for v in c["off"]), col=tuple(int(v) for v in c["col"]),
+                 link=link, mimic=tuple(bool(model.mimic_q[l] >= 0) for l in link),
+                 post=c["post"], colq=tuple(int(v) for v in c["colq"]))
 
 
 # ------------------------------------------------------------------ expression helpers

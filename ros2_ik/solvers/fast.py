@@ -268,12 +268,13 @@ def plan(model, objectives, regularizers, cfg, solver, xp):
 
 
 def _chain_arrays(model: Model, tips: tuple[int, ...]):
-    """Flat per-joint arrays for the base->tip paths (cached per model and tip set)."""
+    """Flat per-joint arrays for the base->tip paths (cached per model and tip set); the GPU
+    generator (:func:`ros2_ik.gpu.codegen.chain_of`) reads the same table."""
     key = ("fast_chain", tips)
     if key in model._cache:
         return model._cache[key]
     active_v = set(int(v) for v in model.v_active)
-    pre, axis, typ, qi, mult, off, colq_of = [], [], [], [], [], [], []
+    pre, axis, typ, qi, mult, off, colq_of, links = [], [], [], [], [], [], [], []
     starts, posts = [0], []
     ok = True
     for tip in tips:
@@ -295,6 +296,7 @@ def _chain_arrays(model: Model, tips: tuple[int, ...]):
             acc = np.eye(4)
             axis.append(model.axis[l])
             typ.append(1 if t == JointType.PRISMATIC else 0)
+            links.append(l)
             if model.mimic_q[l] >= 0:
                 qi.append(int(model.mimic_q[l]))
                 mult.append(float(model.mimic_multiplier[l]))
@@ -325,6 +327,7 @@ def _chain_arrays(model: Model, tips: tuple[int, ...]):
         col=np.array([col_index.get(c, -1) for c in colq_of], dtype=np.int64),
         post=np.array(posts, dtype=np.float64).reshape(-1, 4, 4),
         colq=colq,
+        link=np.array(links, dtype=np.int64),   # each joint's child link
     )
     model._cache[key] = out
     return out
