@@ -300,7 +300,7 @@ def _pose_stamped(pq, frame=""):
 def _moveit_ik_request(poses, links, seed_names=(), seed_pos=(), avoid=False):
     vec = poses if len(poses) > 1 else []
     return types.SimpleNamespace(
-        group_name="arm", robot_state=types.SimpleNamespace(joint_state=types.SimpleNamespace(
+        group_name="", robot_state=types.SimpleNamespace(joint_state=types.SimpleNamespace(
             name=list(seed_names), position=array.array("d", seed_pos))),
         constraints=types.SimpleNamespace(joint_constraints=[], position_constraints=[],
                                           orientation_constraints=[],

@@ -19,7 +19,7 @@ Only the standard library is used here.
 
 import pathlib
 
-__all__ = ['ROBOTS', 'names', 'path', 'urdf_string', 'info']
+__all__ = ['ROBOTS', 'names', 'path', 'urdf_string', 'srdf_string', 'info']
 
 _DIR = pathlib.Path(__file__).resolve().parent
 
@@ -27,16 +27,20 @@ _DIR = pathlib.Path(__file__).resolve().parent
 #:   file        -- URDF file name in this directory
 #:   root        -- the URDF's root link
 #:   base        -- default base link of the kinematic chain(s)
-#:   tip         -- default tip link (first of ``tips``)
+#:   tip         -- default tip link (first of ``tips``): the tip the node uses when a request
+#:                  names none (``ros2_ik.ros.robot.default_tip_of``: the end of the longest
+#:                  chain; a test keeps the two equal)
 #:   tips        -- default tip link(s), a tuple
+#:   srdf        -- SRDF file with the robot's planning groups (absent: none)
 #:   description -- one-line summary
 ROBOTS = {
     'panda': {
         'file': 'panda.urdf',
         'root': 'panda_link0',
         'base': 'panda_link0',
-        'tip': 'panda_link8',
-        'tips': ('panda_link8',),
+        'tip': 'panda_hand_tcp',
+        'tips': ('panda_hand_tcp',),
+        'srdf': 'panda.srdf',
         'description': '7-DOF Franka-Panda-like arm from the published modified DH '
                        'parameters; panda_link8 is the flange, panda_hand_tcp the '
                        'gripper TCP (0.1034 m beyond the flange, rotated -pi/4).',
@@ -47,6 +51,7 @@ ROBOTS = {
         'base': 'base_link',
         'tip': 'tool0',
         'tips': ('tool0',),
+        'srdf': 'ur.srdf',
         'description': '6-DOF UR5-like arm from the published standard DH parameters; '
                        'base_link is the DH base frame, tool0 the flange.',
     },
@@ -56,6 +61,7 @@ ROBOTS = {
         'base': 'base_link',
         'tip': 'left_tool',
         'tips': ('left_tool', 'right_tool'),
+        'srdf': 'dual_arm.srdf',
         'description': 'Branched robot: revolute waist, fixed head and two mirrored '
                        '7-DOF arms (left_*/right_*) ending in left_tool/right_tool.',
     },
@@ -63,8 +69,8 @@ ROBOTS = {
         'file': 'misc.urdf',
         'root': 'world',
         'base': 'base',
-        'tip': 'tool',
-        'tips': ('tool', 'finger_right'),
+        'tip': 'finger_left',
+        'tips': ('finger_left', 'tool'),
         'description': 'Test robot with floating, planar, prismatic, continuous, '
                        'revolute, fixed and mimic joints and a non-axis-aligned axis.',
     },
@@ -93,3 +99,9 @@ def path(name):
 def urdf_string(name):
     """The URDF XML text of robot *name*."""
     return path(name).read_text(encoding='utf-8')
+
+
+def srdf_string(name):
+    """The SRDF XML text (planning groups) of robot *name*, or None if it has none."""
+    f = info(name).get('srdf')
+    return (_DIR / f).read_text(encoding='utf-8') if f else None

@@ -9,9 +9,10 @@ This module needs no rclpy, so the mapping is testable anywhere.
 from __future__ import annotations
 
 from ..errors import (BackendUnavailableError, IKError, InvalidInputError, ShapeError,
-                      UnknownJointError, UnknownLinkError, UrdfError)
+                      SrdfError, UnknownJointError, UnknownLinkError, UrdfError)
 
 __all__ = ["SUCCESS", "FAILURE", "TIMED_OUT", "PREEMPTED", "INVALID_GOAL", "INVALID_ROBOT_STATE",
+           "INVALID_GROUP_NAME",
            "INVALID_LINK_NAME", "FRAME_TRANSFORM_FAILURE", "NO_IK_SOLUTION", "NO_ROBOT_MODEL",
            "INVALID_REQUEST", "NAMES", "RequestError", "code_of_exception", "name_of"]
 
@@ -19,6 +20,7 @@ SUCCESS = 1
 FAILURE = 99999
 TIMED_OUT = -6
 PREEMPTED = -7
+INVALID_GROUP_NAME = -15
 INVALID_GOAL = -16                # == INVALID_GOAL_CONSTRAINTS
 INVALID_ROBOT_STATE = -17
 INVALID_LINK_NAME = -18
@@ -29,7 +31,8 @@ INVALID_REQUEST = -41             # ros2_ik-specific
 
 NAMES = {
     SUCCESS: "SUCCESS", FAILURE: "FAILURE", TIMED_OUT: "TIMED_OUT", PREEMPTED: "PREEMPTED",
-    INVALID_GOAL: "INVALID_GOAL", INVALID_ROBOT_STATE: "INVALID_ROBOT_STATE",
+    INVALID_GROUP_NAME: "INVALID_GROUP_NAME", INVALID_GOAL: "INVALID_GOAL",
+    INVALID_ROBOT_STATE: "INVALID_ROBOT_STATE",
     INVALID_LINK_NAME: "INVALID_LINK_NAME", FRAME_TRANSFORM_FAILURE: "FRAME_TRANSFORM_FAILURE",
     NO_IK_SOLUTION: "NO_IK_SOLUTION", NO_ROBOT_MODEL: "NO_ROBOT_MODEL",
     INVALID_REQUEST: "INVALID_REQUEST",
@@ -62,6 +65,8 @@ def code_of_exception(exc: BaseException) -> int:
         return INVALID_ROBOT_STATE
     if isinstance(exc, UnknownLinkError):
         return INVALID_LINK_NAME
+    if isinstance(exc, SrdfError):
+        return INVALID_GROUP_NAME
     if isinstance(exc, UrdfError):
         return NO_ROBOT_MODEL
     if isinstance(exc, (ShapeError, InvalidInputError, BackendUnavailableError)):

@@ -4,12 +4,14 @@ Interfaces (node name ``ros2_ik`` by default; ``~`` is the node's namespace + na
 ``~/compute_ik`` is ``/ros2_ik/compute_ik``):
 
 - subscribes ``robot_description`` (std_msgs/String, reliable + transient local, depth 1),
+  ``robot_description_semantic`` (the SRDF: planning groups; same QoS),
   ``joint_states`` (sensor_msgs/JointState, sensor-data QoS: default seed, matched by name),
   ``~/goal`` (geometry_msgs/PoseStamped: solved for the default tip)
 - publishes ``~/solution`` (sensor_msgs/JointState, for ``~/goal``), ``~/markers``
   (visualization_msgs/MarkerArray), ``/diagnostics`` (diagnostic_msgs/DiagnosticArray)
 - services ``~/compute_ik``, ``~/compute_fk``, ``~/compute_jacobian`` (ros2_ik_interfaces),
-  and, when moveit_msgs is importable, ``compute_ik`` / ``compute_fk`` (MoveIt's types)
+  and, when moveit_msgs is importable, ``~/solve_ik`` / ``~/solve_fk`` (MoveIt's
+  GetPositionIK / GetPositionFK, for ``srv_kinematics_plugin``; see :mod:`.moveit_compat`)
 - action ``~/trajectory_seed`` (ros2_ik_interfaces/action/TrajectorySeed)
 
 Threading (see :mod:`.executor`): one executor thread does every rcl call (takes requests,
@@ -51,6 +53,7 @@ from .. import robots, solvers
 from ..backend import BackendUnavailableError, get_backend
 from ..errors import IKError
 from ..kinematics import fk_frames
+from ..model import Srdf, parse_srdf
 from ..solvers import IKConfig, fast
 from . import codes, moveit_compat, services
 from .codes import RequestError, code_of_exception
@@ -102,8 +105,10 @@ class KinematicsNode(Node):
         self._model_lock = threading.Lock()
         self._robot: LoadedRobot | None = None
         self._urdf: str | None = None
+        self._srdf: tuple[Srdf, str] | None = None  # planning groups and where they came from
         self._stopping = False
         self._pending_robot: tuple[LoadedRobot, str] | None = None
+        self._pending_srdf: tuple[Srdf, str] | None = None
         self._warm = threading.Event()  # set when the current model's warm-up solve is done
         self._ready_logged = False
         self._taken = self._answered = 0  # service requests taken / answered (executor thread)
@@ -145,6 +150,9 @@ class KinematicsNode(Node):
         # ---- topics
         self.create_subscription(String, "robot_description", self._on_robot_description,
                                  ROBOT_DESCRIPTION_QOS, callback_group=self._cb_model)
+        self.create_subscription(String, "robot_description_semantic",
+                                 self._on_robot_description_semantic, ROBOT_DESCRIPTION_QOS,
+                                 callback_group=self._cb_model)
         self.create_subscription(JointState, "joint_states", self._on_joint_states,
                                  qos_profile_sensor_data, callback_group=self._cb_joints)
         self.create_subscription(PoseStamped, "~/goal", self._on_goal, GOAL_QUEUE,
@@ -169,13 +177,16 @@ class KinematicsNode(Node):
         if moveit_compat.moveit_available():
             from moveit_msgs.srv import GetPositionFK, GetPositionIK  # noqa: PLC0415
 
-            self._service(GetPositionIK, "compute_ik", self._srv_moveit_ik)
-            self._service(GetPositionFK, "compute_fk", self._srv_moveit_fk)
-            self.get_logger().info("moveit_msgs found: also serving MoveIt-compatible "
-                                   "compute_ik (GetPositionIK) and compute_fk (GetPositionFK)")
+            self._service(GetPositionIK, moveit_compat.SOLVE_IK, self._srv_moveit_ik)
+            self._service(GetPositionFK, moveit_compat.SOLVE_FK, self._srv_moveit_fk)
+            self.get_logger().info(
+                "moveit_msgs found: also serving "
+                f"{self.resolve_service_name(moveit_compat.SOLVE_IK)} (GetPositionIK, for "
+                "srv_kinematics_plugin) and "
+                f"{self.resolve_service_name(moveit_compat.SOLVE_FK)} (GetPositionFK)")
         else:
             self.get_logger().info("moveit_msgs is not importable: the MoveIt-compatible "
-                                   "compute_ik / compute_fk services are not offered (install "
+                                   "~/solve_ik / ~/solve_fk services are not offered (install "
                                    "moveit_msgs to get them); ros2_ik's own services run")
 
         self._diag_timer = self.create_timer(self._settings.diagnostics_period,
@@ -195,8 +206,64 @@ class KinematicsNode(Node):
     # ================================================================== model
     @staticmethod
     def _describe(robot: LoadedRobot) -> str:
+        groups = (f", groups {robot.group_names} from {robot.srdf_source}" if robot.srdf
+                  else ", no SRDF")
         return (f"{robot.name!r} ({robot.nq} coordinates, base {robot.base!r}, default tip "
-                f"{robot.default_tip!r}, from {robot.source})")
+                f"{robot.default_tip!r}, from {robot.source}{groups})")
+
+    @staticmethod
+    def _srdf_from_settings(s: Settings) -> tuple[Srdf, str] | None:
+        """(groups, source) from the parameters: robot_description_semantic, else the bundled
+        robot's SRDF when the model is a bundled robot; None when neither gives one."""
+        if s.robot_description_semantic:
+            return parse_srdf(s.robot_description_semantic), "parameter robot_description_semantic"
+        if s.robot and not s.robot_description and not s.urdf_file:
+            text = robots.srdf_string(s.robot)
+            if text:
+                return parse_srdf(text), f"bundled robot {s.robot!r}"
+        return None
+
+    def _with_srdf(self, robot: LoadedRobot) -> LoadedRobot:
+        """``robot`` with the current planning groups (a warning when the SRDF names another
+        robot: its groups are still used as far as they fit the model)."""
+        if self._srdf is None:
+            return robot
+        srdf, source = self._srdf
+        if srdf.robot_name and srdf.robot_name != robot.name:
+            self.get_logger().warning(
+                f"the SRDF ({source}) is for robot {srdf.robot_name!r} but the model is "
+                f"{robot.name!r}; a group that does not fit the model is answered with "
+                "INVALID_GROUP_NAME")
+        return robot.with_srdf(srdf, source)
+
+    def _set_srdf(self, srdf: Srdf, source: str) -> None:
+        """New planning groups for the model in use (no rebuild, no warm-up)."""
+        with self._model_lock:
+            self._srdf = (srdf, source)
+            current = self._robot
+        if current is None:
+            self.get_logger().info(f"planning groups {srdf.group_names} from {source} kept "
+                                   "until a robot model is loaded")
+            return
+        robot = self._with_srdf(current)
+        with self._model_lock:
+            if self._robot is current:
+                self._robot = robot  # one reference assignment, as a model swap
+        self.get_logger().info(f"planning groups {srdf.group_names} from {source} "
+                               f"for robot {robot.name!r}")
+
+    def _on_robot_description_semantic(self, msg: String) -> None:
+        try:
+            srdf = parse_srdf(msg.data)
+        except Exception as exc:  # noqa: BLE001  (never die on a bad description)
+            keep = (f"keeping the groups from {self._srdf[1]}" if self._srdf
+                    else "no planning groups loaded")
+            text = (f"robot_description_semantic rejected: {exc}; {keep}. Fix the SRDF and "
+                    "publish it again.")
+            self._stats.set_model_error(text)
+            self.get_logger().error(text)
+            return
+        self._set_srdf(srdf, "topic robot_description_semantic")
 
     @staticmethod
     def _urdf_from_settings(s: Settings) -> tuple[str, str] | None:
@@ -220,6 +287,12 @@ class KinematicsNode(Node):
 
     def _load_from_settings(self, s: Settings, startup: bool = False) -> None:
         try:
+            self._srdf = self._srdf_from_settings(s)
+        except Exception as exc:  # noqa: BLE001
+            msg = f"could not read the planning groups from the parameters: {exc}"
+            self._stats.set_model_error(msg)
+            self.get_logger().error(msg)
+        try:
             src = self._urdf_from_settings(s)
             if src is not None:
                 self._swap(self._build(src[0], src[1], s), src[0])
@@ -229,6 +302,7 @@ class KinematicsNode(Node):
             self.get_logger().error(msg + ("; waiting for robot_description" if startup else ""))
 
     def _swap(self, robot: LoadedRobot, urdf: str) -> None:
+        robot = self._with_srdf(robot)
         with self._model_lock:
             old = self._robot
             self._robot = robot  # one reference assignment: in-flight requests keep theirs
@@ -367,6 +441,14 @@ class KinematicsNode(Node):
             except BackendUnavailableError as exc:
                 return SetParametersResult(successful=False, reason=str(exc))
         self._pending_robot = None
+        self._pending_srdf = None
+        if changes.get("robot_description_semantic") or any(k in changes
+                                                            for k in SOURCE_PARAMS):
+            try:  # the SRDF parameter, or a newly chosen bundled robot's groups
+                self._pending_srdf = self._srdf_from_settings(new)
+            except Exception as exc:  # noqa: BLE001
+                return SetParametersResult(
+                    successful=False, reason=f"planning groups not changed: {exc}")
         if any(k in changes for k in MODEL_PARAMS):
             try:
                 # a new source (robot / urdf_file / robot_description) loads that; a new
@@ -391,6 +473,10 @@ class KinematicsNode(Node):
                                                    if p.name in {s.name for s in PARAMS}})
         if "backend" in names:
             self._xp, self._backend = self._select_backend(self._settings.backend, strict=False)
+        if self._pending_srdf is not None:
+            srdf, source = self._pending_srdf
+            self._pending_srdf = None
+            self._set_srdf(srdf, source)
         if self._pending_robot is not None:
             robot, urdf = self._pending_robot
             self._pending_robot = None
@@ -543,31 +629,34 @@ class KinematicsNode(Node):
                            ComputeJacobian.Response)[0]
 
     def _srv_moveit_ik(self, req, resp):
+        kind = "solve_ik (MoveIt)"
         try:
-            ik_req, unsupported = moveit_compat.ik_request_as_compute_ik(req.ik_request)
-            if unsupported and not self._moveit_warned:
-                self._moveit_warned = True
-                self.get_logger().warning(moveit_compat.IGNORED_WARNING)
-            ik_resp, out = self._serve("compute_ik (MoveIt)", services.compute_ik, ik_req,
-                                       moveit_compat.compute_ik_response(),
-                                       moveit_compat.compute_ik_response)
-            moveit_compat.fill_ik_response(resp, ik_resp)
-            self._publish_markers(out)
+            out, unsupported = moveit_compat.serve_ik(self._request_context(), req, resp,
+                                                      services.compute_ik)
         except Exception as exc:  # noqa: BLE001
-            code, _ = self._fail("compute_ik (MoveIt)", exc)
-            resp.error_code.val = moveit_compat.moveit_code(code)
+            code, message = self._fail(kind, exc)
+            moveit_compat.set_error(resp, code, message)
+            self._stats.record(kind, code, message=message)
+            return resp
+        if unsupported and not self._moveit_warned:
+            self._moveit_warned = True
+            self.get_logger().warning(moveit_compat.IGNORED_WARNING)
+        ec = resp.error_code
+        message = getattr(ec, "message", "") or getattr(ec, "error_message", "")
+        self._stats.record(kind, out.code, out.problems, out.solved, message=message)
+        self._publish_markers(out)
         return resp
 
     def _srv_moveit_fk(self, req, resp):
+        kind = "solve_fk (MoveIt)"
         try:
-            fk_req = moveit_compat.fk_request_as_compute_fk(req)
-            fk_resp, _ = self._serve("compute_fk (MoveIt)", services.compute_fk, fk_req,
-                                     moveit_compat.compute_fk_response(),
-                                     moveit_compat.compute_fk_response)
-            moveit_compat.fill_fk_response(resp, fk_resp, fk_req.link_names)
+            n = moveit_compat.serve_fk(self._request_context(), req, resp, services.compute_fk)
         except Exception as exc:  # noqa: BLE001
-            code, _ = self._fail("compute_fk (MoveIt)", exc)
-            resp.error_code.val = moveit_compat.moveit_code(code)
+            code, message = self._fail(kind, exc)
+            moveit_compat.set_error(resp, code, message)
+            self._stats.record(kind, code, message=message)
+            return resp
+        self._stats.record(kind, codes.SUCCESS, n, n)
         return resp
 
     # ================================================================== pose-goal topic

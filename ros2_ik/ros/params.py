@@ -45,6 +45,9 @@ PARAMS: tuple[ParamSpec, ...] = (
     ParamSpec("urdf_file", "", "Path of a URDF file to load at start-up; '' = none."),
     ParamSpec("robot_description", "", "URDF text to load at start-up (takes precedence over "
               "urdf_file and robot); '' = none. The robot_description topic overrides it."),
+    ParamSpec("robot_description_semantic", "", "SRDF text (planning groups) to use at "
+              "start-up; '' = none, or the bundled robot's SRDF with 'robot'. The "
+              "robot_description_semantic topic overrides it."),
     ParamSpec("base_link", "", "Root link of the kinematic model: goals, FK poses and Jacobians "
               "are in this frame; '' = the URDF's root link."),
     ParamSpec("tip_link", "", "Default tip link for requests that name none; '' = the end of the "
@@ -102,6 +105,7 @@ class Settings:
     robot: str
     urdf_file: str
     robot_description: str
+    robot_description_semantic: str
     base_link: str
     tip_link: str
     backend: str

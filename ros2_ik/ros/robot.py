@@ -8,16 +8,17 @@ No rclpy here: building, name matching and frame look-ups are plain NumPy and te
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, field
+import threading
+from dataclasses import dataclass, field, replace
 from typing import Mapping, Sequence
 
 import numpy as np
 
-from ..errors import UnknownLinkError
+from ..errors import SrdfError, UnknownLinkError
 from ..kinematics import fk_frames
-from ..model import JointType, Model
-from .codes import (FRAME_TRANSFORM_FAILURE, INVALID_LINK_NAME, INVALID_ROBOT_STATE,
-                    RequestError)
+from ..model import Group, JointType, Model, Srdf
+from .codes import (FRAME_TRANSFORM_FAILURE, INVALID_GROUP_NAME, INVALID_LINK_NAME,
+                    INVALID_ROBOT_STATE, RequestError)
 
 __all__ = ["LoadedRobot", "build_robot", "default_tip_of"]
 
@@ -56,6 +57,11 @@ class LoadedRobot:
     mimic_offset: np.ndarray = field(repr=False)      # (n_mimic,)
     q_index: Mapping[str, int] = field(repr=False)    # coordinate name -> q index
     zero_q: np.ndarray = field(repr=False)            # (nq,) 0 clamped into limits (FK default)
+    srdf: Srdf | None = field(default=None, repr=False)  # planning groups, when an SRDF is known
+    srdf_source: str = ""
+    _groups: dict = field(default_factory=dict, repr=False, compare=False)  # name -> Group
+    _groups_lock: threading.Lock = field(default_factory=threading.Lock, repr=False,
+                                         compare=False)
 
     @property
     def name(self) -> str:
@@ -73,6 +79,42 @@ class LoadedRobot:
     def jacobian_columns(self) -> tuple[str, ...]:
         """Names of the Jacobian's columns (active velocity coordinates)."""
         return tuple(self.model.v_names[int(i)] for i in self.model.v_active)
+
+    # ------------------------------------------------------------------ planning groups
+    def with_srdf(self, srdf: Srdf | None, source: str = "") -> "LoadedRobot":
+        """The same model with these planning groups (a new object: the old one stays as it
+        was for requests that hold it)."""
+        return replace(self, srdf=srdf, srdf_source=source if srdf is not None else "",
+                       _groups={}, _groups_lock=threading.Lock())
+
+    @property
+    def group_names(self) -> list[str]:
+        return self.srdf.group_names if self.srdf is not None else []
+
+    def group(self, name: str) -> Group:
+        """Planning group ``name`` resolved against the model (cached), or INVALID_GROUP_NAME
+        saying why not (no SRDF loaded, a name it does not define, a group that does not fit
+        the model)."""
+        with self._groups_lock:
+            hit = self._groups.get(name)
+        if hit is not None:
+            return hit
+        if self.srdf is None:
+            raise RequestError(
+                INVALID_GROUP_NAME,
+                f"group {name!r} requested but no SRDF is loaded for robot {self.name!r}: publish "
+                "it on robot_description_semantic (std_msgs/String, transient local, as "
+                "move_group does) or set the robot_description_semantic parameter; or leave "
+                "group_name empty (then only the joints on the way to the tips move)")
+        try:
+            group = self.srdf.group(self.model, name)
+        except SrdfError as exc:
+            raise RequestError(INVALID_GROUP_NAME,
+                               f"group {name!r} of robot {self.name!r}: {exc}") from None
+        with self._groups_lock:
+            if len(self._groups) < 1000:
+                self._groups[name] = group
+        return group
 
     # ------------------------------------------------------------------ links and frames
     def check_link(self, name: str, what: str = "link") -> str:
@@ -124,7 +166,7 @@ class LoadedRobot:
 
     def apply_joint_values(self, base_q: np.ndarray, names: Sequence[str],
                            positions: Sequence[float], *, what: str, strict: bool,
-                           clip: bool) -> np.ndarray:
+                           clip: bool, ignore_unknown: bool = False) -> np.ndarray:
         """A copy of ``base_q`` (nq,) with the named coordinates replaced.
 
         Mimic joints are accepted and ignored (they follow their leader). With ``strict``,
@@ -132,6 +174,8 @@ class LoadedRobot:
         INVALID_ROBOT_STATE error naming it; without, such entries are skipped (a joint_states
         topic may carry other robots' joints). ``clip``: values past a limit by at most
         SEED_LIMIT_SLACK are clamped; further out is an error (strict) or clamped (not strict).
+        ``ignore_unknown``: names the model lacks are skipped even when ``strict`` (MoveIt's
+        ``robot_state`` holds every joint of the robot, also those outside this model).
         """
         names = list(names)
         pos = np.asarray(positions, dtype=np.float64).reshape(-1)
@@ -158,7 +202,7 @@ class LoadedRobot:
                                        "give finite joint values")
                 continue
             q[i] = v
-        if unknown and strict:
+        if unknown and strict and not ignore_unknown:
             shown = ", ".join(repr(n) for n in unknown[:10])
             raise RequestError(
                 INVALID_ROBOT_STATE,

@@ -55,14 +55,22 @@ class Context:
             raise RequestError(codes.NO_ROBOT_MODEL, NO_MODEL_MESSAGE)
         return self.robot
 
-    def seed_q(self, robot: LoadedRobot, js, what: str = "seed") -> np.ndarray:
-        """Seed (nq,): mid-range, then the latest joint_states, then the request's JointState."""
-        base = self.seed_base(robot) if self.seed_base else robot.model.neutral_q()
+    def current_q(self, robot: LoadedRobot) -> np.ndarray:
+        """The robot's current state as the node knows it (nq,): mid-range, overwritten by the
+        latest joint_states."""
+        return self.seed_base(robot) if self.seed_base else robot.model.neutral_q()
+
+    def seed_q(self, robot: LoadedRobot, js, what: str = "seed", *,
+               ignore_unknown: bool = False) -> np.ndarray:
+        """Seed (nq,): mid-range, then the latest joint_states, then the request's JointState
+        (``ignore_unknown``: names the model lacks are skipped, not rejected)."""
+        base = self.current_q(robot)
         names = list(js.name) if js is not None else []
         pos = as_f64(js.position) if js is not None else np.zeros(0)
         if not names and pos.size == 0:
             return base
-        return robot.apply_joint_values(base, names, pos, what=what, strict=True, clip=True)
+        return robot.apply_joint_values(base, names, pos, what=what, strict=True, clip=True,
+                                        ignore_unknown=ignore_unknown)
 
 
 @dataclass
@@ -217,20 +225,22 @@ _prepared: OrderedDict = OrderedDict()
 _prepared_lock = threading.Lock()
 
 
-def prepared_solver(robot: LoadedRobot, tip: str, cfg: IKConfig, weights: np.ndarray):
-    """A :class:`ChainSolver` for one-goal requests, built once per model, tip, options and
-    weights (chain arrays, limits, restart seeds and options prepared), or None where the
-    compiled path does not apply (kernels not loaded yet, solve mode other than speed, a chain
-    it does not cover)."""
+def prepared_solver(robot: LoadedRobot, tip: str, cfg: IKConfig, weights: np.ndarray,
+                    group=None):
+    """A :class:`ChainSolver` for one-goal requests, built once per model, tip, options,
+    weights and planning group (chain arrays, limits, restart seeds and options prepared), or
+    None where the compiled path does not apply (kernels not loaded yet, solve mode other than
+    speed, a chain it does not cover)."""
     if cfg.solve_mode is not SolveMode.SPEED or not fast.is_warm():
         return None
-    key = (id(robot.model), tip, cfg, weights.tobytes())
+    key = (id(robot.model), tip, cfg, weights.tobytes(),
+           (group.name, group.joints) if group is not None else None)
     with _prepared_lock:
         hit = _prepared.get(key)
         if hit is not None and hit.model is robot.model:
             _prepared.move_to_end(key)
             return hit if hit.compiled else None
-    cs = ChainSolver(robot.model, tip, cfg, weights=weights)
+    cs = ChainSolver(robot.model, tip, cfg, weights=weights, group=group)
     with _prepared_lock:
         _prepared[key] = cs
         while len(_prepared) > PREPARED_MAX:
@@ -243,7 +253,16 @@ def compute_ik(ctx: Context, req, resp) -> IKOutcome:
     robot = ctx.require_robot()
     s = ctx.settings
     model = robot.model
-    tips = list(req.tip_links) or [robot.default_tip]
+    group_name = getattr(req, "group_name", "")
+    group = robot.group(group_name) if group_name else None
+    tips = list(req.tip_links)
+    if not tips and group is not None:
+        if group.tip is None:
+            raise RequestError(codes.INVALID_LINK_NAME,
+                               f"group {group.name!r} has no single chain tip (joints "
+                               f"{list(group.joints)}); name the tip link in the request")
+        tips = [group.tip]
+    tips = tips or [robot.default_tip]
     for t in tips:
         robot.check_link(t, "tip link")
     if len(set(tips)) != len(tips):
@@ -280,7 +299,8 @@ def compute_ik(ctx: Context, req, resp) -> IKOutcome:
                   orientation_tolerance=req.orientation_tolerance, timeout=req.timeout,
                   num_seeds=req.num_seeds, solve_mode=req.solve_mode, rng_seed=req.rng_seed)
     weights = _weights(req.axis_weights, req.position_only)
-    seed = ctx.seed_q(robot, req.seed, "seed")
+    seed = ctx.seed_q(robot, req.seed, "seed",
+                      ignore_unknown=getattr(req, "ignore_unknown_joints", False))
 
     if n_compact:
         raw = as_f64(req.compact_goals).reshape(N, K, 7)
@@ -307,14 +327,14 @@ def compute_ik(ctx: Context, req, resp) -> IKOutcome:
     idx = np.nonzero(ok_p)[0]
     if idx.size:
         targets = pq if idx.size == N else pq[idx]
-        cs = (prepared_solver(robot, tips[0], cfg, weights)
+        cs = (prepared_solver(robot, tips[0], cfg, weights, group)
               if N == 1 and K == 1 and solver == "dls" and ctx.xp is np else None)
         if cs is not None:  # one goal: the prepared compiled solve (same results contract)
             res = cs.solve(targets[0, 0], seed)
         else:
             res = solvers.solve_pose(model, ctx.xp.asarray(targets), tips=tips,
                                      weights=weights, seeds=seed, config=cfg, solver=solver,
-                                     should_stop=ctx.should_stop)
+                                     should_stop=ctx.should_stop, group=group)
         q[idx] = to_numpy(res.q)
         status[idx] = np.asarray(res.status, dtype=np.int32)
         pe[idx] = res.position_error
@@ -378,11 +398,16 @@ def compute_fk(ctx: Context, req, resp) -> int:
         raise RequestError(codes.INVALID_REQUEST,
                            f"{M} states x {L} links = {M * L} poses exceed the node's max_batch = "
                            f"{ctx.settings.max_batch}; split the request")
+    # joints a state leaves out: 0 clamped into the limits (ros2_ik's ComputeFK), or the
+    # current state (MoveIt's GetPositionFK: move_group's current state, overwritten)
+    lenient = getattr(req, "use_current_state", False)
+    base = ctx.current_q(robot) if lenient else robot.zero_q
     if n_friendly:
         Q = np.empty((M, model.nq))
         for i, js in enumerate(req.states):
-            Q[i] = robot.apply_joint_values(robot.zero_q, list(js.name), as_f64(js.position),
-                                            what=f"states[{i}]", strict=True, clip=False)
+            Q[i] = robot.apply_joint_values(base, list(js.name), as_f64(js.position),
+                                            what=f"states[{i}]", strict=True, clip=False,
+                                            ignore_unknown=lenient)
     else:
         Q = np.tile(robot.zero_q, (M, 1))
         vals = vals.reshape(M, len(names))
