@@ -195,6 +195,42 @@ def run(args) -> int:
                f"at least {MIN_SUCCESS:.0%} of the trajectory nodes solved", failures)
         _check(bool(np.all(tpe[tok] <= 1e-4 * 1.0001) and np.all(tre[tok] <= 1e-3 * 1.0001)),
                "every solved node verified by FK", failures)
+
+        # ---- 4. a planning-group request (the SRDF's first group)
+        groups = server.robot.group_names
+        if not groups:
+            print(f"\n4. no planning groups for robot {model.name!r} (no SRDF): skipped")
+        else:
+            g = server.robot.group(groups[0])
+            gtip = g.tip or tip
+            seed_q = model.random_q(rng, 1)[0]
+            cols = [model.q_names.index(j) for j in g.joints if j in model.q_names]
+            q_goal = seed_q.copy()
+            q_goal[cols] = model.random_q(rng, 1)[0][cols]
+            T_g = np.asarray(fk_frames(model, q_goal, [gtip]))[:, 0]
+            greq = ComputeIK.Request()
+            greq.compact_goals = f64_array(pose_to_pq(T_g))
+            greq.group_name = g.name
+            greq.seed = joint_state(model.q_names, seed_q)
+            greq.compact_response = True
+            print(f"\n4. ComputeIK for planning group {g.name!r} (SRDF groups {groups}): "
+                  f"joints {[model.q_names[i] for i in cols]}, tip {gtip!r} (the group's), "
+                  "no tip_links given")
+            gresp = _wait(ik.call_async(greq), 30.0)
+            names = list(gresp.joint_names)
+            gq = seed_q * np.nan  # nothing returned: every check below fails
+            if names:
+                row = as_f64(gresp.compact_solutions)[:len(names)]
+                gq = np.array([row[names.index(n)] for n in model.q_names])
+            others = [i for i in range(model.nq) if i not in cols]
+            gpe, gre = pose_error(T_g, np.asarray(fk_frames(model, gq, [gtip]))[:, 0])
+            print(f"  {codes.name_of(gresp.error_code.val)}: error {gpe[0]:.1e} m / "
+                  f"{gre[0]:.1e} rad; {len(others)} joints outside the group left at the seed")
+            _check(gresp.error_code.val == codes.SUCCESS and gpe[0] <= 1e-4 * 1.0001
+                   and gre[0] <= 1e-3 * 1.0001, "group request solved and verified by FK",
+                   failures)
+            _check(bool(np.array_equal(gq[others], seed_q[others])),
+                   "joints outside the group unchanged", failures)
     except Exception as exc:  # noqa: BLE001
         print(f"\ndemo failed: {type(exc).__name__}: {exc}")
         failures.append(str(exc))

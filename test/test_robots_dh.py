@@ -476,3 +476,27 @@ def test_misc_joint_types():
     T0 = fk(by_child, 'base', 'lift_link', [0.0])
     T1 = fk(by_child, 'base', 'lift_link', [0.25])
     np.testing.assert_allclose(T1[:3, 3] - T0[:3, 3], [0.0, 0.0, 0.25], atol=TOL)
+
+
+def test_default_tips_one_source_of_truth():
+    """ROBOTS' default tip is the node's default tip (``default_tip_of``), and the README's
+    bundled-robot table lists ROBOTS' tips and SRDF groups."""
+    import re
+
+    from ros2_ik import load_robot
+    from ros2_ik.model import parse_srdf
+    from ros2_ik.ros.robot import default_tip_of
+
+    readme = (pathlib.Path(__file__).resolve().parents[1] / "README.md").read_text()
+    rows = {m.group(1): m.group(0) for m in re.finditer(r"^\| `(\w+)` \|.*$", readme, re.M)}
+    for name, entry in robots.ROBOTS.items():
+        model = load_robot(name)
+        assert entry['tip'] == default_tip_of(model), name
+        cells = rows[name].split("|")
+        assert re.findall(r"`(\w+)`", cells[3]) == list(entry['tips']), name
+        srdf = robots.srdf_string(name)
+        groups = parse_srdf(srdf).group_names if srdf else []
+        listed = [g for g in re.findall(r"`(\w+)`", cells[4]) if g in groups]
+        assert sorted(listed) == sorted(groups), name
+        for g in groups:  # every bundled group fits its robot
+            parse_srdf(srdf).group(model, g)

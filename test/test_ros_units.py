@@ -246,6 +246,15 @@ def test_yaml_equals_declared_defaults():
         assert type(v) is type(default) and v == default, (name, v, default)
 
 
+def test_readme_parameter_table_is_generated_from_the_declarations():
+    """One source of truth: README's table == ``python -m ros2_ik.ros.params``."""
+    from ros2_ik.ros.params import markdown_table
+
+    assert markdown_table() in (ROOT / "README.md").read_text(), (
+        "README's parameter table differs from ros2_ik/ros/params.py; paste the output of "
+        "`python -m ros2_ik.ros.params` into it")
+
+
 def test_parameter_validation_reasons():
     assert validate("position_tolerance", 1e-4) is None
     assert "outside" in validate("position_tolerance", -1.0)

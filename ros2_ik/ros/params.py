@@ -15,7 +15,7 @@ from typing import Any, Mapping
 from ..solvers import IKConfig, SolveMode
 
 __all__ = ["ParamSpec", "PARAMS", "SPECS", "Settings", "validate", "descriptor", "ik_config",
-           "BACKENDS", "TRAJECTORY_MODES", "MODEL_PARAMS"]
+           "BACKENDS", "TRAJECTORY_MODES", "MODEL_PARAMS", "markdown_table"]
 
 BACKENDS = ("auto", "numpy", "cupy")
 TRAJECTORY_MODES = ("parallel", "sequential")
@@ -217,3 +217,29 @@ def ik_config(s: Settings, *, position_tolerance: float = 0.0, orientation_toler
         solve_mode=solve_mode or s.solve_mode,
         rng_seed=rng_seed if rng_seed >= 0 else s.rng_seed,
     )
+
+
+def markdown_table() -> str:
+    """The README's parameter table, generated from :data:`PARAMS` (a test keeps the README
+    equal to it: ``python -m ros2_ik.ros.params`` prints it)."""
+    def default(v):
+        if isinstance(v, bool):
+            return "true" if v else "false"
+        return f"{v:g}" if isinstance(v, float) else repr(v)
+
+    rows = ["| parameter | type | default | range / choices | description |",
+            "|---|---|---|---|---|"]
+    for p in PARAMS:
+        if p.range is not None:
+            fmt = "d" if isinstance(p.default, int) else "g"
+            lo, hi = (int(x) if fmt == "d" else x for x in p.range)
+            limits = f"[{lo:{fmt}}, {hi:{fmt}}] {p.units}".strip()
+        else:
+            limits = ", ".join(p.choices or ())
+        rows.append(f"| `{p.name}` | {p.type_name} | `{default(p.default)}` | {limits} | "
+                    f"{p.description} |")
+    return "\n".join(rows)
+
+
+if __name__ == "__main__":
+    print(markdown_table())

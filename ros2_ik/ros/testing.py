@@ -267,13 +267,15 @@ class Client:
             self._pubs[key] = self.node.create_publisher(msg_type, topic, qos)
         return self._pubs[key]
 
-    def publish_robot_description(self, urdf: str) -> None:
-        """Publish like robot_state_publisher: reliable, transient local, depth 1."""
+    def publish_robot_description(self, urdf: str,
+                                  topic: str = "/robot_description") -> None:
+        """Publish like robot_state_publisher (and move_group, for the SRDF on
+        ``/robot_description_semantic``): reliable, transient local, depth 1."""
         from std_msgs.msg import String  # noqa: PLC0415
 
         qos = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
                          reliability=ReliabilityPolicy.RELIABLE)
-        self.publisher(String, "/robot_description", qos).publish(String(data=urdf))
+        self.publisher(String, topic, qos).publish(String(data=urdf))
 
     def subscribe(self, msg_type, topic: str, qos=10):
         """Subscribe and collect messages; returns (list, threading.Condition)."""
