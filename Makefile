@@ -16,11 +16,13 @@ test: setup
 	@. scripts/env.sh && $(PY) -m pytest -q test $(ARGS)
 
 ## fuzz: the property-based fuzz tier at length (FUZZ_EXAMPLES cases per test, default 5000:
-## mutated URDFs and the core API); counts in build/fuzz-report.json. CI runs 60 per test.
+## mutated URDFs, the core API, the node's requests); counts in build/fuzz-report.json and
+## build/fuzz-node-report.json. CI runs 60 per test.
 FUZZ_EXAMPLES ?= 5000
 fuzz: setup
 	@. scripts/env.sh && FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(PY) -m pytest -q \
-	  test/test_fuzz.py $(ARGS) && cat build/fuzz-report.json
+	  test/test_fuzz.py test/test_fuzz_node.py $(ARGS) && cat build/fuzz-report.json \
+	  build/fuzz-node-report.json
 
 bench-kinematics: setup
 	@. scripts/env.sh && $(PY) bench/bench_kinematics.py $(ARGS)

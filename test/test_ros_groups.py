@@ -93,6 +93,16 @@ def test_bundled_groups_one_goal_and_batch(ros):
     assert _solve_group(ros, "left_arm", LEFT, 4, rng, tip_links=["left_tool"]) >= 3
 
 
+def test_no_group_moves_only_the_tips_chain(ros):
+    """No group, tip left_tool: the waist and the left arm may move, the right arm never (with
+    32 seeds and early stalls, random restarts win often)."""
+    rng = np.random.default_rng(2)
+    chain = LEFT + ["waist_joint"]
+    solved = sum(_solve_group(ros, "", chain, 1, rng, tip_links=["left_tool"]) for _ in range(4))
+    assert solved >= 3
+    assert _solve_group(ros, "", chain, 16, rng, tip_links=["left_tool"]) >= 14
+
+
 def test_unknown_group(ros):
     pq = np.array([[0.3, 0.3, 0.8, 0, 0, 0, 1.0]])
     resp = ros.client.call(ros.client.ik, ik_request(pq, group_name="no_such_group"), 30.0)
