@@ -1,6 +1,6 @@
 # The two commands of the README, and a few helpers. Every target sets up .venv first
 # (scripts/setup.sh is idempotent and takes seconds when nothing changed).
-.PHONY: setup demo test fuzz bench bench-kinematics bench-ik bench-node bench-gpu gpu-report bench-peers-setup clean
+.PHONY: setup demo test fuzz bench bench-kinematics bench-ik bench-node bench-timeouts bench-gpu gpu-report bench-peers-setup clean
 
 PY := .venv/bin/python
 
@@ -49,6 +49,10 @@ bench-peers-setup: setup
 ## bench-node: what the ROS node adds: service round trip vs bare solve, a 10k-goal request, compact conversion
 bench-node: setup
 	@. scripts/env.sh && $(PY) bench/bench_node.py $(ARGS)
+
+## bench-timeouts: how far past their timeout calls return, by batch size (1e3 .. 1e6 problems)
+bench-timeouts: setup
+	@. scripts/env.sh && $(PY) bench/bench_timeouts.py $(ARGS)
 
 ## bench-gpu: the GPU path (a machine with a GPU and CuPy); gpu-report: kernel resources (no GPU)
 bench-gpu: setup

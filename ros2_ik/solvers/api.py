@@ -80,7 +80,8 @@ def _check_seeds(model: Model, seeds, P: int, xp):
 def solve_ik(model: Model, objectives: Sequence[Objective], *, seeds=None,
              config: IKConfig | None = None, solver: str = "dls",
              regularizers: Sequence[Objective] = (),
-             should_stop: Callable[[], bool] | None = None) -> IKResult:
+             should_stop: Callable[[], bool] | None = None,
+             start_time: float | None = None) -> IKResult:
     """Solve P IK problems at once.
 
     Args:
@@ -92,10 +93,12 @@ def solve_ik(model: Model, objectives: Sequence[Objective], *, seeds=None,
         regularizers: extra objectives minimized alongside (posture, joint-limit avoidance);
             they do not enter the success test.
         should_stop: polled between iterations; returning True ends the solve (cancel).
+        start_time: ``time.perf_counter()`` when the caller's call began (the timeout counts
+            from there: a wrapper's own checks are part of the budget); default now.
     Returns:
         :class:`IKResult`; success is verified by FK against the tolerances and limits.
     """
-    t0 = time.perf_counter()
+    t0 = time.perf_counter() if start_time is None else float(start_time)
     cfg = check_call_options(config, solver, should_stop)
     if isinstance(objectives, Objective):
         objectives = [objectives]
@@ -158,7 +161,10 @@ def solve_ik(model: Model, objectives: Sequence[Objective], *, seeds=None,
     if per_chunk >= P:
         return _solve_chunk(model, objectives, regularizers, seeds, cfg, solver, K, deadline,
                             stop, t0, xp, movable)
-    out = _Results(P, model.nq)
+    # Every problem starts as "not started" (seed, TIMED_OUT): writing the results of a big
+    # batch takes time in proportion to its size, so it is done now, inside the budget, and
+    # a deadline reached between chunks costs nothing more.
+    out = _Results(P, model, seeds)
     for p0 in range(0, P, per_chunk):
         p1 = min(P, p0 + per_chunk)
         if per_chunk < P:
@@ -167,9 +173,9 @@ def solve_ik(model: Model, objectives: Sequence[Objective], *, seeds=None,
         else:
             objs, regs = objectives, regularizers
         seeds_c = seeds if seeds is None or seeds.ndim == 1 else seeds[p0:p1]
-        if p0 > 0 and (stop() or (deadline is not None and time.perf_counter() >= deadline)):
-            rest = seeds if seeds is None or seeds.ndim == 1 else seeds[p0:]
-            out.not_started(p0, model, rest, xp, cancelled=stop.seen)
+        if stop() or (deadline is not None and time.perf_counter() >= deadline):
+            if stop.seen:
+                out.cancelled_from(p0)
             break
         out.put(p0, _solve_chunk(model, objs, regs, seeds_c, cfg, solver, K, deadline, stop,
                                  t0, xp, movable))
@@ -239,6 +245,12 @@ def _solve_chunk(model, objectives, regularizers, seeds, cfg, solver, K, deadlin
     active = xp.asarray(np.repeat(~invalid, K))
     speed = cfg.solve_mode is SolveMode.SPEED
     poll = stop if stop._fn is not None else None
+    # the solve stops early enough that selecting and verifying this chunk's results still
+    # fits before the deadline (their measured cost per row, see _FinishCost)
+    deadline_all = deadline
+    if deadline is not None:  # (at most half the time left: a wrong estimate cannot starve it)
+        deadline = deadline - min(_FINISH.reserve(P, K),
+                                  0.5 * max(deadline - time.perf_counter(), 0.0))
 
     def run_lm(start, act):
         if fast_plan is not None:
@@ -259,22 +271,70 @@ def _solve_chunk(model, objectives, regularizers, seeds, cfg, solver, K, deadlin
         if solver == "ccd+dls":  # LM from where CCD stopped, for the rows CCD did not finish
             q, conv2, iters2, pe, re, timed_out = run_lm(q, active & ~conv)
             conv, iters = conv | conv2, iters + iters2
-    return _select(model, objectives, cfg, q, rows_seed, problem_idx, conv, iters, pe, re,
-                   timed_out and not stop.seen, invalid, msgs, P, K, t0, fast_plan,
-                   cancelled=stop.seen)
+    t_sel = time.perf_counter()
+    out = _select(model, objectives, cfg, q, rows_seed, problem_idx, conv, iters, pe, re,
+                  timed_out and not stop.seen, invalid, msgs, P, K, t0, fast_plan,
+                  cancelled=stop.seen)
+    if deadline_all is not None:
+        _FINISH.record(P, K, time.perf_counter() - t_sel)
+    return out
+
+
+class _FinishCost:
+    """What selecting and verifying a chunk's results costs, learnt from the chunks solved with
+    a deadline, so that a solve stops early enough to finish by its deadline. Kept per chunk
+    size (rows = problems x seeds, in powers of two: the cost has a fixed part and a part per
+    row); a slower chunk raises its size's estimate at once (a busy machine), a faster one
+    lowers it gradually. An unseen size is scaled from the nearest smaller one seen."""
+
+    FIRST_GUESS = (1e-3, 1e-6)  # [s] fixed, per row
+
+    def __init__(self):
+        self._by_size: dict[int, float] = {}
+
+    def reserve(self, P: int, K: int) -> float:
+        rows = max(P * max(K, 1), 1)
+        b = rows.bit_length()
+        if b in self._by_size:
+            return self._by_size[b]
+        smaller = [k for k in self._by_size if k < b]
+        if smaller:
+            k = max(smaller)
+            return self._by_size[k] * rows / (1 << (k - 1))
+        fixed, per_row = self.FIRST_GUESS
+        return fixed + per_row * rows
+
+    def record(self, P: int, K: int, seconds: float) -> None:
+        b = max(P * max(K, 1), 1).bit_length()
+        old = self._by_size.get(b, seconds)
+        self._by_size[b] = max(seconds, 0.8 * old + 0.2 * seconds)
+
+
+_FINISH = _FinishCost()
 
 
 class _Results:
-    """The results of a chunked batch, written in place chunk by chunk (one allocation)."""
+    """The results of a chunked batch, written in place chunk by chunk (one allocation). Every
+    problem starts as not started: the seed inside the limits as q, errors NaN, TIMED_OUT."""
 
-    def __init__(self, P, nq):
-        self.q = np.empty((P, nq))
-        self.success = np.empty(P, dtype=bool)
-        self.pe, self.re = np.empty(P), np.empty(P)
-        self.iterations = np.empty(P, np.int64)
-        self.seed_index = np.empty(P, np.int64)
-        self.status = np.empty(P, np.int64)
-        self.messages = [""] * P
+    NOT_STARTED = "timed out before this problem was started"
+
+    def __init__(self, P, model, seeds):
+        if seeds is None:
+            self.q = np.empty((P, model.nq))
+            self.q[:] = np.clip(model.neutral_q(), model.lower, model.upper)
+        else:  # (nq,) or (P, nq)
+            s = to_numpy(seeds)
+            self.q = np.clip(np.where(np.isfinite(s), s, model.neutral_q()), model.lower,
+                             model.upper)
+            if self.q.ndim == 1:
+                self.q = np.tile(self.q, (P, 1))
+        self.success = np.zeros(P, dtype=bool)
+        self.pe, self.re = np.full(P, np.nan), np.full(P, np.nan)
+        self.iterations = np.zeros(P, np.int64)
+        self.seed_index = np.zeros(P, np.int64)
+        self.status = np.full(P, int(Status.TIMED_OUT), np.int64)
+        self.messages = [self.NOT_STARTED] * P
 
     def put(self, p0, r: IKResult) -> None:
         p1 = p0 + len(r)
@@ -284,26 +344,11 @@ class _Results:
         self.status[p0:p1] = r.status
         self.messages[p0:p1] = r.messages
 
-    def not_started(self, p0, model, seeds, xp, *, cancelled: bool) -> None:
-        """Problems ``p0:`` that the deadline or a cancel reached before their chunk started
-        (not checked, not solved: errors NaN, the seed inside the limits as q)."""
-        if seeds is None:
-            self.q[p0:] = np.clip(model.neutral_q(), model.lower, model.upper)
-        elif seeds.ndim == 1:
-            s = to_numpy(seeds)
-            self.q[p0:] = np.clip(np.where(np.isfinite(s), s, model.neutral_q()), model.lower,
-                                  model.upper)
-        else:
-            s = to_numpy(seeds)
-            self.q[p0:] = np.clip(np.where(np.isfinite(s), s, model.neutral_q()), model.lower,
-                                  model.upper)
-        self.success[p0:] = False
-        self.pe[p0:] = self.re[p0:] = np.nan
-        self.iterations[p0:] = self.seed_index[p0:] = 0
-        self.status[p0:] = Status.PREEMPTED if cancelled else Status.TIMED_OUT
-        why = "cancelled" if cancelled else "timed out"
-        self.messages[p0:] = [f"{why} before this problem was started"] * (len(self.messages)
-                                                                              - p0)
+    def cancelled_from(self, p0) -> None:
+        """Problems ``p0:`` (already marked not started) were reached by a cancel."""
+        self.status[p0:] = Status.PREEMPTED
+        self.messages[p0:] = ["cancelled before this problem was started"] * (
+            len(self.messages) - p0)
 
     def result(self, t0) -> IKResult:
         return IKResult(q=self.q, success=self.success, position_error=self.pe,
@@ -408,6 +453,7 @@ def solve_pose(model: Model, targets, *, tips: Sequence[str] | str | None = None
             :meth:`ros2_ik.model.Srdf.group`): the solve moves only the group's joints (every
             other coordinate is the seed's), and its chain's tip is the default tip.
     """
+    t_call = time.perf_counter()  # the timeout counts from here
     if group is not None:
         if regularizers:
             raise InvalidInputError("regularizers are built for one model; a group solve "
@@ -441,4 +487,4 @@ def solve_pose(model: Model, targets, *, tips: Sequence[str] | str | None = None
             return gpu.solve(t, seeds=seeds, weights=weights, should_stop=should_stop)
     objs = [PoseObjective(model, tip, t[:, k], weights) for k, tip in enumerate(tips)]
     return solve_ik(model, objs, seeds=seeds, config=config, solver=solver,
-                    regularizers=regularizers, should_stop=should_stop)
+                    regularizers=regularizers, should_stop=should_stop, start_time=t_call)
