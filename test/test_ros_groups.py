@@ -127,3 +127,19 @@ def test_srdf_from_the_topic_replaces_the_groups(ros):
     assert ros.node.wait_for_log("robot_description_semantic rejected", 20), \
         ros.node.log_text()[-2000:]
     assert _solve_group(ros, "left_wrist", wrist, 3, rng, tip_links=["left_tool"]) >= 2
+
+
+def test_srdf_parameter_at_runtime(ros):
+    srdf = WRIST_SRDF.replace("left_wrist", "left_hand_only")
+    res = ros.client.set_parameters({"robot_description_semantic": srdf})
+    assert res[0].successful, res[0].reason
+    assert ros.node.wait_for_log(
+        "planning groups ['left_hand_only'] from parameter robot_description_semantic", 20), \
+        ros.node.log_text()[-2000:]
+    rng = np.random.default_rng(3)
+    wrist = ["left_joint5", "left_joint6", "left_joint7"]
+    assert _solve_group(ros, "left_hand_only", wrist, 3, rng, tip_links=["left_tool"]) >= 2
+    # a malformed SRDF parameter is refused with the reason; the groups stay
+    res = ros.client.set_parameters({"robot_description_semantic": "<robot><group"})
+    assert not res[0].successful and "SRDF" in res[0].reason
+    assert _solve_group(ros, "left_hand_only", wrist, 2, rng, tip_links=["left_tool"]) >= 1
