@@ -656,7 +656,9 @@ def test_diagnostics(ros):
     assert values["model"] == "panda" and values["dof"] == "7"
     assert values["backend"] in ("numpy", "cupy")
     assert int(values["requests"]) > 0
-    assert 0.0 <= float(values["success_rate"]) <= 1.0
+    problems, solved = int(values["problems"]), int(values["problems_solved"])
+    assert 0 < solved <= problems  # the request above was solved
+    assert float(values["success_rate"]) == pytest.approx(solved / problems, abs=1e-4)
     assert "last_error" in values
     # a new period restarts the timer; reports keep coming
     assert ros.client.set_parameters({"diagnostics.period": 0.3})[0].successful

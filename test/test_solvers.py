@@ -248,10 +248,14 @@ def test_invalid_problems_flagged_alone(models):
     q, T = _targets(m, ["panda_link8"], 4, 41)
     pq = pose_to_pq(T[:, 0])
     pq[1, 0] = np.nan
-    pq[2, 3:] *= 1.0  # fine: normalized inside
+    pq[2, 3:] *= 3.0  # a scaled quaternion is normalized, not refused
     res = solve_pose(m, pq, tips="panda_link8", config=IKConfig(num_seeds=8))
     assert res.status[1] == Status.INVALID_INPUT and "NaN" in res.messages[1]
+    assert res.status[2] != Status.INVALID_INPUT
     assert res.success[[0, 2, 3]].sum() >= 2
+    for p in np.nonzero(res.success)[0]:  # problem 2 against the normalized target
+        pe, re = pose_error(T[p, 0], fk_frames(m, res.q[p], ["panda_link8"])[0, 0])
+        assert pe <= 1e-4 * 1.0001 and re <= 1e-3 * 1.0001
     seeds = m.neutral_q()[None].repeat(4, 0)
     seeds[3, 0] = 10.0
     res = solve_pose(m, T[:, 0], tips="panda_link8", seeds=seeds, config=IKConfig(num_seeds=8))
