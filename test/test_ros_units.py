@@ -255,6 +255,24 @@ def test_readme_parameter_table_is_generated_from_the_declarations():
         "`python -m ros2_ik.ros.params` into it")
 
 
+def test_bundled_robot_lists_name_every_bundled_robot():
+    """The copies of the bundled-robot list (parameter YAML, launch file, README) say the same
+    as ``ros2_ik.robots`` (the parameter's description is generated from it)."""
+    import re
+
+    from ros2_ik import robots
+
+    names = robots.names()
+    yaml_line = next(l for l in (ROOT / "config" / "ros2_ik.yaml").read_text().splitlines()
+                     if l.strip().startswith("robot:"))
+    launch = (ROOT / "launch" / "ros2_ik.launch.py").read_text()
+    launch_line = next(l for l in launch.splitlines() if "bundled robot (" in l)
+    readme_rows = re.findall(r"^\| `(\w+)` \| .* \|$", (ROOT / "README.md").read_text(), re.M)
+    for text in (yaml_line, launch_line, SPECS["robot"].description):
+        assert sorted(re.findall(r"\b(" + "|".join(names) + r")\b", text)) == names, text
+    assert sorted(n for n in readme_rows if n in names) == names
+
+
 def test_parameter_validation_reasons():
     assert validate("position_tolerance", 1e-4) is None
     assert "outside" in validate("position_tolerance", -1.0)

@@ -20,8 +20,8 @@ from typing import Sequence
 
 import numpy as np
 
-__all__ = ["QUAT_NORM_TOL", "f64_array", "i32_array", "u32_array", "as_f64", "pose_to_pq",
-           "poses_to_pq", "pq_to_pose", "pq_to_pose_stamped", "check_poses", "describe_bad_pose",
+__all__ = ["QUAT_NORM_TOL", "f64_array", "i32_array", "u32_array", "as_f64", "pose_msg_to_pq",
+           "poses_to_pq", "pq_to_pose_msg", "pq_to_pose_stamped", "check_poses", "describe_bad_pose",
            "duration_to_sec",
            "sec_to_duration", "joint_states"]
 
@@ -64,7 +64,7 @@ def as_f64(field) -> np.ndarray:
 
 
 # ---------------------------------------------------------------------- poses
-def pose_to_pq(pose) -> tuple:
+def pose_msg_to_pq(pose) -> tuple:
     """``geometry_msgs/Pose`` -> (x, y, z, qx, qy, qz, qw)."""
     p, o = pose.position, pose.orientation
     return (p.x, p.y, p.z, o.x, o.y, o.z, o.w)
@@ -74,11 +74,11 @@ def poses_to_pq(poses: Sequence) -> tuple[np.ndarray, list[str]]:
     """``PoseStamped`` list -> ((n, 7) array, list of the n frame_ids)."""
     if not poses:
         return np.zeros((0, 7)), []
-    pq = np.array([pose_to_pq(ps.pose) for ps in poses], dtype=np.float64)
+    pq = np.array([pose_msg_to_pq(ps.pose) for ps in poses], dtype=np.float64)
     return pq, [ps.header.frame_id for ps in poses]
 
 
-def pq_to_pose(pq, pose=None):
+def pq_to_pose_msg(pq, pose=None):
     """(7,) -> ``geometry_msgs/Pose`` (filled into ``pose`` if given)."""
     if pose is None:
         from geometry_msgs.msg import Pose  # noqa: PLC0415
@@ -101,7 +101,7 @@ def pq_to_pose_stamped(pq: np.ndarray, frame_id: str, stamp=None) -> list:
         ps.header.frame_id = frame_id
         if stamp is not None:
             ps.header.stamp = stamp
-        pq_to_pose(row, ps.pose)
+        pq_to_pose_msg(row, ps.pose)
         out.append(ps)
     return out
 

@@ -132,7 +132,7 @@ class KinematicsNode(Node):
             if reason:
                 raise ValueError(f"invalid parameter at start-up: {reason}")
         self._settings = Settings.from_values(values)
-        self._xp, self._backend = self._select_backend(self._settings.backend, strict=False)
+        self._xp, self._backend = self._select_backend(self._settings.backend)
         self.add_on_set_parameters_callback(self._on_set_parameters)
         self.add_post_set_parameters_callback(self._after_set_parameters)
 
@@ -407,14 +407,12 @@ class KinematicsNode(Node):
             return len(self._js_latest)
 
     # ================================================================== parameters
-    def _select_backend(self, name: str, strict: bool):
-        """(xp module, label). ``strict``: raise when CuPy is requested but unusable (runtime
-        change, rejected with the reason); else log the error and fall back to NumPy."""
+    def _select_backend(self, name: str):
+        """(xp module, label): CuPy requested but unusable is logged as an error and NumPy used
+        (a runtime change to it is refused before, in the on-set-parameters callback)."""
         try:
             xp = get_backend(name)
         except BackendUnavailableError as exc:
-            if strict:
-                raise
             self.get_logger().error(f"{exc}; falling back to numpy")
             return np, "numpy (cupy requested but unavailable)"
         label = "cupy" if xp is not np else "numpy"
@@ -472,7 +470,7 @@ class KinematicsNode(Node):
         self._settings = self._settings.replace(**{p.name: p.value for p in params
                                                    if p.name in {s.name for s in PARAMS}})
         if "backend" in names:
-            self._xp, self._backend = self._select_backend(self._settings.backend, strict=False)
+            self._xp, self._backend = self._select_backend(self._settings.backend)
         if self._pending_srdf is not None:
             srdf, source = self._pending_srdf
             self._pending_srdf = None

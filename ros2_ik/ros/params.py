@@ -12,7 +12,9 @@ import math
 from dataclasses import dataclass, fields
 from typing import Any, Mapping
 
+from .. import robots
 from ..solvers import IKConfig, SolveMode
+from ..solvers.common import MAX_SEEDS
 
 __all__ = ["ParamSpec", "PARAMS", "SPECS", "Settings", "validate", "descriptor", "ik_config",
            "BACKENDS", "TRAJECTORY_MODES", "MODEL_PARAMS", "markdown_table"]
@@ -41,7 +43,7 @@ class ParamSpec:
 PARAMS: tuple[ParamSpec, ...] = (
     # --- robot model (the robot_description topic, when it publishes, replaces these) ---
     ParamSpec("robot", "", "Bundled robot to load at start-up when no URDF is given: one of "
-              "panda, ur, dual_arm, misc; '' = none (wait for robot_description)."),
+              f"{', '.join(robots.names())}; '' = none (wait for robot_description)."),
     ParamSpec("urdf_file", "", "Path of a URDF file to load at start-up; '' = none."),
     ParamSpec("robot_description", "", "URDF text to load at start-up (takes precedence over "
               "urdf_file and robot); '' = none. The robot_description topic overrides it."),
@@ -65,7 +67,7 @@ PARAMS: tuple[ParamSpec, ...] = (
               "(rotation angle).", range=(1e-9, math.pi), units="rad"),
     ParamSpec("max_iterations", 100, "Solver iterations per seed.", range=(1, 100_000)),
     ParamSpec("num_seeds", 32, "Default seeds per problem (the request's seed first, then random "
-              "ones within the joint limits).", range=(1, 10_000)),
+              "ones within the joint limits).", range=(1, MAX_SEEDS)),
     ParamSpec("stall_iterations", 5, "A seed is given up after this many slow iterations in a "
               "row (rejected, or cost down by less than 10 %), freeing time for the next seed; "
               "0 = never.", range=(0, 100_000)),

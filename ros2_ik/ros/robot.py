@@ -22,8 +22,10 @@ from .codes import (FRAME_TRANSFORM_FAILURE, INVALID_GROUP_NAME, INVALID_LINK_NA
 
 __all__ = ["LoadedRobot", "build_robot", "default_tip_of"]
 
-#: [rad or m] an explicit seed this far past a limit is clipped into it; further out is an error
-SEED_LIMIT_SLACK = 1e-3
+#: [rad or m] a joint value from a message (a seed, a robot state: measured values that may sit
+#: just past a limit) this far past a limit is clipped into it; further out is an error. Wider
+#: than the core's ``solvers.api.SEED_LIMIT_SLACK`` (1e-6, for seeds computed by a program).
+STATE_LIMIT_SLACK = 1e-3
 
 
 def default_tip_of(model: Model) -> str:
@@ -173,7 +175,7 @@ class LoadedRobot:
         a name that is no coordinate of the model, a length mismatch or a non-finite value is an
         INVALID_ROBOT_STATE error naming it; without, such entries are skipped (a joint_states
         topic may carry other robots' joints). ``clip``: values past a limit by at most
-        SEED_LIMIT_SLACK are clamped; further out is an error (strict) or clamped (not strict).
+        STATE_LIMIT_SLACK are clamped; further out is an error (strict) or clamped (not strict).
         ``ignore_unknown``: names the model lacks are skipped even when ``strict`` (MoveIt's
         ``robot_state`` holds every joint of the robot, also those outside this model).
         """
@@ -213,7 +215,7 @@ class LoadedRobot:
         if clip:
             lo, hi = self.model.lower, self.model.upper
             with np.errstate(invalid="ignore"):
-                far = (q < lo - SEED_LIMIT_SLACK) | (q > hi + SEED_LIMIT_SLACK)
+                far = (q < lo - STATE_LIMIT_SLACK) | (q > hi + STATE_LIMIT_SLACK)
             if strict and far.any():
                 i = int(np.nonzero(far)[0][0])
                 raise RequestError(

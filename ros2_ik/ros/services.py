@@ -15,7 +15,7 @@ import math
 import threading
 import types
 from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
@@ -24,6 +24,7 @@ from .. import solvers
 from ..backend import to_numpy
 from ..kinematics import fk_frames, jacobian, pose_inverse, pose_to_pq, pq_to_pose
 from ..solvers import ChainSolver, IKConfig, SolveMode, fast
+from ..solvers.common import MAX_SEEDS
 from . import codes
 from .codes import RequestError
 from .conversions import (as_f64, check_poses, describe_bad_pose, duration_to_sec, f64_array,
@@ -84,7 +85,6 @@ class IKOutcome:
     status: np.ndarray            # (N,) IKErrorCode values
     code: int
     solve_time: float = 0.0
-    extra: dict = field(default_factory=dict)
 
     @property
     def problems(self) -> int:
@@ -134,10 +134,10 @@ def _config(s: Settings, *, position_tolerance, orientation_tolerance, timeout, 
         raise RequestError(codes.INVALID_REQUEST,
                            f"rng_seed = {rng_seed} is invalid; give -1 (node default) or a value "
                            ">= 0")
-    if int(num_seeds) > 100_000:
+    if int(num_seeds) > MAX_SEEDS:
         raise RequestError(codes.INVALID_REQUEST,
-                           f"num_seeds = {num_seeds} is too large; give at most 100000 (0 = node "
-                           "default)")
+                           f"num_seeds = {num_seeds} is too large; give at most {MAX_SEEDS} (0 = "
+                           "node default)")
     return ik_config(s, position_tolerance=_tolerance(position_tolerance, "position_tolerance"),
                      orientation_tolerance=_tolerance(orientation_tolerance,
                                                       "orientation_tolerance"),

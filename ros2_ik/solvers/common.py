@@ -16,6 +16,7 @@ from ..validate import MAX_TIMEOUT, check_int, check_number, describe
 
 #: Largest ``max_iterations`` / ``stall_iterations`` accepted.
 MAX_ITERATIONS = 1_000_000_000
+MAX_SEEDS = 100_000  # seeds per problem: IKConfig, the node's parameter and requests
 
 __all__ = ["Status", "SolveMode", "IKConfig", "IKResult", "expand_seeds", "finalize_q",
            "movable_coordinates"]
@@ -81,7 +82,7 @@ class IKConfig:
                                                         low_open=True))
         object.__setattr__(self, "timeout", check_number(self.timeout, "timeout", low=0.0,
                                                          high=MAX_TIMEOUT, allow_none=True))
-        for name, lo, hi in (("max_iterations", 1, MAX_ITERATIONS), ("num_seeds", 1, 100_000),
+        for name, lo, hi in (("max_iterations", 1, MAX_ITERATIONS), ("num_seeds", 1, MAX_SEEDS),
                              ("stall_iterations", 0, MAX_ITERATIONS),
                              ("rng_seed", 0, 2**63 - 1)):
             object.__setattr__(self, name, check_int(getattr(self, name), name, low=lo, high=hi))
