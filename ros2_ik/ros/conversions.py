@@ -21,9 +21,8 @@ from typing import Sequence
 import numpy as np
 
 __all__ = ["QUAT_NORM_TOL", "f64_array", "i32_array", "u32_array", "as_f64", "pose_msg_to_pq",
-           "poses_to_pq", "pq_to_pose_msg", "pq_to_pose_stamped", "check_poses", "describe_bad_pose",
-           "duration_to_sec",
-           "sec_to_duration", "joint_states"]
+           "poses_to_pq", "pq_to_pose_msg", "pq_to_pose_stamped", "check_poses",
+           "describe_bad_pose", "duration_to_sec", "sec_to_duration", "joint_states"]
 
 #: A goal quaternion whose norm differs from 1 by more than this is rejected (INVALID_GOAL);
 #: within it, the quaternion is normalized.

@@ -55,11 +55,10 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 from visualization_msgs.msg import MarkerArray
 
-from .. import robots, solvers
+from .. import solvers
 from ..backend import BackendUnavailableError, get_backend
 from ..errors import IKError
 from ..kinematics import fk_frames
-from ..model import Srdf, parse_srdf
 from ..solvers import IKConfig, fast
 from . import codes, moveit_compat, services
 from .codes import RequestError, code_of_exception
@@ -67,15 +66,15 @@ from .conversions import as_f64, f64_array
 from .diagnostics import Stats, diagnostic_status
 from .executor import NodeExecutor, WorkerActionServer, defer_service
 from .markers import ik_markers
-from .params import MODEL_PARAMS, PARAMS, Settings, descriptor, validate
-from .robot import LoadedRobot, build_robot
+from .model_source import ModelSource, describe
+from .params import PARAMS, Settings, descriptor, validate
+from .robot import LoadedRobot
 
 __all__ = ["KinematicsNode", "main", "make_executor", "ROBOT_DESCRIPTION_QOS"]
 
 #: QoS of robot_description, as robot_state_publisher publishes it (latched).
 ROBOT_DESCRIPTION_QOS = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
                                    reliability=ReliabilityPolicy.RELIABLE)
-SOURCE_PARAMS = ("robot", "urdf_file", "robot_description")
 WARM_UP_BATCH = 512  # problems in the second warm-up solve
 FEEDBACK_PERIOD = 0.05  # [s] fewest seconds between two action feedback messages (last always)
 #: QoS of the services: reliable, with a history deep enough that a response is never
@@ -109,12 +108,9 @@ class KinematicsNode(Node):
         super().__init__(node_name, **kwargs)
         self._stats = Stats()
         self._model_lock = threading.Lock()
-        self._robot: LoadedRobot | None = None
-        self._urdf: str | None = None
-        self._srdf: tuple[Srdf, str] | None = None  # planning groups and where they came from
+        # the model and planning groups in use (parameters and topics; see .model_source)
+        self._source = ModelSource(self.get_logger(), self._stats, self._after_swap)
         self._stopping = False
-        self._pending_robot: tuple[LoadedRobot, str] | None = None
-        self._pending_srdf: tuple[Srdf, str] | None = None
         self._warm = threading.Event()  # set when the current model's warm-up solve is done
         self._ready_logged = False
         self._taken = self._answered = 0  # service requests taken / answered (executor thread)
@@ -151,7 +147,7 @@ class KinematicsNode(Node):
         self._cb_timer = MutuallyExclusiveCallbackGroup()
 
         # ---- model from parameters (the robot_description topic may replace it any time)
-        self._load_from_settings(self._settings, startup=True)
+        self._source.load_from_settings(self._settings, startup=True)
 
         # ---- topics
         self.create_subscription(String, "robot_description", self._on_robot_description,
@@ -203,7 +199,7 @@ class KinematicsNode(Node):
         self._diag_timer = self.create_timer(self._settings.diagnostics_period,
                                              self._publish_diagnostics,
                                              callback_group=self._cb_timer)
-        model = (self._describe(self._robot) if self._robot
+        model = (describe(self._source.robot) if self._source.robot
                  else "none yet (waiting for robot_description)")
         self._ready_text = (
             f"services {self.resolve_service_name('~/compute_ik')} (and compute_fk, "
@@ -218,113 +214,14 @@ class KinematicsNode(Node):
             f"the reference path): {self._ready_text}")
 
     # ================================================================== model
-    @staticmethod
-    def _describe(robot: LoadedRobot) -> str:
-        groups = (f", groups {robot.group_names} from {robot.srdf_source}" if robot.srdf
-                  else ", no SRDF")
-        return (f"{robot.name!r} ({robot.nq} coordinates, base {robot.base!r}, default tip "
-                f"{robot.default_tip!r}, from {robot.source}{groups})")
-
-    @staticmethod
-    def _srdf_from_settings(s: Settings) -> tuple[Srdf, str] | None:
-        """(groups, source) from the parameters: robot_description_semantic, else the bundled
-        robot's SRDF when the model is a bundled robot; None when neither gives one."""
-        if s.robot_description_semantic:
-            return parse_srdf(s.robot_description_semantic), "parameter robot_description_semantic"
-        if s.robot and not s.robot_description and not s.urdf_file:
-            text = robots.srdf_string(s.robot)
-            if text:
-                return parse_srdf(text), f"bundled robot {s.robot!r}"
-        return None
-
-    def _with_srdf(self, robot: LoadedRobot) -> LoadedRobot:
-        """``robot`` with the current planning groups (a warning when the SRDF names another
-        robot: its groups are still used as far as they fit the model)."""
-        if self._srdf is None:
-            return robot
-        srdf, source = self._srdf
-        if srdf.robot_name and srdf.robot_name != robot.name:
-            self.get_logger().warning(
-                f"the SRDF ({source}) is for robot {srdf.robot_name!r} but the model is "
-                f"{robot.name!r}; a group that does not fit the model is answered with "
-                "INVALID_GROUP_NAME")
-        return robot.with_srdf(srdf, source)
-
-    def _set_srdf(self, srdf: Srdf, source: str) -> None:
-        """New planning groups for the model in use (no rebuild, no warm-up)."""
-        with self._model_lock:
-            self._srdf = (srdf, source)
-            current = self._robot
-        if current is None:
-            self.get_logger().info(f"planning groups {srdf.group_names} from {source} kept "
-                                   "until a robot model is loaded")
-            return
-        robot = self._with_srdf(current)
-        with self._model_lock:
-            if self._robot is current:
-                self._robot = robot  # one reference assignment, as a model swap
-        self.get_logger().info(f"planning groups {srdf.group_names} from {source} "
-                               f"for robot {robot.name!r}")
+    def _on_robot_description(self, msg: String) -> None:
+        self._source.on_robot_description(msg.data, self._settings)
 
     def _on_robot_description_semantic(self, msg: String) -> None:
-        try:
-            srdf = parse_srdf(msg.data)
-        except Exception as exc:  # noqa: BLE001  (never die on a bad description)
-            keep = (f"keeping the groups from {self._srdf[1]}" if self._srdf
-                    else "no planning groups loaded")
-            text = (f"robot_description_semantic rejected: {exc}; {keep}. Fix the SRDF and "
-                    "publish it again.")
-            self._stats.set_model_error(text)
-            self.get_logger().error(text)
-            return
-        self._set_srdf(srdf, "topic robot_description_semantic")
+        self._source.on_robot_description_semantic(msg.data)
 
-    @staticmethod
-    def _urdf_from_settings(s: Settings) -> tuple[str, str] | None:
-        """(urdf text, source) from the model parameters, or None when they name none."""
-        if s.robot_description:
-            return s.robot_description, "parameter robot_description"
-        if s.urdf_file:
-            try:
-                with open(s.urdf_file, encoding="utf-8") as f:
-                    return f.read(), f"urdf_file {s.urdf_file}"
-            except OSError as exc:
-                raise IKError(f"cannot read urdf_file {s.urdf_file!r}: {exc}; give the path of "
-                              "a readable URDF file") from None
-        if s.robot:
-            return robots.urdf_string(s.robot), f"bundled robot {s.robot!r}"
-        return None
-
-    def _build(self, urdf: str, source: str, s: Settings, strict: bool = False) -> LoadedRobot:
-        return build_robot(urdf, source=source, base_link=s.base_link, tip_link=s.tip_link,
-                           log=self.get_logger().warning, strict=strict)
-
-    def _load_from_settings(self, s: Settings, startup: bool = False) -> None:
-        try:
-            self._srdf = self._srdf_from_settings(s)
-        except Exception as exc:  # noqa: BLE001
-            msg = f"could not read the planning groups from the parameters: {exc}"
-            self._stats.set_model_error(msg)
-            self.get_logger().error(msg)
-        try:
-            src = self._urdf_from_settings(s)
-            if src is not None:
-                self._swap(self._build(src[0], src[1], s), src[0])
-        except Exception as exc:  # noqa: BLE001  (never die on a bad description)
-            msg = f"could not load the robot model from the parameters: {exc}"
-            self._stats.set_model_error(msg)
-            self.get_logger().error(msg + ("; waiting for robot_description" if startup else ""))
-
-    def _swap(self, robot: LoadedRobot, urdf: str) -> None:
-        robot = self._with_srdf(robot)
-        with self._model_lock:
-            old = self._robot
-            self._robot = robot  # one reference assignment: in-flight requests keep theirs
-            self._urdf = urdf
-        self._stats.set_model_error("")
-        verb = "replaced" if old is not None else "loaded"
-        self.get_logger().info(f"{verb} robot model: {self._describe(robot)}"
-                               + (f" (was {old.name!r})" if old is not None else ""))
+    def _after_swap(self, robot: LoadedRobot) -> None:
+        """A new model is in use: warm the solver up for it in the background."""
         self._warm.clear()
         threading.Thread(target=self._warm_up, args=(robot,), daemon=True,
                          name="ros2_ik-warm-up").start()
@@ -355,31 +252,10 @@ class KinematicsNode(Node):
         else:
             self.get_logger().info(f"solver warmed up for {robot.name!r} "
                                    f"in {time.perf_counter() - t0:.2f} s")
-        if self._robot is robot:
+        if self._source.robot is robot:
             self._warm.set()
             if self._ready_text:
                 self._log_ready()
-
-    def _on_robot_description(self, msg: String) -> None:
-        text = msg.data
-        current = self._robot
-        try:
-            if not text.strip():
-                raise IKError("the message is empty")
-            robot = self._build(text, "topic robot_description", self._settings)
-        except Exception as exc:  # noqa: BLE001
-            keep = (f"keeping the current model {current.name!r}" if current is not None
-                    else "no model loaded yet")
-            msg_ = (f"robot_description rejected: {exc}; {keep}. Fix the URDF and publish it "
-                    "again.")
-            self._stats.set_model_error(msg_)
-            self.get_logger().error(msg_)
-            return
-        if current is not None and robot.digest == current.digest and \
-                current.source == robot.source:
-            self.get_logger().debug("robot_description unchanged")
-            return
-        self._swap(robot, text)
 
     # ================================================================== joint states (seed)
     def _on_joint_states(self, msg: JointState) -> None:
@@ -452,31 +328,9 @@ class KinematicsNode(Node):
                 get_backend(new.backend)
             except BackendUnavailableError as exc:
                 return SetParametersResult(successful=False, reason=str(exc))
-        self._pending_robot = None
-        self._pending_srdf = None
-        if changes.get("robot_description_semantic") or any(k in changes
-                                                            for k in SOURCE_PARAMS):
-            try:  # the SRDF parameter, or a newly chosen bundled robot's groups
-                self._pending_srdf = self._srdf_from_settings(new)
-            except Exception as exc:  # noqa: BLE001
-                return SetParametersResult(
-                    successful=False, reason=f"planning groups not changed: {exc}")
-        if any(k in changes for k in MODEL_PARAMS):
-            try:
-                # a new source (robot / urdf_file / robot_description) loads that; a new
-                # base_link / tip_link alone rebuilds the model in use (wherever it came from)
-                src = None
-                if any(k in changes for k in SOURCE_PARAMS):
-                    src = self._urdf_from_settings(new)
-                if src is None and self._urdf is not None:
-                    src = (self._urdf, self._robot.source if self._robot else "previous model")
-                if src is not None:
-                    # a base_link / tip_link set now must name a link of that robot
-                    strict = "base_link" in changes or "tip_link" in changes
-                    self._pending_robot = (self._build(src[0], src[1], new, strict), src[0])
-            except Exception as exc:  # noqa: BLE001
-                return SetParametersResult(
-                    successful=False, reason=f"robot model not changed: {exc}")
+        reason = self._source.prepare_change(changes, new)
+        if reason:
+            return SetParametersResult(successful=False, reason=reason)
         return SetParametersResult(successful=True)
 
     def _after_set_parameters(self, params) -> None:
@@ -485,14 +339,7 @@ class KinematicsNode(Node):
                                                    if p.name in {s.name for s in PARAMS}})
         if "backend" in names:
             self._xp, self._backend = self._select_backend(self._settings.backend)
-        if self._pending_srdf is not None:
-            srdf, source = self._pending_srdf
-            self._pending_srdf = None
-            self._set_srdf(srdf, source)
-        if self._pending_robot is not None:
-            robot, urdf = self._pending_robot
-            self._pending_robot = None
-            self._swap(robot, urdf)
+        self._source.apply_change()
         if "diagnostics.period" in names:
             self._diag_timer.cancel()
             self.destroy_timer(self._diag_timer)
@@ -590,7 +437,7 @@ class KinematicsNode(Node):
 
     # ================================================================== request plumbing
     def _request_context(self, should_stop=None) -> services.Context:
-        return services.Context(robot=self._robot, settings=self._settings, xp=self._xp,
+        return services.Context(robot=self._source.robot, settings=self._settings, xp=self._xp,
                                 seed_base=self._seed_base,
                                 should_stop=should_stop or (lambda: self._stopping))
 
@@ -777,7 +624,7 @@ class KinematicsNode(Node):
         try:
             arr = DiagnosticArray()
             arr.header.stamp = self.get_clock().now().to_msg()
-            arr.status = [diagnostic_status(self.get_name(), self._stats, self._robot,
+            arr.status = [diagnostic_status(self.get_name(), self._stats, self._source.robot,
                                             self._backend)]
             self._diag_pub.publish(arr)
         except Exception as exc:  # noqa: BLE001
@@ -787,7 +634,7 @@ class KinematicsNode(Node):
     @property
     def robot(self) -> LoadedRobot | None:
         """The model now in use (None before one is loaded)."""
-        return self._robot
+        return self._source.robot
 
     def wait_until_warm(self, timeout: float | None = None) -> bool:
         """Block until the current model's warm-up solve has finished (True) or ``timeout``."""
