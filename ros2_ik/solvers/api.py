@@ -47,6 +47,15 @@ def check_call_options(config, solver, should_stop) -> IKConfig:
     return config
 
 
+def check_seed_shape(model: Model, seeds, P: int, xp):
+    """``seeds`` as an array of shape (nq,) or (P, nq) (values are checked per problem later)."""
+    seeds = as_float_array(seeds, "seeds", f"shape ({model.nq},) or ({P}, {model.nq})", xp)
+    if seeds.shape not in ((model.nq,), (P, model.nq)):
+        raise ShapeError(f"seeds must have shape ({model.nq},) or ({P}, {model.nq}) "
+                         f"(coordinates {list(model.q_names)}), got {tuple(seeds.shape)}")
+    return seeds
+
+
 def _check_seeds(model: Model, seeds, P: int, xp):
     if seeds is None:
         return xp.asarray(np.tile(model.neutral_q(), (P, 1))), np.zeros(P, dtype=bool), {}
@@ -122,10 +131,7 @@ def solve_ik(model: Model, objectives: Sequence[Objective], *, seeds=None,
                                 f"{MAX_BATCH}; split the batch or use fewer seeds")
     xp = get_xp(objectives[0].targets) if hasattr(objectives[0], "targets") else np
     if seeds is not None:  # shape checked here, values per chunk
-        seeds = as_float_array(seeds, "seeds", f"shape ({model.nq},) or ({P}, {model.nq})", xp)
-        if seeds.shape not in ((model.nq,), (P, model.nq)):
-            raise ShapeError(f"seeds must have shape ({model.nq},) or ({P}, {model.nq}) "
-                             f"(coordinates {list(model.q_names)}), got {tuple(seeds.shape)}")
+        seeds = check_seed_shape(model, seeds, P, xp)
     regularizers = list(regularizers)
     if solver != "dls" and regularizers:
         raise InvalidInputError("CCD does not take regularizers; use solver='dls'")
@@ -432,6 +438,13 @@ def solve_pose(model: Model, targets, *, tips: Sequence[str] | str | None = None
     if t.shape[0] == 0:
         raise InvalidInputError("empty batch: no targets given")
     cfg = check_call_options(config, solver, should_stop)
+    if (xp is np and t.shape[0] == 1 and len(tips) == 1 and solver == "dls" and not regularizers
+            and cfg.use_fast_path and cfg.solve_mode is SolveMode.SPEED):
+        from .fast import solve_single  # noqa: PLC0415 - one goal: a prepared ChainSolver
+
+        r = solve_single(model, tips[0], t[0, 0], weights, seeds, cfg, should_stop)
+        if r is not None:
+            return r
     if (xp is not np and solver == "dls" and not regularizers and cfg.use_fast_path
             and cfg.solve_mode is SolveMode.SPEED):
         from ..gpu.runtime import solver_for  # noqa: PLC0415 - CuPy input: the fused kernels

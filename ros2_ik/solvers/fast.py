@@ -29,15 +29,17 @@ import subprocess
 import sys
 import threading
 import time
+from collections import OrderedDict
 from pathlib import Path
 
 import numpy as np
 
 from ..errors import InvalidInputError, ShapeError
 from ..validate import as_float_array
+from ..kinematics import compiled as compiled_kinematics
 from ..kinematics.se3 import pq_to_pose
 from ..model import MAX_VALUE, JointType, Model
-from .api import _check_seeds, apply_group, solve_pose
+from .api import _check_seeds, apply_group, check_call_options, check_seed_shape, solve_pose
 from .common import (INVALID_GOAL_MESSAGE, IKConfig, IKResult, SolveMode, Status,
                      clip_to_limits, movable_coordinates, restart_seeds, unsolved_message,
                      wide_revolute)
@@ -168,8 +170,9 @@ def _compile_all(k) -> None:
         fn(np.zeros((1, 1)), *chain[:6], chain[6], chain[8], targets, weights, np.zeros(1),
            np.zeros(1))
     k.solve_one(np.eye(4), np.ones(6), np.zeros(1), np.zeros((0, 1)), np.zeros(1, dtype=bool),
-                np.zeros(1, dtype=bool), *chain, *limits, fparams, 2, -1, np.zeros(1),
-                np.zeros(6))
+                np.zeros(1, dtype=bool), *chain, *limits, fparams, 2, -1,
+                np.zeros(1, np.int64), np.zeros(1), np.zeros(6))
+    compiled_kinematics.ensure_compiled()  # fk, fk_frames and jacobian's kernels too
 
 
 def warm_up(wait: bool = True) -> float:
@@ -227,19 +230,10 @@ fast.ensure_compiled()
 
 
 def _cache_looks_current() -> bool:
-    """True when Numba's index files for the kernels exist and are newer than their source
-    (then loading them takes about a second, and no compilation is expected)."""
-    src = Path(__file__).with_name("_fast_kernels.py")
-    cache_dir = os.environ.get("NUMBA_CACHE_DIR")
-    if cache_dir:
-        index = list(Path(cache_dir).glob("*/_fast_kernels.*.nbi"))
-    else:
-        index = list((src.parent / "__pycache__").glob("_fast_kernels.*.nbi"))
-    try:
-        mtime = src.stat().st_mtime
-        return len(index) >= 4 and all(f.stat().st_mtime >= mtime for f in index)
-    except OSError:
-        return False
+    """True when Numba's disk cache holds the solver's and the kinematics' kernels, newer than
+    their sources (then loading them takes about a second, and no compilation is expected)."""
+    return (compiled_kinematics.cache_current(Path(__file__).with_name("_fast_kernels.py"), 4)
+            and compiled_kinematics.ready())
 
 
 def is_warm() -> bool:
@@ -447,17 +441,20 @@ class ChainSolver:
         self._neutral = np.ascontiguousarray(model.neutral_q())
         ensure_compiled()
 
-    def solve(self, target, seed=None):
+    def solve(self, target, seed=None, should_stop=None):
         """Solve one pose goal: ``target`` (4, 4) or (7,) [x y z qx qy qz qw] in the base frame.
 
-        Returns an :class:`IKResult` with one problem.
+        ``should_stop``: polled while the solve runs (as in :func:`solve_pose`); returning True
+        ends it (status PREEMPTED unless it had converged). Returns an :class:`IKResult` with
+        one problem.
         """
+        check_call_options(self.config, "dls", should_stop)
         T = as_float_array(target, "target", "shape (4, 4) or (7,)", np).astype(np.float64, copy=False)
         if not self.compiled:
             if seed is not None:
                 seed = as_float_array(seed, "seed", f"shape ({self.model.nq},)", np)[None]
             return solve_pose(self.model, T[None], tips=self.tip, weights=self.weights,
-                              config=self.config, seeds=seed)
+                              config=self.config, seeds=seed, should_stop=should_stop)
         t0 = time.perf_counter()
         if T.shape == (7,):
             T = pq_to_pose(T)
@@ -484,19 +481,67 @@ class ChainSolver:
         deadline_ns = -1 if cfg.timeout is None else time.monotonic_ns() + int(cfg.timeout * 1e9)
         q = np.empty(self.model.nq)
         info = np.empty(6)  # per call: one ChainSolver may serve several threads
-        self._kernels.solve_one(np.array(T, dtype=np.float64), self.weights,
-                                np.array(s, dtype=np.float64), self._rnd, self._keep,
-                                self._cont, *self._chain_args, self._lower, self._upper,
-                                self._wide, self._fparams, int(cfg.max_iterations), deadline_ns,
-                                q, info)
+        stop = np.zeros(1, dtype=np.int64)
+        if should_stop is not None and should_stop():
+            stop[0] = 1
+        elif should_stop is not None:
+            _POLLER.add(stop, should_stop)  # polled every POLL_S while the kernel runs
+        try:
+            self._kernels.solve_one(np.array(T, dtype=np.float64), self.weights,
+                                    np.array(s, dtype=np.float64), self._rnd, self._keep,
+                                    self._cont, *self._chain_args, self._lower, self._upper,
+                                    self._wide, self._fparams, int(cfg.max_iterations),
+                                    deadline_ns, stop, q, info)
+        finally:
+            if should_stop is not None:
+                _POLLER.remove(stop)
         status = int(info[0])
+        if (status == Status.NOT_CONVERGED and deadline_ns >= 0
+                and time.monotonic_ns() >= deadline_ns):
+            status = Status.TIMED_OUT  # as solve_pose: the deadline passed during the solve
         if status == Status.INVALID_INPUT:
             msg = INVALID_GOAL_MESSAGE
         elif status != Status.CONVERGED:
-            msg = unsolved_message(status == Status.TIMED_OUT, info[1], info[2], cfg)
+            msg = unsolved_message(status == Status.TIMED_OUT, info[1], info[2], cfg,
+                                   cancelled=status == Status.PREEMPTED)
         ok = status == Status.CONVERGED
         return IKResult(q=q[None], success=np.array([ok]), position_error=np.array([info[1]]),
                         orientation_error=np.array([info[2]]),
                         iterations=np.array([int(info[3])]), seed_index=np.array([int(info[4])]),
                         status=np.array([int(status)], dtype=np.int64), messages=[msg],
                         solve_time=time.perf_counter() - t0)
+
+
+#: prepared solvers kept per model for :func:`solve_pose`'s one-goal calls (least recently used
+#: out)
+PREPARED_MAX = 32
+
+
+def solve_single(model: Model, tip: str, target, weights, seeds, cfg: IKConfig, should_stop):
+    """:func:`solve_pose` for one goal and one tip, by a prepared :class:`ChainSolver` kept per
+    model, tip, options and weights; None when the compiled path does not take it (not loaded
+    yet, a chain it does not cover), and the general path answers. The arguments are checked
+    as :func:`solve_pose` checks them (weights, then the seeds' shape, then their values)."""
+    if not _compiled:
+        return None
+    w = np.array(_weights(weights, 1, np), dtype=np.float64)
+    if seeds is not None:
+        seeds = check_seed_shape(model, seeds, 1, np)
+    key = (tip, cfg, w.tobytes())
+    cache = model._cache.setdefault("prepared_chain_solvers", OrderedDict())
+    with _prepared_lock:
+        cs = cache.get(key)
+        if cs is not None:
+            cache.move_to_end(key)
+    if cs is None:
+        cs = ChainSolver(model, tip, cfg, weights=w[0])
+        with _prepared_lock:
+            cache[key] = cs
+            while len(cache) > PREPARED_MAX:
+                cache.popitem(last=False)
+    if not cs.compiled:
+        return None
+    return cs.solve(target, seed=seeds, should_stop=should_stop)
+
+
+_prepared_lock = threading.Lock()
