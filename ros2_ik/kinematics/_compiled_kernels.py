@@ -136,10 +136,9 @@ def _frames_row(q, r, links, frames, ints, fl, out, T, M, A):
         out[r, k, 3, 3] = 1.0
 
 
-@njit
-def frames_serial(q, floating, max_value, links, frames, ints, fl, out):
-    """out (B, F, 4, 4) = poses of the links ``frames`` at each row of q; False (and nothing
-    computed) when q fails :func:`q_valid` (max_value < 0: not checked)."""
+@njit_inline
+def _frames_serial(q, floating, max_value, links, frames, ints, fl, out):
+    """out (B, F, 4, 4) = poses of the links ``frames`` at each row of q (one thread)."""
     if max_value >= 0 and not q_valid(q, floating, max_value):
         return False
     T = np.empty((ints.shape[0], 3, 4))
@@ -147,21 +146,6 @@ def frames_serial(q, floating, max_value, links, frames, ints, fl, out):
     A = np.empty((3, 4))
     for r in range(q.shape[0]):
         _frames_row(q, r, links, frames, ints, fl, out, T, M, A)
-    return True
-
-
-@njit_parallel
-def frames_parallel(q, floating, max_value, links, frames, ints, fl, out):
-    """:func:`frames_serial` with rows spread over the cores (chunks of 64 rows)."""
-    if max_value >= 0 and not q_valid(q, floating, max_value):
-        return False
-    B = q.shape[0]
-    for c in nb.prange((B + 63) // 64):
-        T = np.empty((ints.shape[0], 3, 4))
-        M = np.empty((3, 4))
-        A = np.empty((3, 4))
-        for r in range(64 * c, min(B, 64 * c + 64)):
-            _frames_row(q, r, links, frames, ints, fl, out, T, M, A)
     return True
 
 
@@ -244,10 +228,9 @@ def _jacobian_row(q, r, links, pairs, express, ints, fl, cint, cfl, out, T, M, A
                                                    + T[e, 2, a] * z)
 
 
-@njit
-def jacobians_serial(q, floating, max_value, links, pairs, express, ints, fl, cint, cfl, out):
-    """out (B, K, 6, n): the Jacobians of the link pairs at each row of q; False as
-    :func:`frames_serial`."""
+@njit_inline
+def _jacobians_serial(q, floating, max_value, links, pairs, express, ints, fl, cint, cfl, out):
+    """out (B, K, 6, n): the Jacobians of the link pairs at each row of q (one thread)."""
     if max_value >= 0 and not q_valid(q, floating, max_value):
         return False
     n = out.shape[3]
@@ -261,12 +244,68 @@ def jacobians_serial(q, floating, max_value, links, pairs, express, ints, fl, ci
     return True
 
 
+# Packed entry points: two arrays hold the model's table and the selection (see compiled.py's
+# _pack), so that a call passes five arguments (Numba's dispatch costs about 0.1-0.5 us per
+# argument, as much as the FK of a 7-DOF arm), and unpacking them takes views only.
+@njit_inline
+def _unpack(idata, fdata):
+    L, nl, nk, nfl, C = idata[0], idata[1], idata[2], idata[3], idata[4]
+    o = 8
+    ints = idata[o:o + 3 * L].reshape((L, 3))
+    o += 3 * L
+    floating = idata[o:o + nfl]
+    o += nfl
+    links = idata[o:o + nl]
+    o += nl
+    sel = idata[o:o + 2 * nk]  # frames (nk) or pairs (nk, 2)
+    o += 2 * nk
+    cint = idata[o:o + 3 * C].reshape((C, 3))
+    fl = fdata[:23 * L].reshape((L, 23))
+    cfl = fdata[23 * L:23 * L + 4 * C].reshape((C, 4))
+    return ints, fl, floating, links, sel, nk, cint, cfl, idata[5]
+
+
+@njit
+def frames(q, idata, fdata, max_value, out):
+    """out (B, F, 4, 4) = poses of the packed selection's frames; False (nothing computed) when
+    q fails :func:`q_valid` (max_value < 0: not checked)."""
+    ints, fl, floating, links, sel, nk, _, _, _ = _unpack(idata, fdata)
+    return _frames_serial(q, floating, max_value, links, sel[:nk], ints, fl, out)
+
+
 @njit_parallel
-def jacobians_parallel(q, floating, max_value, links, pairs, express, ints, fl, cint, cfl,
-                       out):
-    """:func:`jacobians_serial` with rows spread over the cores (chunks of 64 rows)."""
+def frames_parallel(q, idata, fdata, max_value, out):
+    """:func:`frames` with rows spread over the cores (chunks of 64 rows)."""
+    ints, fl, floating, links, sel, nk, _, _, _ = _unpack(idata, fdata)
     if max_value >= 0 and not q_valid(q, floating, max_value):
         return False
+    frames_ = sel[:nk]
+    B = q.shape[0]
+    for c in nb.prange((B + 63) // 64):
+        T = np.empty((ints.shape[0], 3, 4))
+        M = np.empty((3, 4))
+        A = np.empty((3, 4))
+        for r in range(64 * c, min(B, 64 * c + 64)):
+            _frames_row(q, r, links, frames_, ints, fl, out, T, M, A)
+    return True
+
+
+@njit
+def jacobians(q, idata, fdata, max_value, out):
+    """out (B, K, 6, n) = the Jacobians of the packed selection's link pairs; False as
+    :func:`frames`."""
+    ints, fl, floating, links, sel, nk, cint, cfl, express = _unpack(idata, fdata)
+    return _jacobians_serial(q, floating, max_value, links, sel.reshape((nk, 2)), express,
+                             ints, fl, cint, cfl, out)
+
+
+@njit_parallel
+def jacobians_parallel(q, idata, fdata, max_value, out):
+    """:func:`jacobians` with rows spread over the cores (chunks of 64 rows)."""
+    ints, fl, floating, links, sel, nk, cint, cfl, express = _unpack(idata, fdata)
+    if max_value >= 0 and not q_valid(q, floating, max_value):
+        return False
+    pairs = sel.reshape((nk, 2))
     B = q.shape[0]
     n = out.shape[3]
     for c in nb.prange((B + 63) // 64):

@@ -60,7 +60,7 @@ def cache_current(module_file: str | Path, functions: int) -> bool:
 
 
 _SRC = Path(__file__).with_name("_compiled_kernels.py")
-_FUNCTIONS = 4  # frames_serial/parallel, jacobians_serial/parallel
+_FUNCTIONS = 4  # frames, frames_parallel, jacobians, jacobians_parallel
 
 
 def _import():
@@ -111,7 +111,7 @@ def ensure_compiled() -> None:
     for B in (1, PARALLEL_MIN):
         qq = np.repeat(q, B, axis=0)
         link_poses(m, qq, frames_selection(m, list(m.link_names)))
-        jacobians(m, qq, pairs_selection(m, ["d", "c"], "b"), 1)
+        jacobians(m, qq, pairs_selection(m, ["d", "c"], "b", 1))
 
 
 # every joint type, so the warm-up touches every branch (the code is the same for any model)
@@ -191,27 +191,46 @@ def _selection(model: Model, key, build):
     return hit
 
 
+def _pack(model: Model, links, sel, express: int = 0):
+    """The table, the needed links and the selection (frames, or pairs) as the two arrays
+    (int64, float64) the kernels unpack (see :func:`._compiled_kernels._unpack`)."""
+    tab = _table(model)
+    sel = np.asarray(sel, dtype=np.int64)
+    nk = sel.shape[0]
+    C = tab["cint"].shape[0]
+    head = [model.num_links, len(links), nk, len(tab["floating"]), C, express, 0, 0]
+    padded = np.zeros(2 * nk, dtype=np.int64)
+    padded[:sel.size] = sel.ravel()
+    idata = np.concatenate([np.array(head, dtype=np.int64), tab["ints"].ravel(),
+                            tab["floating"], links, padded, tab["cint"].ravel()])
+    fdata = np.concatenate([tab["fl"].ravel(), tab["cfl"].ravel()])
+    return idata.astype(np.int64), fdata.astype(np.float64)
+
+
 def frames_selection(model: Model, frames):
-    """(frame link indices (F,), the links their poses need): ``model.link_indices(frames)``
-    and its errors, cached."""
+    """(frame link indices (F,), the packed kernel arrays): ``model.link_indices(frames)`` and
+    its errors, cached per model and frames."""
     def build():
         idx = model.link_indices(frames)
-        return idx, _links(model, idx)
+        return idx, _pack(model, _links(model, idx), idx)
     key = frames if isinstance(frames, str) else ("frames",) + tuple(frames) if isinstance(
         frames, (list, tuple)) else None
     return build() if key is None else _selection(model, key, build)
 
 
-def pairs_selection(model: Model, links, reference):
-    """(link pairs (K, 2) [reference or 0, link], the links their poses need) for a link name
-    or a list of them and a reference link name or None, checked as the reference does."""
+def pairs_selection(model: Model, links, reference, express: int):
+    """(link pairs (K, 2) [reference or 0, link], the packed kernel data) for a link name or a
+    list of them, a reference link name or None and an ``express`` code (:data:`EXPRESS`),
+    with the packed kernel arrays; checked as the reference does, cached."""
     def build():
         names = [links] if isinstance(links, str) else check_names(links, "link")
         ia = 0 if reference is None else model.link_index(reference)
         pairs = np.array([(ia, model.link_index(n)) for n in names], dtype=np.int64)
-        return pairs.reshape(-1, 2), _links(model, pairs.ravel())
-    key = ("pairs", reference, links) if isinstance(links, str) else (
-        ("pairs", reference) + tuple(links) if isinstance(links, (list, tuple)) else None)
+        pairs = pairs.reshape(-1, 2)
+        return pairs, _pack(model, _links(model, pairs.ravel()), pairs, express)
+    key = ("pairs", reference, express, links) if isinstance(links, str) else (
+        ("pairs", reference, express) + tuple(links) if isinstance(links, (list, tuple))
+        else None)
     return build() if key is None else _selection(model, key, build)
 
 
@@ -237,24 +256,17 @@ def as_q(model: Model, q):
 def link_poses(model: Model, q, selection, check: bool = True):
     """Poses (B, F, 4, 4) of the frames of ``selection`` (:func:`frames_selection`) at ``q``
     (from :func:`as_q`); None when ``check`` and q has a value :meth:`Model.check_q` refuses."""
-    tab = _table(model)
-    frames, links = selection
+    frames, (idata, fdata) = selection
     out = np.empty((q.shape[0], frames.shape[0], 4, 4))
-    fn = _kernels.frames_parallel if q.shape[0] >= PARALLEL_MIN else _kernels.frames_serial
-    ok = fn(q, tab["floating"], MAX_VALUE if check else -1.0, links, frames, tab["ints"],
-            tab["fl"], out)
-    return out if ok else None
+    fn = _kernels.frames_parallel if q.shape[0] >= PARALLEL_MIN else _kernels.frames
+    return out if fn(q, idata, fdata, MAX_VALUE if check else -1.0, out) else None
 
 
-def jacobians(model: Model, q, selection, express: int, check: bool = True):
+def jacobians(model: Model, q, selection, check: bool = True):
     """Jacobians (B, K, 6, nv_active) of link pairs[k, 1] relative to link pairs[k, 0] (0: the
-    base; ``selection`` from :func:`pairs_selection`), expressed in the base axes (``express``
-    0), the link's (1) or the reference's (2); None as :func:`link_poses`."""
-    tab = _table(model)
-    pairs, links = selection
+    base), expressed as ``selection`` (:func:`pairs_selection`) says: in the base axes, the
+    link's or the reference's; None as :func:`link_poses`."""
+    pairs, (idata, fdata) = selection
     out = np.empty((q.shape[0], pairs.shape[0], 6, model.nv_active))
-    fn = (_kernels.jacobians_parallel if q.shape[0] >= PARALLEL_MIN
-          else _kernels.jacobians_serial)
-    ok = fn(q, tab["floating"], MAX_VALUE if check else -1.0, links, pairs, int(express),
-            tab["ints"], tab["fl"], tab["cint"], tab["cfl"], out)
-    return out if ok else None
+    fn = _kernels.jacobians_parallel if q.shape[0] >= PARALLEL_MIN else _kernels.jacobians
+    return out if fn(q, idata, fdata, MAX_VALUE if check else -1.0, out) else None

@@ -217,9 +217,9 @@ def _compiled_jacobian(model: Model, q, link, reference, expressed_in, method):
     if expressed_in is None:
         expressed_in = "world" if reference is None else "reference"
     _check_express(expressed_in, reference)
-    sel = compiled.pairs_selection(model, link, reference)
+    sel = compiled.pairs_selection(model, link, reference, compiled.EXPRESS[expressed_in])
     check_result_memory(qc.shape[0], 48 * model.nv_active * len(sel[0]), "the Jacobian")
-    J = compiled.jacobians(model, qc, sel, compiled.EXPRESS[expressed_in])
+    J = compiled.jacobians(model, qc, sel)
     if J is None:
         return None  # q has a value check_q refuses: the reference raises its error
     return J[:, 0] if isinstance(link, str) else J
