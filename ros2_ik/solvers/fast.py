@@ -39,7 +39,8 @@ from ..validate import as_float_array
 from ..kinematics import compiled as compiled_kinematics
 from ..kinematics.se3 import pq_to_pose
 from ..model import MAX_VALUE, JointType, Model
-from .api import _check_seeds, apply_group, check_call_options, check_seed_shape, solve_pose
+from .api import (SEED_LIMIT_SLACK, _check_seeds, apply_group, check_call_options,
+                  check_seed_shape, solve_pose)
 from .common import (INVALID_GOAL_MESSAGE, IKConfig, IKResult, SolveMode, Status,
                      clip_to_limits, movable_coordinates, restart_seeds, unsolved_message,
                      wide_revolute)
@@ -439,6 +440,9 @@ class ChainSolver:
         self._chain_args = (c["starts"], c["pre"], c["axis"], c["typ"], c["qi"], c["mult"],
                             c["off"], c["col"], c["post"], c["colq"])
         self._neutral = np.ascontiguousarray(model.neutral_q())
+        # a seed within these passes _check_seeds (finite, at most SEED_LIMIT_SLACK outside)
+        self._lo_slack = self._lower - SEED_LIMIT_SLACK
+        self._hi_slack = self._upper + SEED_LIMIT_SLACK
         ensure_compiled()
 
     def solve(self, target, seed=None, should_stop=None):
@@ -464,13 +468,16 @@ class ChainSolver:
         if seed is None:
             s = self._neutral
         else:
-            s, bad, msgs = _check_seeds(self.model, seed, 1, np)
-            s = s[0]
-            if bad[0]:  # as solve_pose: an invalid problem is not solved
+            s = check_seed_shape(self.model, seed, 1, np).reshape(-1)
+            if not (np.isfinite(s).all() and ((s >= self._lo_slack) & (s <= self._hi_slack)).all()):
+                s, _, msgs = _check_seeds(self.model, s, 1, np)  # the message
+                s = s[0]
+                # as solve_pose: an invalid problem is not solved
                 nan = np.array([np.nan])
                 return IKResult(q=np.array(clip_to_limits(self.model, s[None])),
                                 success=np.array([False]), position_error=nan,
-                                orientation_error=nan.copy(), iterations=np.zeros(1, np.int64),
+                                orientation_error=nan.copy(),
+                                iterations=np.zeros(1, np.int64),
                                 seed_index=np.zeros(1, np.int64),
                                 status=np.array([int(Status.INVALID_INPUT)], dtype=np.int64),
                                 messages=[msgs[0]], solve_time=time.perf_counter() - t0)
@@ -524,17 +531,15 @@ def solve_single(model: Model, tip: str, target, weights, seeds, cfg: IKConfig, 
     as :func:`solve_pose` checks them (weights, then the seeds' shape, then their values)."""
     if not _compiled:
         return None
-    w = np.array(_weights(weights, 1, np), dtype=np.float64)
-    if seeds is not None:
-        seeds = check_seed_shape(model, seeds, 1, np)
-    key = (tip, cfg, w.tobytes())
+    w = _checked_weights(weights)
+    key = (tip, cfg, w if type(w) is tuple else w.tobytes())
     cache = model._cache.setdefault("prepared_chain_solvers", OrderedDict())
     with _prepared_lock:
         cs = cache.get(key)
         if cs is not None:
             cache.move_to_end(key)
     if cs is None:
-        cs = ChainSolver(model, tip, cfg, weights=w[0])
+        cs = ChainSolver(model, tip, cfg, weights=w if type(w) is tuple else w[0])
         with _prepared_lock:
             cache[key] = cs
             while len(cache) > PREPARED_MAX:
@@ -545,3 +550,21 @@ def solve_single(model: Model, tip: str, target, weights, seeds, cfg: IKConfig, 
 
 
 _prepared_lock = threading.Lock()
+_CHECKED_WEIGHTS: set = set()
+
+
+def _checked_weights(weights):
+    """``weights`` checked as :class:`PoseObjective` checks them: a tuple (the default) that
+    passed once is returned as it is (it passes again), anything else as a (1, 6) array."""
+    try:
+        if type(weights) is tuple and weights in _CHECKED_WEIGHTS:
+            return weights
+    except TypeError:  # unhashable items: checked below (and refused there)
+        pass
+    w = np.array(_weights(weights, 1, np), dtype=np.float64)
+    if type(weights) is tuple and len(_CHECKED_WEIGHTS) < 256:
+        try:
+            _CHECKED_WEIGHTS.add(weights)
+        except TypeError:
+            pass
+    return w
