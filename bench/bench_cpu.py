@@ -11,7 +11,9 @@ the limits (fixed RNG seed); seeds mid-range (``neutral_q``) or uniform random. 
 every solver is judged by Pinocchio's FK (reduced to the same chain): position error <= 1e-4 m,
 orientation error <= 1e-3 rad, q within the limits. Solvers run single-threaded (RTB and
 Pinocchio are), except the rows that say "2 threads". Timings are medians of per-call wall
-clock; FK/Jacobian rates are calls per second of one call in a loop (``common.timeit``). RTB's
+clock; FK/Jacobian rates are calls per second of one call in a loop (``common.timeit``): ros2_ik
+``fk_frames`` / ``jacobian`` of the tip, RTB ``ETS.eval`` (its fastest FK: an ndarray, also for
+a batch) / ``ETS.jacob0``, Pinocchio ``framesForwardKinematics`` / ``computeFrameJacobian``. RTB's
 restarts are its own (``slimit``, random restarts inside its C++ loop); ros2_ik's are the node's
 defaults (32 seeds, stall_iterations 5).
 """
@@ -189,7 +191,7 @@ def run_arm(name, args, out):
     q1 = q_true[0]
     pq = pin.pin_q(q1)
     rates = (1 / timeit(lambda: fk_frames(model, q1, [tip])),
-             1 / timeit(lambda: rtb.ets.fkine(q1)),
+             1 / timeit(lambda: rtb.ets.eval(q1)),
              1 / timeit(lambda: pinm.framesForwardKinematics(pm, pd, pq)))
     show("FK one configuration per call: calls/s ros2_ik / rtb / pin", rates)
     show("FK one configuration: ros2_ik time / pin time (goal <= 2)", rates[2] / rates[0])
@@ -203,7 +205,7 @@ def run_arm(name, args, out):
         numba.set_num_threads(threads)
         r_ours = B / timeit(lambda: fk_frames(model, Q, [tip]), repeats=3)
         show(f"FK batch {B}, ros2_ik {threads} thread(s): configs/s ros2_ik / rtb / pin loop",
-             (r_ours, B / timeit(lambda: rtb.ets.fkine(Q), repeats=3),
+             (r_ours, B / timeit(lambda: rtb.ets.eval(Q), repeats=3),
               1000 / timeit(pin_loop, repeats=3)))
     numba.set_num_threads(1)
     rates = (1 / timeit(lambda: jacobian(model, q1, tip)),

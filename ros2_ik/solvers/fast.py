@@ -24,6 +24,7 @@ poller thread while a kernel runs, and a stop request ends every row at its next
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -98,6 +99,22 @@ class _Poller:
 
 
 _POLLER = _Poller()
+
+
+@contextlib.contextmanager
+def _stop_flag(should_stop):
+    """The kernels' stop flag (int64 (1,)): set at once when ``should_stop()`` already says so,
+    else polled every :data:`POLL_S` while the block runs."""
+    stop = np.zeros(1, dtype=np.int64)
+    if should_stop is not None and should_stop():
+        stop[0] = 1
+    elif should_stop is not None:
+        _POLLER.add(stop, should_stop)
+    try:
+        yield stop
+    finally:
+        if should_stop is not None:
+            _POLLER.remove(stop)
 
 _kernels = None
 
@@ -376,17 +393,9 @@ class ChainPlan:
                 np.array(m.lower, dtype=np.float64), np.array(m.upper, dtype=np.float64),
                 wide_revolute(m), _fparams(cfg),
                 int(cfg.max_iterations), int(K), bool(first_per_problem), int(deadline_ns))
-        stop = np.zeros(1, dtype=np.int64)
-        if should_stop is not None and should_stop():
-            stop[0] = 1
-        elif should_stop is not None:
-            _POLLER.add(stop, should_stop)  # polled every POLL_S while the kernel runs
-        try:
+        with _stop_flag(should_stop) as stop:
             fn = k.solve_parallel if P >= PARALLEL_MIN else k.solve_serial
             fn(0, P, q, active, conv, iters, pe, re, tout, *args, stop)
-        finally:
-            if should_stop is not None:
-                _POLLER.remove(stop)
         cancelled = bool(stop[0])
         timed_out = bool(tout.any()) and not cancelled
         if deadline is not None and not timed_out:
@@ -488,20 +497,12 @@ class ChainSolver:
         deadline_ns = -1 if cfg.timeout is None else time.monotonic_ns() + int(cfg.timeout * 1e9)
         q = np.empty(self.model.nq)
         info = np.empty(6)  # per call: one ChainSolver may serve several threads
-        stop = np.zeros(1, dtype=np.int64)
-        if should_stop is not None and should_stop():
-            stop[0] = 1
-        elif should_stop is not None:
-            _POLLER.add(stop, should_stop)  # polled every POLL_S while the kernel runs
-        try:
+        with _stop_flag(should_stop) as stop:
             self._kernels.solve_one(np.array(T, dtype=np.float64), self.weights,
                                     np.array(s, dtype=np.float64), self._rnd, self._keep,
                                     self._cont, *self._chain_args, self._lower, self._upper,
                                     self._wide, self._fparams, int(cfg.max_iterations),
                                     deadline_ns, stop, q, info)
-        finally:
-            if should_stop is not None:
-                _POLLER.remove(stop)
         status = int(info[0])
         if (status == Status.NOT_CONVERGED and deadline_ns >= 0
                 and time.monotonic_ns() >= deadline_ns):
