@@ -24,7 +24,6 @@ poller thread while a kernel runs, and a stop request ends every row at its next
 
 from __future__ import annotations
 
-import contextlib
 import os
 import subprocess
 import sys
@@ -101,20 +100,28 @@ class _Poller:
 _POLLER = _Poller()
 
 
-@contextlib.contextmanager
-def _stop_flag(should_stop):
+class _stop_flag:  # noqa: N801 - used as a context manager: ``with _stop_flag(fn) as stop``
     """The kernels' stop flag (int64 (1,)): set at once when ``should_stop()`` already says so,
-    else polled every :data:`POLL_S` while the block runs."""
-    stop = np.zeros(1, dtype=np.int64)
-    if should_stop is not None and should_stop():
-        stop[0] = 1
-    elif should_stop is not None:
-        _POLLER.add(stop, should_stop)
-    try:
-        yield stop
-    finally:
-        if should_stop is not None:
-            _POLLER.remove(stop)
+    else polled every :data:`POLL_S` while the block runs (a class: cheaper than a generator)."""
+
+    __slots__ = ("stop", "should_stop")
+
+    def __init__(self, should_stop):
+        self.should_stop = should_stop
+        self.stop = np.zeros(1, dtype=np.int64)
+
+    def __enter__(self):
+        if self.should_stop is not None and self.should_stop():
+            self.stop[0] = 1
+        elif self.should_stop is not None:
+            _POLLER.add(self.stop, self.should_stop)
+        return self.stop
+
+    def __exit__(self, *exc):
+        if self.should_stop is not None:
+            _POLLER.remove(self.stop)
+        return False
+
 
 _kernels = None
 
@@ -491,13 +498,14 @@ class ChainSolver:
                                 status=np.array([int(Status.INVALID_INPUT)], dtype=np.int64),
                                 messages=[msgs[0]], solve_time=time.perf_counter() - t0)
         msg = ""
-        if not np.all(np.abs(T[:3, 3]) <= MAX_VALUE):  # as PoseObjective.invalid_problems
+        if not (np.abs(T[:3, 3]) <= MAX_VALUE).all():  # as PoseObjective.invalid_problems
             T = np.full((4, 4), np.nan)  # the kernel reports it INVALID_INPUT
         cfg = self.config
         deadline_ns = -1 if cfg.timeout is None else time.monotonic_ns() + int(cfg.timeout * 1e9)
         q = np.empty(self.model.nq)
         info = np.empty(6)  # per call: one ChainSolver may serve several threads
         with _stop_flag(should_stop) as stop:
+            # copies: writable C arrays (Numba compiles read-only arrays as another type)
             self._kernels.solve_one(np.array(T, dtype=np.float64), self.weights,
                                     np.array(s, dtype=np.float64), self._rnd, self._keep,
                                     self._cont, *self._chain_args, self._lower, self._upper,
