@@ -97,21 +97,21 @@ def ready() -> bool:
 
 
 def ensure_compiled() -> None:
-    """Compile the kernels (or load them from Numba's disk cache) on a small model."""
+    """Compile the kernels (or load them from Numba's disk cache) on a small model; the public
+    calls use them once this is done (never while it runs: they do not wait for it)."""
     global _ready
-    with _lock:
-        k = _import()
-        if k is None or _ready:
-            return
-        from ..model import Model  # noqa: PLC0415
+    if _ready or _import() is None:
+        return
+    from ..model import Model  # noqa: PLC0415
 
-        m = Model.from_urdf(_WARM_URDF)
-        _ready = True
+    m = Model.from_urdf(_WARM_URDF)
     q = m.neutral_q()[None]
     for B in (1, PARALLEL_MIN):
         qq = np.repeat(q, B, axis=0)
         link_poses(m, qq, frames_selection(m, list(m.link_names)))
         jacobians(m, qq, pairs_selection(m, ["d", "c"], "b", 1))
+    with _lock:
+        _ready = True
 
 
 # every joint type, so the warm-up touches every branch (the code is the same for any model)

@@ -127,11 +127,11 @@ def fk(model: Model, q, *, check: bool = True):
     """
     qc = compiled.as_q(model, q)  # the compiled path's q, or None
     if qc is not None:
+        if check:
+            _check_fk_memory(model, qc)
         T = compiled.link_poses(model, qc, compiled.frames_selection(model, model.link_names),
                                 check)
         if T is not None:
-            if check:
-                _check_fk_memory(model, qc)
             return T
     if check:
         q = model.check_q(q)
