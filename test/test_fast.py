@@ -289,3 +289,34 @@ def test_solve_pose_one_goal_timeout_cancel_and_checks(models, single_calls):
         solve_pose(m, far, tips=tip, seeds=np.zeros(3))
     with pytest.raises(Exception, match="should_stop"):
         solve_pose(m, far, tips=tip, should_stop=5)
+
+
+def test_continuous_joints_come_back_near_the_problems_seed(single_calls):
+    """A restart row that wins returns its continuous joints within pi of the problem's seed
+    (not of the restart's random seed), on the batch path and the one-goal path alike."""
+    from ros2_ik.model import Model
+
+    urdf = """<robot name="c2">
+      <link name="b"/><link name="l1"/><link name="l2"/><link name="t"/>
+      <joint name="j1" type="continuous"><parent link="b"/><child link="l1"/>
+        <axis xyz="0 0 1"/></joint>
+      <joint name="j2" type="revolute"><parent link="l1"/><child link="l2"/>
+        <origin xyz="0.5 0 0"/><axis xyz="0 0 1"/>
+        <limit lower="-2" upper="2" effort="1" velocity="1"/></joint>
+      <joint name="jt" type="fixed"><parent link="l2"/><child link="t"/>
+        <origin xyz="0.4 0 0"/></joint>
+    </robot>"""
+    m = Model.from_urdf(urdf, tips=["t"])
+    rng = np.random.default_rng(3)
+    n = 40
+    T = fk_frames(m, m.random_q(rng, n), ["t"])[:, 0]
+    seeds = m.random_q(rng, n)
+    seeds[:, 0] += 4 * np.pi * rng.choice([-1, 1], n)   # far from (-pi, pi]
+    cfg = IKConfig(num_seeds=16, max_iterations=3)       # restarts win where the seed is slow
+    batch = solve_pose(m, T, tips="t", seeds=seeds, config=cfg)
+    assert np.any(batch.seed_index[batch.success] > 0)
+    for r, s in [(batch, seeds)] + [
+            (solve_pose(m, T[i:i + 1], tips="t", seeds=seeds[i], config=cfg), seeds[i:i + 1])
+            for i in range(n)]:
+        assert np.all(np.abs(r.q[:, 0] - s[:, 0]) <= np.pi + 1e-9)
+    assert len(single_calls) == n

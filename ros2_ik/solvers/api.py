@@ -329,7 +329,9 @@ def _sanitized(obj, invalid, xp):
 def _select(model, objectives, cfg, q, rows_seed, problem_idx, conv, iters, pe, re, timed_out,
             invalid, msgs, P, K, t0, fast_plan=None, *, cancelled: bool = False) -> IKResult:
     xp = get_xp(q)
-    q = finalize_q(model, q, rows_seed)
+    # continuous joints within pi of the problem's seed (not of a restart row's random seed),
+    # as ChainSolver and the GPU kernels return them
+    q = finalize_q(model, q, xp.repeat(rows_seed[::K], K, axis=0))
     conv_n = to_numpy(conv).reshape(P, K)
     iters_n = to_numpy(iters).reshape(P, K)
     if cfg.solve_mode is SolveMode.SPEED:
