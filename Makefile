@@ -1,6 +1,7 @@
 # The two commands of the README, and a few helpers. Every target sets up .venv first
 # (scripts/setup.sh is idempotent and takes seconds when nothing changed).
-.PHONY: setup demo test fuzz bench bench-kinematics bench-ik bench-node bench-timeouts bench-gpu gpu-report bench-peers-setup clean
+.PHONY: setup demo test fuzz bench bench-kinematics bench-ik bench-cpu bench-node \
+	bench-timeouts bench-gpu gpu-report bench-peers-setup clean
 
 PY := .venv/bin/python
 
@@ -30,6 +31,11 @@ bench-kinematics: setup
 ## bench-ik: IK latency / success / throughput on the bundled robots, and the peers when installed
 bench-ik: setup
 	@. scripts/env.sh && $(PY) bench/bench_ik.py $(ARGS)
+
+## bench-cpu: issue 14's table: ros2_ik vs Robotics Toolbox and Pinocchio on example-robot-data's
+## arms, in one run (needs make bench-peers-setup); recorded in bench/results/cpu.txt
+bench-cpu: setup
+	@. scripts/env.sh && $(PY) bench/bench_cpu.py $(ARGS)
 
 ## bench-peers-setup: optional peer IK libraries (bench/requirements-peers.txt) for bench-ik, in
 ## build/venv-peers: a venv layered over .venv by a .pth file, installed under

@@ -16,6 +16,7 @@ One interface: ``peer.solve(T, q0, max_iterations, pos_tol, ori_tol) -> (q, own_
 
 from __future__ import annotations
 
+import copy
 import glob
 import os
 import site
@@ -108,7 +109,16 @@ class RtbPeer(Peer):
                 robot_ = rtb.Robot(links, name=rname)
             except ImportError:
                 robot_ = rtb.Robot.URDF(urdf_path)
-        self.ets = robot_.ets(end=tip)
+        # RTB's ETS from a link starts with that link's own transform from its parent (and its
+        # joint, if any): drop it, so that poses are in the base link's frame as ros2_ik's
+        ets = robot_.ets(start=model.base, end=tip)
+        own = robot_.link_dict[model.base].ets if model.base in robot_.link_dict else []
+        # ... and its joints keep their indices in the whole robot's q: number them 0..n-1
+        # (ik_LM indexes its q by them)
+        els = [copy.deepcopy(e) for e in (ets[len(own):] if len(own) else ets)]
+        for k, e in enumerate(e for e in els if e.isjoint):
+            e.jindex = k
+        self.ets = rtb.ETS(els)
         if self.ets.n != model.nq:
             raise Skip(f"chain to {tip} has {self.ets.n} joints, ros2_ik has {model.nq}")
 
@@ -197,40 +207,60 @@ class PinPeer(Peer):
             raise Skip(f"pinocchio (pip 'pin') not importable ({type(e).__name__}: {e})")
         self.pin = pin
         self.version = pin.__version__
-        self.pm = pin.buildModelFromUrdf(urdf_path)
+        full = pin.buildModelFromUrdf(urdf_path)
+        keep = set(model.q_names)
+        lock = [i for i, n in enumerate(full.names) if i > 0 and n not in keep]
+        self.pm = pin.buildReducedModel(full, lock, pin.neutral(full)) if lock else full
         self.pd = self.pm.createData()
         names = list(self.pm.names)[1:]
-        if self.pm.nq != model.nq or tuple(names) != tuple(model.q_names):
-            raise Skip(f"joints {names} (nq {self.pm.nq}) differ from ros2_ik's "
+        if self.pm.nv != model.nq or tuple(names) != tuple(model.q_names):
+            raise Skip(f"joints {names} (nv {self.pm.nv}) differ from ros2_ik's "
                        f"{list(model.q_names)}")
-        if not self.pm.existFrame(tip):
-            raise Skip(f"no frame {tip}")
+        # per ros2_ik coordinate: its index in pinocchio's q, and whether it is (cos, sin)
+        self.iq = np.array([self.pm.joints[i].idx_q for i in range(1, self.pm.njoints)])
+        self.cs = np.array([self.pm.joints[i].nq == 2 for i in range(1, self.pm.njoints)])
+        for name in (tip, model.base):
+            if not self.pm.existFrame(name):
+                raise Skip(f"no frame {name}")
         self.fid = self.pm.getFrameId(tip)
+        # the base link's pose in pinocchio's root frame (joints above it are locked)
+        pin.framesForwardKinematics(self.pm, self.pd, self.pin_q(model.neutral_q()))
+        self.oMb = self.pd.oMf[self.pm.getFrameId(model.base)].copy()
+
+    def pin_q(self, q):
+        """ros2_ik coordinates -> pinocchio's q (continuous joints as cos, sin)."""
+        q = np.asarray(q, dtype=float)
+        out = np.empty(self.pm.nq)
+        out[self.iq] = np.where(self.cs, np.cos(q), q)
+        out[self.iq[self.cs] + 1] = np.sin(q[self.cs])
+        return out
 
     def fk(self, q):
-        self.pin.framesForwardKinematics(self.pm, self.pd, np.asarray(q, dtype=float))
-        return np.array(self.pd.oMf[self.fid].homogeneous)
+        self.pin.framesForwardKinematics(self.pm, self.pd, self.pin_q(q))
+        return np.array(self.oMb.actInv(self.pd.oMf[self.fid]).homogeneous)
 
     def solve(self, T, q0, max_iterations, pos_tol, ori_tol):
         pin, pm, pd, fid = self.pin, self.pm, self.pd, self.fid
-        oMd = pin.SE3(np.ascontiguousarray(T[:3, :3]), np.ascontiguousarray(T[:3, 3]))
+        oMd = self.oMb * pin.SE3(np.ascontiguousarray(T[:3, :3]), np.ascontiguousarray(T[:3, 3]))
         q = np.array(q0, dtype=float)
         eye = 1e-10 * np.eye(6)
-        for _ in range(int(max_iterations)):
-            pin.framesForwardKinematics(pm, pd, q)
+
+        def done():
             dM = pd.oMf[fid].actInv(oMd)
-            if (np.linalg.norm(oMd.translation - pd.oMf[fid].translation) <= pos_tol
-                    and _angle(dM.rotation) <= ori_tol):
+            return dM, (np.linalg.norm(oMd.translation - pd.oMf[fid].translation) <= pos_tol
+                        and _angle(dM.rotation) <= ori_tol)
+        for _ in range(int(max_iterations)):
+            pq = self.pin_q(q)
+            pin.framesForwardKinematics(pm, pd, pq)
+            dM, ok = done()
+            if ok:
                 return q, True
             err = pin.log6(dM).vector
-            J = pin.Jlog6(dM.inverse()) @ pin.computeFrameJacobian(pm, pd, q, fid, pin.LOCAL)
+            J = pin.Jlog6(dM.inverse()) @ pin.computeFrameJacobian(pm, pd, pq, fid, pin.LOCAL)
             dq = J.T @ np.linalg.solve(J @ J.T + eye, err)
             q = np.clip(q + dq, self.lower, self.upper)
-        pin.framesForwardKinematics(pm, pd, q)
-        dM = pd.oMf[fid].actInv(oMd)
-        ok = (np.linalg.norm(oMd.translation - pd.oMf[fid].translation) <= pos_tol
-              and _angle(dM.rotation) <= ori_tol)
-        return q, bool(ok)
+        pin.framesForwardKinematics(pm, pd, self.pin_q(q))
+        return q, bool(done()[1])
 
 
 CLASSES = {"rtb": RtbPeer, "ikpy": IkpyPeer, "pin": PinPeer}

@@ -211,3 +211,112 @@ def test_cancel_before_start_and_small_solves_are_polled(models):
     r = solve_pose(m, T, tips="panda_link8", config=IKConfig(num_seeds=4),
                    should_stop=lambda: calls.append(1) or False)
     assert r.success.all() and len(calls) >= 1  # polled before the start, then while running
+
+
+@pytest.fixture
+def single_calls(monkeypatch):
+    """Counts solve_pose's one-goal calls answered by the prepared path."""
+    seen = []
+    orig = fast.solve_single
+
+    def spy(*args, **kw):
+        r = orig(*args, **kw)
+        if r is not None:
+            seen.append(1)
+        return r
+    monkeypatch.setattr(fast, "solve_single", spy)
+    return seen
+
+
+@pytest.mark.parametrize("name, tip, weights", [("panda", "panda_link8", (1, 1, 1, 1, 1, 1)),
+                                                ("ur", "tool0", (1, 1, 1, 1, 1, 0)),
+                                                ("dual_arm", "left_tool", (1, 1, 1, 1, 1, 1))])
+def test_solve_pose_one_goal_equals_the_batch_path(models, single_calls, name, tip, weights):
+    """One goal per call (the prepared ChainSolver) gives exactly the rows of one batch call
+    (the general path): q, status, errors, iterations, winning seed and message, also for an
+    invalid goal, an invalid seed and the (7,) target form."""
+    m = models[name]
+    n = 10
+    T = _targets(m, [tip], n, 21)
+    T[3, 0, 0] = np.nan                                     # invalid goal
+    seeds = m.random_q(np.random.default_rng(5), n)
+    seeds[4, 0] = m.upper[0] + 1.0                          # invalid seed
+    seeds[5, 0] = m.upper[0] + 1e-7                         # clipped back
+    cfg = IKConfig(num_seeds=6, stall_iterations=3, max_iterations=40)
+    batch = solve_pose(m, T, tips=tip, seeds=seeds, config=cfg, weights=weights)
+    assert not single_calls
+    for i in range(n):
+        target = T[i:i + 1] if i != 7 else np.concatenate(
+            [T[i, :3, 3], _quat(T[i, :3, :3])])[None]       # (1, 7)
+        r = solve_pose(m, target, tips=tip, seeds=seeds[i], config=cfg, weights=weights)
+        assert len(single_calls) == i + 1
+        for f in ("success", "status", "iterations", "seed_index"):
+            assert getattr(r, f)[0] == getattr(batch, f)[i], (i, f)
+        assert r.messages[0] == batch.messages[i]
+        tol = 1e-9 if i == 7 else 0.0  # the quaternion form rounds
+        np.testing.assert_allclose(r.q[0], batch.q[i], rtol=0, atol=tol)
+        np.testing.assert_allclose(r.position_error, batch.position_error[i:i + 1], atol=1e-12)
+        np.testing.assert_allclose(r.orientation_error, batch.orientation_error[i:i + 1],
+                                   atol=1e-12)
+    assert batch.status[3] == Status.INVALID_INPUT and batch.status[4] == Status.INVALID_INPUT
+    assert batch.success.sum() >= 6
+
+
+def _quat(R):
+    from ros2_ik.kinematics import matrix_to_quat
+
+    return matrix_to_quat(R)
+
+
+def test_solve_pose_one_goal_timeout_cancel_and_checks(models, single_calls):
+    m = models["panda"]
+    tip = "panda_link8"
+    far = np.eye(4)[None].copy()
+    far[0, 0, 3] = 5.0
+    r = solve_pose(m, far, tips=tip, config=IKConfig(timeout=0.0, max_iterations=10**9))
+    assert r.status[0] == Status.TIMED_OUT and r.messages[0].startswith("timed out")
+    r = solve_pose(m, far, tips=tip, should_stop=lambda: True)
+    assert r.status[0] == Status.PREEMPTED and r.messages[0].startswith("cancelled")
+    assert r.iterations[0] == 0
+    stop_after = iter([False] * 3 + [True] * 10**6)
+    r = solve_pose(m, far, tips=tip, config=IKConfig(max_iterations=10**8),
+                   should_stop=lambda: next(stop_after))
+    assert r.status[0] == Status.PREEMPTED
+    assert len(single_calls) == 3
+    with pytest.raises(Exception, match="weights"):
+        solve_pose(m, far, tips=tip, weights=(1, 1, 1))
+    with pytest.raises(Exception, match="seeds must have shape"):
+        solve_pose(m, far, tips=tip, seeds=np.zeros(3))
+    with pytest.raises(Exception, match="should_stop"):
+        solve_pose(m, far, tips=tip, should_stop=5)
+
+
+def test_continuous_joints_come_back_near_the_problems_seed(single_calls):
+    """A restart row that wins returns its continuous joints within pi of the problem's seed
+    (not of the restart's random seed), on the batch path and the one-goal path alike."""
+    from ros2_ik.model import Model
+
+    urdf = """<robot name="c2">
+      <link name="b"/><link name="l1"/><link name="l2"/><link name="t"/>
+      <joint name="j1" type="continuous"><parent link="b"/><child link="l1"/>
+        <axis xyz="0 0 1"/></joint>
+      <joint name="j2" type="revolute"><parent link="l1"/><child link="l2"/>
+        <origin xyz="0.5 0 0"/><axis xyz="0 0 1"/>
+        <limit lower="-2" upper="2" effort="1" velocity="1"/></joint>
+      <joint name="jt" type="fixed"><parent link="l2"/><child link="t"/>
+        <origin xyz="0.4 0 0"/></joint>
+    </robot>"""
+    m = Model.from_urdf(urdf, tips=["t"])
+    rng = np.random.default_rng(3)
+    n = 40
+    T = fk_frames(m, m.random_q(rng, n), ["t"])[:, 0]
+    seeds = m.random_q(rng, n)
+    seeds[:, 0] += 4 * np.pi * rng.choice([-1, 1], n)   # far from (-pi, pi]
+    cfg = IKConfig(num_seeds=16, max_iterations=3)       # restarts win where the seed is slow
+    batch = solve_pose(m, T, tips="t", seeds=seeds, config=cfg)
+    assert np.any(batch.seed_index[batch.success] > 0)
+    for r, s in [(batch, seeds)] + [
+            (solve_pose(m, T[i:i + 1], tips="t", seeds=seeds[i], config=cfg), seeds[i:i + 1])
+            for i in range(n)]:
+        assert np.all(np.abs(r.q[:, 0] - s[:, 0]) <= np.pi + 1e-9)
+    assert len(single_calls) == n

@@ -17,6 +17,7 @@ from ..backend import const, get_xp
 from ..errors import InvalidInputError, ShapeError
 from ..model import JointType, Model
 from ..validate import as_float_array, check_memory
+from . import compiled
 from .se3 import (axis_angle_matrix, matrix_to_quat, pose_inverse, quat_multiply,
                   quat_normalize, quat_to_matrix, so3_exp)
 
@@ -92,6 +93,11 @@ def joint_motion(model: Model, q):
 CHUNK_BYTES = 8 << 20
 
 
+def check_result_memory(B: int, out_row_bytes: int, what: str) -> None:
+    """InvalidInputError when a result of B rows of ``out_row_bytes`` exceeds the budget."""
+    check_memory(B * out_row_bytes, what, f"{B} rows", "split q into smaller batches")
+
+
 def chunked_rows(q, fn, work_row_bytes: int, out_row_bytes: int, what: str):
     """``fn(q)`` computed over chunks of rows of ``q`` (B, n) into one preallocated result, so
     that the work arrays of a call stay near :data:`CHUNK_BYTES` whatever B (rows are
@@ -99,7 +105,7 @@ def chunked_rows(q, fn, work_row_bytes: int, out_row_bytes: int, what: str):
     is refused up front with a message saying how to split the call."""
     xp = get_xp(q)
     B = q.shape[0]
-    check_memory(B * out_row_bytes, what, f"{B} rows", "split q into smaller batches")
+    check_result_memory(B, out_row_bytes, what)
     rows = max(1, CHUNK_BYTES // max(1, work_row_bytes))
     if B <= rows:
         return fn(q)
@@ -119,11 +125,17 @@ def fk(model: Model, q, *, check: bool = True):
     Returns:
         T_base_link: (B, L, 4, 4), link order ``model.link_names`` (index 0 = base = identity).
     """
+    qc = compiled.as_q(model, q)  # the compiled path's q, or None
+    if qc is not None:
+        if check:
+            _check_fk_memory(model, qc)
+        T = compiled.link_poses(model, qc, compiled.frames_selection(model, model.link_names),
+                                check)
+        if T is not None:
+            return T
     if check:
         q = model.check_q(q)
-        check_memory(q.shape[0] * model.num_links * 128 * 3, "fk's link poses",
-                     f"{q.shape[0]} x {model.num_links} poses",
-                     "use fk_frames for the links you need, or split q into smaller batches")
+        _check_fk_memory(model, q)
     xp = get_xp(q)
     A = model.xp_arrays(xp, q.dtype)["origin"][None] @ joint_motion(model, q)  # (B, L, 4, 4)
     T = xp.empty_like(A)
@@ -134,9 +146,22 @@ def fk(model: Model, q, *, check: bool = True):
     return T
 
 
+def _check_fk_memory(model: Model, q) -> None:
+    check_memory(q.shape[0] * model.num_links * 128 * 3, "fk's link poses",
+                     f"{q.shape[0]} x {model.num_links} poses",
+                     "use fk_frames for the links you need, or split q into smaller batches")
+
+
 def fk_frames(model: Model, q, frames):
     """Poses (B, F, 4, 4) of the named frames (links), in the base frame."""
-    idx = model.link_indices(frames)
+    sel = compiled.frames_selection(model, frames)  # model.link_indices(frames), cached
+    idx = sel[0]
+    qc = compiled.as_q(model, q)
+    if qc is not None:
+        check_result_memory(qc.shape[0], len(idx) * 128, "fk_frames' result")
+        T = compiled.link_poses(model, qc, sel)
+        if T is not None:
+            return T
     q = model.check_q(q)
     ix = get_xp(q).asarray(idx)
     return chunked_rows(q, lambda qq: fk(model, qq, check=False)[:, ix],

@@ -29,7 +29,8 @@ import numpy as np
 from ..backend import const, get_xp
 from ..errors import InvalidInputError, ShapeError
 from ..validate import as_float_array, check_names, check_number
-from .fk import chunked_rows
+from . import compiled
+from .fk import check_result_memory, chunked_rows
 from ..model import JointType, Model
 from .fk import fk, integrate
 from .se3 import pose_inverse, quat_conjugate, quat_multiply, skew, so3_log
@@ -178,6 +179,9 @@ def jacobian(model: Model, q, link: str, *, reference: str | None = None,
             with a reference).
         method: "analytic" or "numerical" (central differences, see :func:`numerical_jacobian`).
     """
+    fast = _compiled_jacobian(model, q, link, reference, expressed_in, method)
+    if fast is not None:
+        return fast
     if not isinstance(link, str):  # a list of frames, as fk_frames: (B, F, 6, nv_active)
         names = check_names(link, "link")
         q = model.check_q(q)
@@ -200,6 +204,25 @@ def jacobian(model: Model, q, link: str, *, reference: str | None = None,
     L = model.num_links
     return chunked_rows(q, one, L * (128 * 3 + 96) + 2 * 48 * model.nv, 48 * model.nv_active,
                         "the Jacobian")
+
+
+def _compiled_jacobian(model: Model, q, link, reference, expressed_in, method):
+    """:func:`jacobian` by the compiled kernels (:mod:`.compiled`), with the reference's checks,
+    or None when they do not take this call (then the reference answers)."""
+    if method != "analytic":
+        return None
+    qc = compiled.as_q(model, q)
+    if qc is None:
+        return None
+    if expressed_in is None:
+        expressed_in = "world" if reference is None else "reference"
+    _check_express(expressed_in, reference)
+    sel = compiled.pairs_selection(model, link, reference, compiled.EXPRESS[expressed_in])
+    check_result_memory(qc.shape[0], 48 * model.nv_active * len(sel[0]), "the Jacobian")
+    J = compiled.jacobians(model, qc, sel)
+    if J is None:
+        return None  # q has a value check_q refuses: the reference raises its error
+    return J[:, 0] if isinstance(link, str) else J
 
 
 def jacobians_all(model: Model, q, frames=None):

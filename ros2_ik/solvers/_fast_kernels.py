@@ -401,15 +401,27 @@ def verify_serial(q, starts, pre, axis, typ, qi, mult, off, post, targets, weigh
                        re)
 
 
+@njit_inline
+def clip_wide(v, lo, hi, wide_i):
+    """v back inside [lo, hi], a wide revolute joint by 2 pi first (as common.clip_to_limits)."""
+    if wide_i:
+        if v > hi:
+            v -= 2.0 * math.pi
+        elif v < lo:
+            v += 2.0 * math.pi
+    return min(max(v, lo), hi)
+
+
 @njit
 def solve_one(target, weights, seed, rnd, keep, cont, starts, pre, axis, typ, qi, mult, off,
-              col, post, colq, lower, upper, wide, fparams, max_iter, deadline_ns, q_out, info):
+              col, post, colq, lower, upper, wide, fparams, max_iter, deadline_ns, stop, q_out,
+              info):
     """One problem, its seed then ``rnd`` rows in order until one converges (speed mode).
 
     Writes the finalized q (continuous joints wrapped near the seed, inside limits) to q_out and
     ``info = [status, pos_err, rot_err, iterations, seed_index, timed_out]`` where status is 1
-    converged, -31 not converged, -6 timed out, -16 invalid target. The errors are recomputed
-    by FK at q_out.
+    converged, -31 not converged, -6 timed out, -7 cancelled (``stop[0]`` set), -16 invalid
+    target. The errors are recomputed by FK at q_out.
     """
     nq = seed.shape[0]
     K = rnd.shape[0] + 1
@@ -432,7 +444,7 @@ def solve_one(target, weights, seed, rnd, keep, cont, starts, pre, axis, typ, qi
             ok_in = False
     if not ok_in:
         for i in range(nq):
-            q_out[i] = seed[i]
+            q_out[i] = clip_wide(seed[i], lower[i], upper[i], wide[i])
         info[0] = -16.0
         info[1] = np.nan
         info[2] = np.nan
@@ -444,7 +456,7 @@ def solve_one(target, weights, seed, rnd, keep, cont, starts, pre, axis, typ, qi
     for k in range(K):
         for i in range(nq):
             v = seed[i] if (k == 0 or keep[i]) else rnd[k - 1, i]
-            q[k, i] = min(max(v, lower[i]), upper[i])
+            q[k, i] = clip_wide(v, lower[i], upper[i], wide[i])
     targets = target.reshape((1, 1, 4, 4))
     w = weights.reshape((1, 1, 6))
     active = np.ones(K, dtype=np.bool_)
@@ -453,7 +465,6 @@ def solve_one(target, weights, seed, rnd, keep, cont, starts, pre, axis, typ, qi
     pe = np.full(K, np.inf)
     re = np.full(K, np.inf)
     tout = np.zeros(K, dtype=np.bool_)
-    stop = np.zeros(1, dtype=np.int64)
     solve_problem(0, q, active, conv, iters, pe, re, tout, starts, pre, axis, typ, qi, mult,
                   off, col, post, colq, targets, w, lower, upper, wide, fparams, max_iter, K, True,
                   deadline_ns, stop)
@@ -476,15 +487,15 @@ def solve_one(target, weights, seed, rnd, keep, cont, starts, pre, axis, typ, qi
         if cont[i]:
             x = math.pi - (v - seed[i])  # wrap the change to (-pi, pi], as wrap_angle()
             v = seed[i] + math.pi - (x - 2.0 * math.pi * math.floor(x / (2.0 * math.pi)))
-        v = min(max(v, lower[i]), upper[i])
-        q_out[i] = v
+        q_out[i] = clip_wide(v, lower[i], upper[i], wide[i])
     nJ = pre.shape[0]
     m = 6 * (starts.shape[0] - 1)
     _, pe_f, re_f = evaluate(q_out, starts, pre, axis, typ, qi, mult, off, post, targets,
                              w, 0, np.empty(m), np.empty((3, 3)), np.empty(3),
                              np.empty((nJ, 3)), np.empty((nJ, 3)), np.empty((m // 6, 3)))
     ok = pe_f <= fparams[0] and re_f <= fparams[1]  # q_out is clipped to the limits
-    info[0] = 1.0 if ok else (-6.0 if timed_out else -31.0)
+    info[0] = 1.0 if ok else (-7.0 if read_flag(stop) != 0 else
+                              -6.0 if timed_out else -31.0)
     info[1] = pe_f
     info[2] = re_f
     info[3] = float(iters[best])

@@ -47,6 +47,15 @@ def check_call_options(config, solver, should_stop) -> IKConfig:
     return config
 
 
+def check_seed_shape(model: Model, seeds, P: int, xp):
+    """``seeds`` as an array of shape (nq,) or (P, nq) (values are checked per problem later)."""
+    seeds = as_float_array(seeds, "seeds", f"shape ({model.nq},) or ({P}, {model.nq})", xp)
+    if seeds.shape not in ((model.nq,), (P, model.nq)):
+        raise ShapeError(f"seeds must have shape ({model.nq},) or ({P}, {model.nq}) "
+                         f"(coordinates {list(model.q_names)}), got {tuple(seeds.shape)}")
+    return seeds
+
+
 def _check_seeds(model: Model, seeds, P: int, xp):
     if seeds is None:
         return xp.asarray(np.tile(model.neutral_q(), (P, 1))), np.zeros(P, dtype=bool), {}
@@ -125,10 +134,7 @@ def solve_ik(model: Model, objectives: Sequence[Objective], *, seeds=None,
                                 f"{MAX_BATCH}; split the batch or use fewer seeds")
     xp = get_xp(objectives[0].targets) if hasattr(objectives[0], "targets") else np
     if seeds is not None:  # shape checked here, values per chunk
-        seeds = as_float_array(seeds, "seeds", f"shape ({model.nq},) or ({P}, {model.nq})", xp)
-        if seeds.shape not in ((model.nq,), (P, model.nq)):
-            raise ShapeError(f"seeds must have shape ({model.nq},) or ({P}, {model.nq}) "
-                             f"(coordinates {list(model.q_names)}), got {tuple(seeds.shape)}")
+        seeds = check_seed_shape(model, seeds, P, xp)
     regularizers = list(regularizers)
     if solver != "dls" and regularizers:
         raise InvalidInputError("CCD does not take regularizers; use solver='dls'")
@@ -368,7 +374,9 @@ def _sanitized(obj, invalid, xp):
 def _select(model, objectives, cfg, q, rows_seed, problem_idx, conv, iters, pe, re, timed_out,
             invalid, msgs, P, K, t0, fast_plan=None, *, cancelled: bool = False) -> IKResult:
     xp = get_xp(q)
-    q = finalize_q(model, q, rows_seed)
+    # continuous joints within pi of the problem's seed (not of a restart row's random seed),
+    # as ChainSolver and the GPU kernels return them
+    q = finalize_q(model, q, xp.repeat(rows_seed[::K], K, axis=0))
     conv_n = to_numpy(conv).reshape(P, K)
     iters_n = to_numpy(iters).reshape(P, K)
     if cfg.solve_mode is SolveMode.SPEED:
@@ -478,6 +486,13 @@ def solve_pose(model: Model, targets, *, tips: Sequence[str] | str | None = None
     if t.shape[0] == 0:
         raise InvalidInputError("empty batch: no targets given")
     cfg = check_call_options(config, solver, should_stop)
+    if (xp is np and t.shape[0] == 1 and len(tips) == 1 and solver == "dls" and not regularizers
+            and cfg.use_fast_path and cfg.solve_mode is SolveMode.SPEED):
+        from .fast import solve_single  # noqa: PLC0415 - one goal: a prepared ChainSolver
+
+        r = solve_single(model, tips[0], t[0, 0], weights, seeds, cfg, should_stop)
+        if r is not None:
+            return r
     if (xp is not np and solver == "dls" and not regularizers and cfg.use_fast_path
             and cfg.solve_mode is SolveMode.SPEED):
         from ..gpu.runtime import solver_for  # noqa: PLC0415 - CuPy input: the fused kernels

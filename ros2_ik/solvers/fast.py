@@ -29,15 +29,18 @@ import subprocess
 import sys
 import threading
 import time
+from collections import OrderedDict
 from pathlib import Path
 
 import numpy as np
 
 from ..errors import InvalidInputError, ShapeError
 from ..validate import as_float_array
+from ..kinematics import compiled as compiled_kinematics
 from ..kinematics.se3 import pq_to_pose
 from ..model import MAX_VALUE, JointType, Model
-from .api import _check_seeds, apply_group, solve_pose
+from .api import (SEED_LIMIT_SLACK, _check_seeds, apply_group, check_call_options,
+                  check_seed_shape, solve_pose)
 from .common import (INVALID_GOAL_MESSAGE, IKConfig, IKResult, SolveMode, Status,
                      clip_to_limits, movable_coordinates, restart_seeds, unsolved_message,
                      wide_revolute)
@@ -95,6 +98,30 @@ class _Poller:
 
 
 _POLLER = _Poller()
+
+
+class _stop_flag:  # noqa: N801 - used as a context manager: ``with _stop_flag(fn) as stop``
+    """The kernels' stop flag (int64 (1,)): set at once when ``should_stop()`` already says so,
+    else polled every :data:`POLL_S` while the block runs (a class: cheaper than a generator)."""
+
+    __slots__ = ("stop", "should_stop")
+
+    def __init__(self, should_stop):
+        self.should_stop = should_stop
+        self.stop = np.zeros(1, dtype=np.int64)
+
+    def __enter__(self):
+        if self.should_stop is not None and self.should_stop():
+            self.stop[0] = 1
+        elif self.should_stop is not None:
+            _POLLER.add(self.stop, self.should_stop)
+        return self.stop
+
+    def __exit__(self, *exc):
+        if self.should_stop is not None:
+            _POLLER.remove(self.stop)
+        return False
+
 
 _kernels = None
 
@@ -168,8 +195,9 @@ def _compile_all(k) -> None:
         fn(np.zeros((1, 1)), *chain[:6], chain[6], chain[8], targets, weights, np.zeros(1),
            np.zeros(1))
     k.solve_one(np.eye(4), np.ones(6), np.zeros(1), np.zeros((0, 1)), np.zeros(1, dtype=bool),
-                np.zeros(1, dtype=bool), *chain, *limits, fparams, 2, -1, np.zeros(1),
-                np.zeros(6))
+                np.zeros(1, dtype=bool), *chain, *limits, fparams, 2, -1,
+                np.zeros(1, np.int64), np.zeros(1), np.zeros(6))
+    compiled_kinematics.ensure_compiled()  # fk, fk_frames and jacobian's kernels too
 
 
 def warm_up(wait: bool = True) -> float:
@@ -227,19 +255,10 @@ fast.ensure_compiled()
 
 
 def _cache_looks_current() -> bool:
-    """True when Numba's index files for the kernels exist and are newer than their source
-    (then loading them takes about a second, and no compilation is expected)."""
-    src = Path(__file__).with_name("_fast_kernels.py")
-    cache_dir = os.environ.get("NUMBA_CACHE_DIR")
-    if cache_dir:
-        index = list(Path(cache_dir).glob("*/_fast_kernels.*.nbi"))
-    else:
-        index = list((src.parent / "__pycache__").glob("_fast_kernels.*.nbi"))
-    try:
-        mtime = src.stat().st_mtime
-        return len(index) >= 4 and all(f.stat().st_mtime >= mtime for f in index)
-    except OSError:
-        return False
+    """True when Numba's disk cache holds the solver's and the kinematics' kernels, newer than
+    their sources (then loading them takes about a second, and no compilation is expected)."""
+    return (compiled_kinematics.cache_current(Path(__file__).with_name("_fast_kernels.py"), 4)
+            and compiled_kinematics.ready())
 
 
 def is_warm() -> bool:
@@ -381,17 +400,9 @@ class ChainPlan:
                 np.array(m.lower, dtype=np.float64), np.array(m.upper, dtype=np.float64),
                 wide_revolute(m), _fparams(cfg),
                 int(cfg.max_iterations), int(K), bool(first_per_problem), int(deadline_ns))
-        stop = np.zeros(1, dtype=np.int64)
-        if should_stop is not None and should_stop():
-            stop[0] = 1
-        elif should_stop is not None:
-            _POLLER.add(stop, should_stop)  # polled every POLL_S while the kernel runs
-        try:
+        with _stop_flag(should_stop) as stop:
             fn = k.solve_parallel if P >= PARALLEL_MIN else k.solve_serial
             fn(0, P, q, active, conv, iters, pe, re, tout, *args, stop)
-        finally:
-            if should_stop is not None:
-                _POLLER.remove(stop)
         cancelled = bool(stop[0])
         timed_out = bool(tout.any()) and not cancelled
         if deadline is not None and not timed_out:
@@ -445,19 +456,25 @@ class ChainSolver:
         self._chain_args = (c["starts"], c["pre"], c["axis"], c["typ"], c["qi"], c["mult"],
                             c["off"], c["col"], c["post"], c["colq"])
         self._neutral = np.ascontiguousarray(model.neutral_q())
+        # a seed within these passes _check_seeds (finite, at most SEED_LIMIT_SLACK outside)
+        self._lo_slack = self._lower - SEED_LIMIT_SLACK
+        self._hi_slack = self._upper + SEED_LIMIT_SLACK
         ensure_compiled()
 
-    def solve(self, target, seed=None):
+    def solve(self, target, seed=None, should_stop=None):
         """Solve one pose goal: ``target`` (4, 4) or (7,) [x y z qx qy qz qw] in the base frame.
 
-        Returns an :class:`IKResult` with one problem.
+        ``should_stop``: polled while the solve runs (as in :func:`solve_pose`); returning True
+        ends it (status PREEMPTED unless it had converged). Returns an :class:`IKResult` with
+        one problem.
         """
+        check_call_options(self.config, "dls", should_stop)
         T = as_float_array(target, "target", "shape (4, 4) or (7,)", np).astype(np.float64, copy=False)
         if not self.compiled:
             if seed is not None:
                 seed = as_float_array(seed, "seed", f"shape ({self.model.nq},)", np)[None]
             return solve_pose(self.model, T[None], tips=self.tip, weights=self.weights,
-                              config=self.config, seeds=seed)
+                              config=self.config, seeds=seed, should_stop=should_stop)
         t0 = time.perf_counter()
         if T.shape == (7,):
             T = pq_to_pose(T)
@@ -467,36 +484,96 @@ class ChainSolver:
         if seed is None:
             s = self._neutral
         else:
-            s, bad, msgs = _check_seeds(self.model, seed, 1, np)
-            s = s[0]
-            if bad[0]:  # as solve_pose: an invalid problem is not solved
+            s = check_seed_shape(self.model, seed, 1, np).reshape(-1)
+            if not (np.isfinite(s).all() and ((s >= self._lo_slack) & (s <= self._hi_slack)).all()):
+                s, _, msgs = _check_seeds(self.model, s, 1, np)  # the message
+                s = s[0]
+                # as solve_pose: an invalid problem is not solved
                 nan = np.array([np.nan])
                 return IKResult(q=np.array(clip_to_limits(self.model, s[None])),
                                 success=np.array([False]), position_error=nan,
-                                orientation_error=nan.copy(), iterations=np.zeros(1, np.int64),
+                                orientation_error=nan.copy(),
+                                iterations=np.zeros(1, np.int64),
                                 seed_index=np.zeros(1, np.int64),
                                 status=np.array([int(Status.INVALID_INPUT)], dtype=np.int64),
                                 messages=[msgs[0]], solve_time=time.perf_counter() - t0)
         msg = ""
-        if not np.all(np.abs(T[:3, 3]) <= MAX_VALUE):  # as PoseObjective.invalid_problems
+        if not (np.abs(T[:3, 3]) <= MAX_VALUE).all():  # as PoseObjective.invalid_problems
             T = np.full((4, 4), np.nan)  # the kernel reports it INVALID_INPUT
         cfg = self.config
         deadline_ns = -1 if cfg.timeout is None else time.monotonic_ns() + int(cfg.timeout * 1e9)
         q = np.empty(self.model.nq)
         info = np.empty(6)  # per call: one ChainSolver may serve several threads
-        self._kernels.solve_one(np.array(T, dtype=np.float64), self.weights,
-                                np.array(s, dtype=np.float64), self._rnd, self._keep,
-                                self._cont, *self._chain_args, self._lower, self._upper,
-                                self._wide, self._fparams, int(cfg.max_iterations), deadline_ns,
-                                q, info)
+        with _stop_flag(should_stop) as stop:
+            # copies: writable C arrays (Numba compiles read-only arrays as another type)
+            self._kernels.solve_one(np.array(T, dtype=np.float64), self.weights,
+                                    np.array(s, dtype=np.float64), self._rnd, self._keep,
+                                    self._cont, *self._chain_args, self._lower, self._upper,
+                                    self._wide, self._fparams, int(cfg.max_iterations),
+                                    deadline_ns, stop, q, info)
         status = int(info[0])
+        if (status == Status.NOT_CONVERGED and deadline_ns >= 0
+                and time.monotonic_ns() >= deadline_ns):
+            status = Status.TIMED_OUT  # as solve_pose: the deadline passed during the solve
         if status == Status.INVALID_INPUT:
             msg = INVALID_GOAL_MESSAGE
         elif status != Status.CONVERGED:
-            msg = unsolved_message(status == Status.TIMED_OUT, info[1], info[2], cfg)
+            msg = unsolved_message(status == Status.TIMED_OUT, info[1], info[2], cfg,
+                                   cancelled=status == Status.PREEMPTED)
         ok = status == Status.CONVERGED
         return IKResult(q=q[None], success=np.array([ok]), position_error=np.array([info[1]]),
                         orientation_error=np.array([info[2]]),
                         iterations=np.array([int(info[3])]), seed_index=np.array([int(info[4])]),
                         status=np.array([int(status)], dtype=np.int64), messages=[msg],
                         solve_time=time.perf_counter() - t0)
+
+
+#: prepared solvers kept per model for :func:`solve_pose`'s one-goal calls (least recently used
+#: out)
+PREPARED_MAX = 32
+
+
+def solve_single(model: Model, tip: str, target, weights, seeds, cfg: IKConfig, should_stop):
+    """:func:`solve_pose` for one goal and one tip, by a prepared :class:`ChainSolver` kept per
+    model, tip, options and weights; None when the compiled path does not take it (not loaded
+    yet, a chain it does not cover), and the general path answers. The arguments are checked
+    as :func:`solve_pose` checks them (weights, then the seeds' shape, then their values)."""
+    if not _compiled:
+        return None
+    w = _checked_weights(weights)
+    key = (tip, cfg, w if type(w) is tuple else w.tobytes())
+    cache = model._cache.setdefault("prepared_chain_solvers", OrderedDict())
+    with _prepared_lock:
+        cs = cache.get(key)
+        if cs is not None:
+            cache.move_to_end(key)
+    if cs is None:
+        cs = ChainSolver(model, tip, cfg, weights=w if type(w) is tuple else w[0])
+        with _prepared_lock:
+            cache[key] = cs
+            while len(cache) > PREPARED_MAX:
+                cache.popitem(last=False)
+    if not cs.compiled:
+        return None
+    return cs.solve(target, seed=seeds, should_stop=should_stop)
+
+
+_prepared_lock = threading.Lock()
+_CHECKED_WEIGHTS: set = set()
+
+
+def _checked_weights(weights):
+    """``weights`` checked as :class:`PoseObjective` checks them: a tuple (the default) that
+    passed once is returned as it is (it passes again), anything else as a (1, 6) array."""
+    try:
+        if type(weights) is tuple and weights in _CHECKED_WEIGHTS:
+            return weights
+    except TypeError:  # unhashable items: checked below (and refused there)
+        pass
+    w = np.array(_weights(weights, 1, np), dtype=np.float64)
+    if type(weights) is tuple and len(_CHECKED_WEIGHTS) < 256:
+        try:
+            _CHECKED_WEIGHTS.add(weights)
+        except TypeError:
+            pass
+    return w

@@ -1,0 +1,272 @@
+"""Compiled (Numba) fast path of :func:`.fk`, :func:`.fk_frames` and :func:`.jacobian`.
+
+The reference implementations (``fk.py``, ``jacobian.py``) are written once against ``xp`` and
+spend microseconds of NumPy dispatch per array operation: a single configuration's FK costs
+about 150 us there, most of it overhead. The kernels in :mod:`._compiled_kernels` walk the tree
+once per configuration in compiled code (every joint type: revolute, continuous, prismatic,
+planar, floating; mimic joints; frozen joints drop their columns), with the same conventions and
+results (tested equal to the reference on every bundled robot).
+
+Scope: NumPy ``float64`` input (after the same promotion rules; float32 keeps its dtype and the
+reference path). CuPy input and every other function keep the reference path.
+
+Input checks are the reference's: a float64 array of the right shape is checked in compiled code
+(finite, within +-``MAX_VALUE``, non-zero floating quaternions); anything it refuses goes to
+:meth:`ros2_ik.model.Model.check_q`, which raises the usual error.
+
+Readiness: the kernels are used once Numba's disk cache for them is current (``scripts/setup.sh``
+fills it through :func:`ros2_ik.solvers.warm_up`, which also calls :func:`ensure_compiled`) or
+after :func:`ensure_compiled`; until then, the reference path answers, so an FK call never waits
+for a compilation.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+import numpy as np
+
+from ..backend import get_xp
+from ..model import MAX_BATCH, MAX_VALUE, JointType, Model
+from ..validate import as_float_array, check_names
+
+__all__ = ["available", "ready", "ensure_compiled", "as_q", "frames_selection", "pairs_selection",
+           "link_poses", "jacobians", "cache_current"]
+
+#: rows from which the kernels spread a batch over the cores
+PARALLEL_MIN = 2048
+EXPRESS = {"world": 0, "local": 1, "reference": 2}
+
+_lock = threading.Lock()
+_kernels = None   # the kernel module once ready; False: Numba is missing
+
+
+def cache_current(module_file: str | Path, functions: int) -> bool:
+    """True when Numba's index files of at least ``functions`` functions of the kernel module
+    ``module_file`` exist and are newer than its source (then loading them takes about a second
+    and no compilation is expected)."""
+    src = Path(module_file)
+    cache_dir = os.environ.get("NUMBA_CACHE_DIR")
+    pattern = f"{src.stem}.*.nbi"
+    index = (list(Path(cache_dir).glob(f"*/{pattern}")) if cache_dir
+             else list((src.parent / "__pycache__").glob(pattern)))
+    try:
+        mtime = src.stat().st_mtime
+        return len(index) >= functions and all(f.stat().st_mtime >= mtime for f in index)
+    except OSError:
+        return False
+
+
+_SRC = Path(__file__).with_name("_compiled_kernels.py")
+_FUNCTIONS = 4  # frames, frames_parallel, jacobians, jacobians_parallel
+
+
+def _import():
+    global _kernels
+    if _kernels is None:
+        try:
+            from . import _compiled_kernels  # noqa: PLC0415
+
+            _kernels = _compiled_kernels
+        except Exception:  # noqa: BLE001 - any import failure means "no compiled path"
+            _kernels = False
+    return _kernels or None
+
+
+def available() -> bool:
+    """True when Numba imports (the compiled path can be used once compiled)."""
+    return _import() is not None
+
+
+_ready = False
+_looked = False
+
+
+def ready() -> bool:
+    """True when the compiled kernels can answer without compiling (the disk cache is looked
+    at once per process; :func:`ensure_compiled` makes them ready later)."""
+    global _ready, _looked
+    if not _looked:
+        with _lock:
+            if not _looked and cache_current(_SRC, _FUNCTIONS):
+                _ready = _import() is not None
+            _looked = True
+    return _ready
+
+
+def ensure_compiled() -> None:
+    """Compile the kernels (or load them from Numba's disk cache) on a small model; the public
+    calls use them once this is done (never while it runs: they do not wait for it)."""
+    global _ready
+    if _ready or _import() is None:
+        return
+    from ..model import Model  # noqa: PLC0415
+
+    m = Model.from_urdf(_WARM_URDF)
+    q = m.neutral_q()[None]
+    for B in (1, PARALLEL_MIN):
+        qq = np.repeat(q, B, axis=0)
+        link_poses(m, qq, frames_selection(m, list(m.link_names)))
+        jacobians(m, qq, pairs_selection(m, ["d", "c"], "b", 1))
+    with _lock:
+        _ready = True
+
+
+# every joint type, so the warm-up touches every branch (the code is the same for any model)
+_WARM_URDF = """<robot name="warm">
+  <link name="a"/><link name="b"/><link name="c"/><link name="d"/>
+  <joint name="j1" type="floating"><parent link="a"/><child link="b"/></joint>
+  <joint name="j2" type="revolute"><parent link="b"/><child link="c"/><axis xyz="0 0 1"/>
+    <limit lower="-1" upper="1" effort="1" velocity="1"/></joint>
+  <joint name="j3" type="prismatic"><parent link="c"/><child link="d"/><axis xyz="1 0 0"/>
+    <limit lower="-1" upper="1" effort="1" velocity="1"/></joint>
+</robot>"""
+
+
+def _table(model: Model) -> dict:
+    """The model as the kernels read it (see :mod:`._compiled_kernels`), cached on the model."""
+    tab = model._cache.get("compiled_table")
+    if tab is not None:
+        return tab
+    from .jacobian import _contributions  # noqa: PLC0415
+
+    L = model.num_links
+    ints = np.zeros((L, 3), dtype=np.int64)
+    fl = np.zeros((L, 23))
+    for l in range(L):
+        t = int(model.joint_type[l])
+        ints[l, 0] = max(int(model.link_parent[l]), 0)
+        ints[l, 1] = t
+        mimic = int(model.mimic_q[l]) >= 0 and t in (JointType.REVOLUTE, JointType.CONTINUOUS,
+                                                      JointType.PRISMATIC)
+        ints[l, 2] = int(model.mimic_q[l]) if mimic else int(model.q_start[l])
+        fl[l, :12] = model.origin[l][:3].ravel()
+        fl[l, 12:15] = model.axis[l]
+        fl[l, 15:18] = model.planar_e1[l]
+        fl[l, 18:21] = model.planar_e2[l]
+        fl[l, 21] = float(model.mimic_multiplier[l]) if mimic else 1.0
+        fl[l, 22] = float(model.mimic_offset[l]) if mimic else 0.0
+    c = _contributions(model)
+    S = c["scatter"]                                       # (C, nv): one entry per row
+    col = np.argmax(np.abs(S), axis=1) if S.size else np.zeros(0, dtype=np.int64)
+    active = np.full(model.nv, -1, dtype=np.int64)
+    active[np.asarray(model.v_active)] = np.arange(model.nv_active)
+    C = len(c["link"])
+    cint = np.stack([c["link"], c["rot"].astype(np.int64), active[col] if C else col],
+                    axis=1).astype(np.int64).reshape(C, 3)
+    cfl = np.concatenate([c["dir"], S[np.arange(C), col][:, None]], axis=1).reshape(C, 4)
+    floating = [int(model.q_start[l]) for l in range(1, L)
+                if model.joint_type[l] == JointType.FLOATING and model.q_start[l] >= 0]
+    tab = dict(ints=ints, fl=fl, cint=np.ascontiguousarray(cint), cfl=np.ascontiguousarray(cfl),
+               floating=np.array(floating, dtype=np.int64))
+    model._cache["compiled_table"] = tab
+    return tab
+
+
+def _links(model: Model, frames) -> np.ndarray:
+    """The links whose poses frames need (themselves and their ancestors), ascending."""
+    need = set()
+    for f in frames:
+        f = int(f)
+        while f > 0 and f not in need:
+            need.add(f)
+            f = int(model.link_parent[f])
+    return np.array(sorted(need), dtype=np.int64)
+
+
+def _selection(model: Model, key, build):
+    """``build()`` (which validates the names and raises the reference's errors), cached per
+    model and ``key`` (names that passed once pass again)."""
+    cache = model._cache.setdefault("compiled_selections", {})
+    try:
+        hit = cache.get(key)
+    except TypeError:  # unhashable names: not cached (build() raises for them)
+        return build()
+    if hit is None:
+        hit = build()
+        if len(cache) < 1024:
+            cache[key] = hit
+    return hit
+
+
+def _pack(model: Model, links, sel, express: int = 0):
+    """The table, the needed links and the selection (frames, or pairs) as the two arrays
+    (int64, float64) the kernels unpack (see :func:`._compiled_kernels._unpack`)."""
+    tab = _table(model)
+    sel = np.asarray(sel, dtype=np.int64)
+    nk = sel.shape[0]
+    C = tab["cint"].shape[0]
+    head = [model.num_links, len(links), nk, len(tab["floating"]), C, express, 0, 0]
+    padded = np.zeros(2 * nk, dtype=np.int64)
+    padded[:sel.size] = sel.ravel()
+    idata = np.concatenate([np.array(head, dtype=np.int64), tab["ints"].ravel(),
+                            tab["floating"], links, padded, tab["cint"].ravel()])
+    fdata = np.concatenate([tab["fl"].ravel(), tab["cfl"].ravel()])
+    return idata.astype(np.int64), fdata.astype(np.float64)
+
+
+def frames_selection(model: Model, frames):
+    """(frame link indices (F,), the packed kernel arrays): ``model.link_indices(frames)`` and
+    its errors, cached per model and frames."""
+    def build():
+        idx = model.link_indices(frames)
+        return idx, _pack(model, _links(model, idx), idx)
+    key = frames if isinstance(frames, str) else ("frames",) + tuple(frames) if isinstance(
+        frames, (list, tuple)) else None
+    return build() if key is None else _selection(model, key, build)
+
+
+def pairs_selection(model: Model, links, reference, express: int):
+    """(link pairs (K, 2) [reference or 0, link], the packed kernel data) for a link name or a
+    list of them, a reference link name or None and an ``express`` code (:data:`EXPRESS`),
+    with the packed kernel arrays; checked as the reference does, cached."""
+    def build():
+        names = [links] if isinstance(links, str) else check_names(links, "link")
+        ia = 0 if reference is None else model.link_index(reference)
+        pairs = np.array([(ia, model.link_index(n)) for n in names], dtype=np.int64)
+        pairs = pairs.reshape(-1, 2)
+        return pairs, _pack(model, _links(model, pairs.ravel()), pairs, express)
+    key = ("pairs", reference, express, links) if isinstance(links, str) else (
+        ("pairs", reference, express) + tuple(links) if isinstance(links, (list, tuple))
+        else None)
+    return build() if key is None else _selection(model, key, build)
+
+
+def as_q(model: Model, q):
+    """``q`` as a C-contiguous float64 (B, nq) array for the kernels (values not checked yet),
+    or None when the compiled path does not take it (not ready, not NumPy, float32, not of
+    shape (nq,) / (B, nq) with 0 < B <= MAX_BATCH: the reference then checks and answers)."""
+    if not ready():
+        return None
+    if type(q) is not np.ndarray or q.dtype != np.float64:
+        if get_xp(q) is not np:
+            return None
+        q = as_float_array(q, "q", f"shape (B, {model.nq}) or ({model.nq},)", np)  # check_q's
+        if q.dtype != np.float64:  # float32 keeps its dtype on the reference path
+            return None
+    if q.ndim == 1:
+        q = q[None]
+    if q.ndim != 2 or q.shape[1] != model.nq or not 0 < q.shape[0] <= MAX_BATCH:
+        return None
+    return np.ascontiguousarray(q)
+
+
+def link_poses(model: Model, q, selection, check: bool = True):
+    """Poses (B, F, 4, 4) of the frames of ``selection`` (:func:`frames_selection`) at ``q``
+    (from :func:`as_q`); None when ``check`` and q has a value :meth:`Model.check_q` refuses."""
+    frames, (idata, fdata) = selection
+    out = np.empty((q.shape[0], frames.shape[0], 4, 4))
+    fn = _kernels.frames_parallel if q.shape[0] >= PARALLEL_MIN else _kernels.frames
+    return out if fn(q, idata, fdata, MAX_VALUE if check else -1.0, out) else None
+
+
+def jacobians(model: Model, q, selection, check: bool = True):
+    """Jacobians (B, K, 6, nv_active) of link pairs[k, 1] relative to link pairs[k, 0] (0: the
+    base), expressed as ``selection`` (:func:`pairs_selection`) says: in the base axes, the
+    link's or the reference's; None as :func:`link_poses`."""
+    pairs, (idata, fdata) = selection
+    out = np.empty((q.shape[0], pairs.shape[0], 6, model.nv_active))
+    fn = _kernels.jacobians_parallel if q.shape[0] >= PARALLEL_MIN else _kernels.jacobians
+    return out if fn(q, idata, fdata, MAX_VALUE if check else -1.0, out) else None
