@@ -1,0 +1,1 @@
+"""Reach studies (core: no rclpy, no Ray at import)."""
