@@ -61,13 +61,13 @@ def save_plots(targets: Targets, voxels: dict, out_dir, title: str = "") -> list
     out_dir.mkdir(parents=True, exist_ok=True)
     reach, lo = dense_grid(targets, voxels["reachability"])
     manip, _ = dense_grid(targets, voxels["mean_manipulability"])
-    cmap = plt.get_cmap("viridis").copy()
-    cmap.set_bad("white")
+    cmap = plt.get_cmap("viridis").with_extremes(bad="white")
     made = []
     views = ((2, 0, 1, "top (XY)"), (1, 0, 2, "front (XZ)"), (0, 1, 2, "side (YZ)"))
 
     # projections of the index: max and mean along each axis
-    fig, axs = plt.subplots(2, 3, figsize=(15, 9.5), constrained_layout=True)
+    fig, axs = plt.subplots(2, 3, figsize=(15, 9.5),
+                            gridspec_kw={"wspace": 0.35, "hspace": 0.3})
     for col, (hidden, a, b, name) in enumerate(views):
         for row, how in enumerate(("max", "mean")):
             img = _reduce(reach, hidden, how)
@@ -90,7 +90,7 @@ def save_plots(targets: Targets, voxels: dict, out_dir, title: str = "") -> list
     cols = min(3, len(ks))
     rows = -(-len(ks) // cols)
     fig, axs = plt.subplots(rows, cols, figsize=(5 * cols, 4.6 * rows), squeeze=False,
-                            constrained_layout=True)
+                            gridspec_kw={"wspace": 0.35, "hspace": 0.3})
     z0 = targets.origin[2] + targets.resolution * lo[2]
     for ax in axs.flat[len(ks):]:
         ax.set_visible(False)
@@ -109,9 +109,8 @@ def save_plots(targets: Targets, voxels: dict, out_dir, title: str = "") -> list
 
     # manipulability
     top = np.nanmax(manip) if np.isfinite(manip).any() else 1.0
-    mcmap = plt.get_cmap("magma").copy()
-    mcmap.set_bad("white")
-    fig, axs = plt.subplots(1, 3, figsize=(15, 4.8), constrained_layout=True)
+    mcmap = plt.get_cmap("magma").with_extremes(bad="white")
+    fig, axs = plt.subplots(1, 3, figsize=(15, 4.8), gridspec_kw={"wspace": 0.35})
     for ax, (hidden, a, b, name) in zip(axs, views):
         img = _reduce(manip, hidden, "max")
         im = ax.imshow(img.T, origin="lower", cmap=mcmap,

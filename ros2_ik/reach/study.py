@@ -13,8 +13,9 @@ Per target (columns of the results, :data:`COLUMNS`):
 
 - ``reached``: the solver's own FK verification against the tolerances, q within the limits
   (``IKResult.success``). Targets farther from the first moving joint than the chain can
-  stretch (:func:`reach_bound`, a proven upper bound, plus the position tolerance) are not
-  solved: ``status`` :data:`OUT_OF_REACH`, not reached, errors NaN, ``q`` the seed.
+  stretch, or whose wrist point is (:func:`reach_bound`, proven upper bounds, plus the
+  tolerances), are not solved: ``status`` :data:`OUT_OF_REACH`, not reached, errors NaN,
+  ``q`` the seed.
 - ``q``: the solution (the best attempt when not reached), ``position_error`` [m],
   ``orientation_error`` [rad], ``iterations``, ``seed_index``, ``status`` (``Status`` values).
 - ``manipulability``: Yoshikawa's ``sqrt(det(J J^T))`` of the tip's geometric Jacobian at the
@@ -44,7 +45,7 @@ from ..validate import check_int
 from .targets import Targets
 
 __all__ = ["StudyConfig", "Study", "COLUMNS", "VOXEL_COLUMNS", "OUT_OF_REACH", "solve_shard",
-           "reach_bound", "manipulability", "limit_margin", "voxel_table", "ShardSpec"]
+           "reach_bound", "ReachBound", "manipulability", "limit_margin", "voxel_table", "ShardSpec"]
 
 #: ``status`` of a target beyond :func:`reach_bound` (not solved; never reached).
 OUT_OF_REACH = -100
@@ -122,8 +123,7 @@ class ShardSpec:
     tip: str
     config: StudyConfig
     seed_q: np.ndarray
-    anchor: np.ndarray | None       # (3,) point of the reach bound, None: no pruning
-    radius: float                   # [m]
+    bound: ReachBound | None        # targets it proves unreachable are not solved
     margin_q: np.ndarray            # (m,) coordinates whose limit margin counts
 
 
@@ -152,10 +152,9 @@ class Study:
         return i * s, min(len(self.targets), (i + 1) * s)
 
     def spec(self) -> ShardSpec:
-        anchor, radius = (reach_bound(self.model, self.tip) if self.config.prune
-                          else (None, math.inf))
-        return ShardSpec(self.model, self.tip, self.config, self.model.neutral_q(), anchor,
-                         radius, chain_coordinates(self.model, self.tip))
+        bound = reach_bound(self.model, self.tip) if self.config.prune else None
+        return ShardSpec(self.model, self.tip, self.config, self.model.neutral_q(), bound,
+                         chain_coordinates(self.model, self.tip))
 
     def with_config(self, **changes) -> "Study":
         return replace(self, config=replace(self.config, **changes))
@@ -170,38 +169,79 @@ def chain_coordinates(model: Model, tip: str) -> np.ndarray:
     return np.nonzero(on & bounded)[0]
 
 
-def reach_bound(model: Model, tip: str) -> tuple[np.ndarray | None, float]:
-    """(anchor (3,), radius [m]): the tip never gets farther than ``radius`` from ``anchor``.
+@dataclass(frozen=True)
+class ReachBound:
+    """Proven limits of where a chain can put its tip (see :func:`reach_bound`).
+
+    The tip is never farther than ``radius`` [m] from ``anchor``; when ``wrist`` is set (the
+    chain ends in a revolute joint followed by fixed links), the origin of that last joint's
+    frame, ``p_tip - R_tip @ wrist`` for a tip pose ``(p_tip, R_tip)``, is never farther than
+    ``wrist_radius`` from ``anchor`` either.
+    """
+
+    anchor: np.ndarray
+    radius: float
+    wrist: np.ndarray | None = None
+    wrist_radius: float = math.inf
+
+    def unreachable(self, poses: np.ndarray, position_tolerance: float,
+                    orientation_tolerance: float) -> np.ndarray:
+        """(N,) True where no configuration reaches the pose (N, 7) within the tolerances."""
+        slack = position_tolerance + 1e-9
+        out = np.linalg.norm(poses[:, :3] - self.anchor, axis=1) > self.radius + slack
+        if self.wrist is not None:
+            from ..kinematics import quat_to_matrix  # noqa: PLC0415
+
+            R = np.asarray(quat_to_matrix(poses[:, 3:]))
+            w = poses[:, :3] - R @ self.wrist
+            # an orientation error of theta moves the wrist point by at most theta * |wrist|
+            slack_w = slack + orientation_tolerance * float(np.linalg.norm(self.wrist))
+            out |= np.linalg.norm(w - self.anchor, axis=1) > self.wrist_radius + slack_w
+        return out
+
+
+def reach_bound(model: Model, tip: str) -> ReachBound | None:
+    """How far the chain to ``tip`` can stretch (None where the argument below does not hold).
 
     ``anchor`` is the origin of the first moving joint's frame on the way to ``tip`` (fixed in
-    the base frame, and on that joint's axis when it is revolute). Every later frame is reached
-    through fixed translations and rotations, so by the triangle inequality the tip is at most
-    the sum of the translations after it (plus each prismatic joint's largest travel) away.
-    Returns ``(None, inf)`` where that argument does not hold (a first joint that is prismatic,
-    planar or floating, an unbounded prismatic joint, a prismatic mimic joint).
+    the base frame, and on that joint's axis, as it is revolute). Every later frame is reached
+    through the later joints' fixed origin translations, rotations and prismatic travel, so by
+    the triangle inequality the tip is at most the sum of those translations (plus each
+    prismatic joint's largest travel) away from it. The same sum up to the last moving joint
+    bounds that joint's frame origin, which a revolute last joint leaves where it is: for a tip
+    pose it is ``p_tip - R_tip @ wrist`` with ``wrist = R_rest^T t_rest`` from the fixed
+    transform ``(R_rest, t_rest)`` between that joint's frame and the tip. None for a first
+    joint that is prismatic, planar or floating, an unbounded prismatic joint or a prismatic
+    mimic joint.
     """
     path = [int(l) for l in model.ancestors(model.link_index(tip))][::-1]  # base side first
     moving = [l for l in path if model.joint_type[l] != JointType.FIXED]
-    if not moving:
-        return None, math.inf
-    first = moving[0]
-    if model.joint_type[first] not in (JointType.REVOLUTE, JointType.CONTINUOUS):
-        return None, math.inf
-    radius = 0.0
+    if not moving or model.joint_type[moving[0]] not in (JointType.REVOLUTE,
+                                                         JointType.CONTINUOUS):
+        return None
+    first, last = moving[0], moving[-1]
+    radius, wrist_radius = 0.0, math.inf
     for l in path[path.index(first) + 1:]:
         jt = model.joint_type[l]
         radius += float(np.linalg.norm(model.origin[l][:3, 3]))
-        if jt in (JointType.REVOLUTE, JointType.CONTINUOUS, JointType.FIXED):
-            continue
         if jt == JointType.PRISMATIC and model.mimic_q[l] < 0:
             i = int(model.q_start[l])
             travel = max(abs(float(model.lower[i])), abs(float(model.upper[i])))
-            if math.isfinite(travel):
-                radius += travel
-                continue
-        return None, math.inf
-    anchor = np.asarray(fk_frames(model, model.neutral_q()[None], [model.link_names[first]]))
-    return anchor[0, 0, :3, 3].copy(), radius
+            if not math.isfinite(travel):
+                return None
+            radius += travel
+        elif jt not in (JointType.REVOLUTE, JointType.CONTINUOUS, JointType.FIXED):
+            return None
+        if l == last:
+            wrist_radius = radius
+    q0 = model.neutral_q()[None]
+    T = np.asarray(fk_frames(model, q0, [model.link_names[first], model.link_names[last], tip]))[0]
+    anchor = T[0, :3, 3].copy()
+    wrist = None
+    if last != first and model.joint_type[last] in (JointType.REVOLUTE, JointType.CONTINUOUS):
+        T_rest = np.linalg.inv(T[1]) @ T[2]  # fixed: only fixed joints lie after `last`
+        wrist = T_rest[:3, :3].T @ T_rest[:3, 3]
+    return ReachBound(anchor, radius, wrist, wrist_radius)
 
 
 def manipulability(J: np.ndarray) -> np.ndarray:
@@ -240,9 +280,10 @@ def solve_shard(spec: ShardSpec, poses: np.ndarray,
         "limit_margin": np.full(n, np.nan),
     }
     todo = np.arange(n)
-    if spec.anchor is not None:
-        dist = np.linalg.norm(poses[:, :3] - spec.anchor, axis=1)
-        todo = np.nonzero(dist <= spec.radius + spec.config.ik.position_tolerance + 1e-9)[0]
+    if spec.bound is not None:
+        ik = spec.config.ik
+        todo = np.nonzero(~spec.bound.unreachable(poses, ik.position_tolerance,
+                                                   ik.orientation_tolerance))[0]
     complete = True
     if len(todo):
         targets = poses[todo]

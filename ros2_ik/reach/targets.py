@@ -50,8 +50,8 @@ class Box:
         lo = _vec3(self.lower, "box lower corner")
         hi = _vec3(self.upper, "box upper corner")
         if np.any(hi < lo):
-            raise InvalidInputError(f"box upper corner {tuple(hi)} is below the lower corner "
-                                    f"{tuple(lo)} on some axis; give xmin ymin zmin xmax ymax "
+            raise InvalidInputError(f"box upper corner {_fmt(hi)} is below the lower corner "
+                                    f"{_fmt(lo)} on some axis; give xmin ymin zmin xmax ymax "
                                     "zmax")
         object.__setattr__(self, "lower", tuple(lo))
         object.__setattr__(self, "upper", tuple(hi))
