@@ -52,7 +52,7 @@ from ..backend import BackendUnavailableError, get_backend
 from ..errors import IKError
 from ..kinematics import fk_frames
 from ..solvers import IKConfig, fast
-from . import codes, moveit_compat, services
+from . import codes, moveit_compat, reach_action, services
 from .codes import RequestError, code_of_exception
 from .conversions import as_f64, f64_array
 from .diagnostics import Stats, diagnostic_status
@@ -165,6 +165,9 @@ class KinematicsNode(Node):
             goal_callback=lambda _goal: GoalResponse.ACCEPT,
             cancel_callback=lambda _handle: CancelResponse.ACCEPT,
             callback_group=self._cb_action)
+        self._reach = reach_action.register(  # ~/reach_study action and ~/reach_map
+            self, post=self._post, settings=lambda: self._settings,
+            backend=lambda: self._backend, stopping=lambda: self._stopping, fail=self._fail)
         self._moveit_warned = False
         if moveit_compat.moveit_available():
             from moveit_msgs.srv import GetPositionFK, GetPositionIK  # noqa: PLC0415
@@ -682,6 +685,9 @@ class KinematicsNode(Node):
                      getattr(self, "_action_pool", None)):
             if pool is not None:
                 pool.shutdown(wait=True, cancel_futures=True)
+        if getattr(self, "_reach", None) is not None:
+            self._reach.destroy()
+            self._reach = None
         action = getattr(self, "_action", None)  # absent when __init__ failed part-way
         if action is not None:
             action.destroy()
