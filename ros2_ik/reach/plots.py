@@ -50,6 +50,16 @@ def _reduce(grid: np.ndarray, axis: int, how: str) -> np.ndarray:
     return np.where(have, out, np.nan)
 
 
+def _panel(ax, img: np.ndarray, extent, cmap, vmax: float, title: str, a: int, b: int):
+    """One heat map: ``img`` indexed (axis a, axis b), a to the right and b up."""
+    im = ax.imshow(img.T, origin="lower", cmap=cmap, vmin=0.0, vmax=vmax, extent=extent,
+                   interpolation="nearest", aspect="equal")
+    ax.set_title(title)
+    ax.set_xlabel(f"{AXES[a]} [m]")
+    ax.set_ylabel(f"{AXES[b]} [m]")
+    return im
+
+
 def save_plots(targets: Targets, voxels: dict, out_dir, title: str = "") -> list[Path]:
     """Write the PNG heat maps of a finished study into ``out_dir``; returns their paths."""
     import matplotlib  # noqa: PLC0415
@@ -70,14 +80,9 @@ def save_plots(targets: Targets, voxels: dict, out_dir, title: str = "") -> list
                             gridspec_kw={"wspace": 0.35, "hspace": 0.3})
     for col, (hidden, a, b, name) in enumerate(views):
         for row, how in enumerate(("max", "mean")):
-            img = _reduce(reach, hidden, how)
-            ax = axs[row, col]
-            im = ax.imshow(img.T, origin="lower", cmap=cmap,
-                           vmin=0.0, vmax=1.0, extent=_extent(targets, lo, reach.shape, a, b),
-                           interpolation="nearest", aspect="equal")
-            ax.set_title(f"{name}: {how} over {AXES[hidden]}")
-            ax.set_xlabel(f"{AXES[a]} [m]")
-            ax.set_ylabel(f"{AXES[b]} [m]")
+            im = _panel(axs[row, col], _reduce(reach, hidden, how),
+                        _extent(targets, lo, reach.shape, a, b), cmap, 1.0,
+                        f"{name}: {how} over {AXES[hidden]}", a, b)
     fig.colorbar(im, ax=axs, shrink=0.8, label="reachability index (fraction of orientations)")
     fig.suptitle(f"Reachability {title}".strip())
     made.append(out_dir / "reach_projections.png")
@@ -95,12 +100,8 @@ def save_plots(targets: Targets, voxels: dict, out_dir, title: str = "") -> list
     for ax in axs.flat[len(ks):]:
         ax.set_visible(False)
     for ax, k in zip(axs.flat, ks):
-        im = ax.imshow(reach[:, :, k].T, origin="lower", cmap=cmap, vmin=0.0, vmax=1.0,
-                       extent=_extent(targets, lo, reach.shape, 0, 1), interpolation="nearest",
-                       aspect="equal")
-        ax.set_title(f"z = {z0 + targets.resolution * k:.3f} m")
-        ax.set_xlabel("x [m]")
-        ax.set_ylabel("y [m]")
+        im = _panel(ax, reach[:, :, k], _extent(targets, lo, reach.shape, 0, 1), cmap, 1.0,
+                    f"z = {z0 + targets.resolution * k:.3f} m", 0, 1)
     fig.colorbar(im, ax=axs, shrink=0.8, label="reachability index")
     fig.suptitle(f"Reachability, horizontal slices {title}".strip())
     made.append(out_dir / "reach_slices_z.png")
@@ -112,13 +113,8 @@ def save_plots(targets: Targets, voxels: dict, out_dir, title: str = "") -> list
     mcmap = plt.get_cmap("magma").with_extremes(bad="white")
     fig, axs = plt.subplots(1, 3, figsize=(15, 4.8), gridspec_kw={"wspace": 0.35})
     for ax, (hidden, a, b, name) in zip(axs, views):
-        img = _reduce(manip, hidden, "max")
-        im = ax.imshow(img.T, origin="lower", cmap=mcmap,
-                       vmin=0.0, vmax=top, extent=_extent(targets, lo, manip.shape, a, b),
-                       interpolation="nearest", aspect="equal")
-        ax.set_title(f"{name}: max over {AXES[hidden]}")
-        ax.set_xlabel(f"{AXES[a]} [m]")
-        ax.set_ylabel(f"{AXES[b]} [m]")
+        im = _panel(ax, _reduce(manip, hidden, "max"), _extent(targets, lo, manip.shape, a, b),
+                    mcmap, top, f"{name}: max over {AXES[hidden]}", a, b)
     fig.colorbar(im, ax=axs, shrink=0.8, label="mean manipulability sqrt(det(J J^T))")
     fig.suptitle(f"Manipulability {title}".strip())
     made.append(out_dir / "manipulability_projections.png")

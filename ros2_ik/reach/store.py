@@ -46,7 +46,7 @@ def write_npz(path, arrays: dict) -> None:
         with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_STORED) as zf:
             for name, value in arrays.items():
                 buf = io.BytesIO()
-                np.lib.format.write_array(buf, np.ascontiguousarray(value), allow_pickle=False)
+                np.lib.format.write_array(buf, np.asarray(value), allow_pickle=False)
                 info = zipfile.ZipInfo(f"{name}.npy", date_time=_EPOCH)
                 info.external_attr = 0o644 << 16
                 zf.writestr(info, buf.getvalue())

@@ -56,7 +56,7 @@ from . import codes, moveit_compat, reach_action, services
 from .codes import RequestError, code_of_exception
 from .conversions import as_f64, f64_array
 from .diagnostics import Stats, diagnostic_status
-from .executor import NodeExecutor, WorkerActionServer, defer_service
+from .executor import NodeExecutor, WorkerActionServer, defer_service, goal_finisher
 from .markers import ik_markers
 from .params import MODEL_PARAMS, PARAMS, Settings, descriptor, validate
 from .robot import LoadedRobot, build_robot
@@ -634,22 +634,7 @@ class KinematicsNode(Node):
                            message=result.message)
         if code not in (codes.SUCCESS, codes.PREEMPTED):
             self.get_logger().info(f"trajectory_seed: {codes.name_of(code)}: {result.message}")
-
-        def finish(gh):
-            if not gh.is_active:
-                return result
-            if gh.is_cancel_requested or code == codes.PREEMPTED:
-                if code != codes.PREEMPTED:
-                    result.error_code.val = codes.PREEMPTED
-                    result.message = "cancelled after every node was solved" + (
-                        f"; {result.message}" if result.message else "")
-                gh.canceled()
-            elif code == codes.SUCCESS:
-                gh.succeed()
-            else:
-                gh.abort()
-            return result
-        return finish
+        return goal_finisher(result, code, "every node was solved")
 
     # ================================================================== diagnostics
     def _publish_diagnostics(self) -> None:

@@ -34,6 +34,7 @@ from ..reach import Box, Sphere, Study, StudyConfig, from_poses, grid_targets, r
 from . import codes
 from .codes import RequestError, code_of_exception
 from .conversions import as_f64, f64_array
+from .executor import WorkerActionServer, goal_finisher
 from .params import ik_config
 
 __all__ = ["register", "ReachStudyServer", "MAP_QOS", "map_cloud", "cloud_fields"]
@@ -64,8 +65,6 @@ class ReachStudyServer:
     """See the module docstring."""
 
     def __init__(self, node, post, settings, backend, stopping, fail):
-        from .executor import WorkerActionServer  # noqa: PLC0415
-
         self._node = node
         self._post = post
         self._settings = settings
@@ -102,7 +101,7 @@ class ReachStudyServer:
             fb.targets_done, fb.targets_total, fb.reached = int(done), int(total), int(reached)
             fb.elapsed = now - t0
             fb.eta = (now - t0) * (total - done) / done if done else -1.0
-            gh.publish_feedback(fb)
+            self._post(gh.publish_feedback, fb)  # rcl calls on the executor thread
 
         code = codes.FAILURE
         try:
@@ -142,22 +141,7 @@ class ReachStudyServer:
         except Exception as exc:  # noqa: BLE001  (the node never dies on a goal)
             code, result.message = self._fail("reach_study", exc)
         result.error_code.val = code
-
-        def finish(h):
-            if not h.is_active:
-                return result
-            if h.is_cancel_requested or code == codes.PREEMPTED:
-                if code != codes.PREEMPTED:
-                    result.error_code.val = codes.PREEMPTED
-                    result.message = "cancelled after the study was finished" + (
-                        f"; {result.message}" if result.message else "")
-                h.canceled()
-            elif code == codes.SUCCESS:
-                h.succeed()
-            else:
-                h.abort()
-            return result
-        return finish
+        return goal_finisher(result, code, "the study was finished")
 
 
 def build_study(robot, goal, settings, backend: str = "numpy") -> Study:
