@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import textwrap
 import time
 from pathlib import Path
 
@@ -392,3 +393,33 @@ def test_command_ctrl_c_keeps_finished_shards_and_resumes(tmp_path):
     assert f"{len(kept)} shards resumed" in again.stdout
     summary = json.loads((out / "summary.json").read_text())
     assert summary["shards_done"] == summary["shards"]
+
+
+def test_reach_runs_without_rclpy_ray_and_cupy():
+    code = textwrap.dedent("""
+        import sys
+        for name in ('rclpy', 'ray', 'cupy'):
+            sys.modules[name] = None  # any import of them now raises ImportError
+        from ros2_ik import load_robot
+        from ros2_ik.errors import BackendUnavailableError
+        from ros2_ik.reach import Box, Study, StudyConfig, grid_targets, run_study
+        from ros2_ik.reach import cli  # noqa: F401
+        from ros2_ik.reach.ray_executor import RayExecutor, ray_available
+        t = grid_targets(Box((0.3, 0, 0.3), (0.4, 0, 0.3)), 0.1, 2, 1)
+        out = run_study(Study(load_robot('ur'), t, config=StudyConfig(shard_size=2)))
+        assert out.complete and out.results['reached'].shape == (4,)
+        assert not ray_available()
+        try:
+            RayExecutor()
+        except BackendUnavailableError as exc:
+            assert 'pip install' in str(exc) and 'without --ray' in str(exc), exc
+        else:
+            raise AssertionError('RayExecutor without ray')
+        bad = [k for k in sys.modules if k.startswith(('rclpy', 'ray', 'cupy')) and sys.modules[k]]
+        assert not bad, bad
+        print('ok')
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip().endswith("ok")

@@ -92,7 +92,8 @@ def build_parser() -> argparse.ArgumentParser:
     o.add_argument("--threads", type=int, default=1, metavar="N",
                    help="solver threads per Ray task")
     o.add_argument("--gpus-per-task", type=float, default=0.0, metavar="F",
-                   help="GPUs each Ray task asks for (then it solves on the GPU)")
+                   help="GPUs each Ray task asks for; with --backend auto a task solves on "
+                   "its GPU")
     return p
 
 

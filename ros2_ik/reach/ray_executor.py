@@ -7,7 +7,8 @@ merges in shard order, so the results equal a single-process run's byte for byte
 process that dies mid-task (killed, out of memory, its node lost) makes Ray run that task again
 (``max_retries``); the driver keeps the first answer per shard, so no shard is lost or counted
 twice. Each task uses its worker's GPU when the cluster gave it one (``gpus_per_task``) and
-CuPy sees it, and otherwise the CPU path with ``threads`` Numba threads.
+CuPy sees it and the study's backend is "auto", and otherwise the CPU path with ``threads``
+Numba threads.
 """
 
 from __future__ import annotations
@@ -46,10 +47,11 @@ def _import_ray():
 
 
 def _solve_shard_task(spec: ShardSpec, poses: np.ndarray, start: int, stop: int,
-                      threads: int, use_gpu: bool) -> dict:
-    """The body of one Ray task: solve targets ``start:stop`` (see :func:`study.solve_shard`)."""
-    import dataclasses  # noqa: PLC0415
+                      threads: int) -> dict:
+    """The body of one Ray task: solve targets ``start:stop`` (see :func:`study.solve_shard`).
 
+    With the study's backend "auto" the task solves on the GPU when Ray gave it one (Ray hides
+    the GPUs from a task that asked for none) and on the CPU path otherwise."""
     from .study import solve_shard  # noqa: PLC0415
 
     if threads > 0:
@@ -59,11 +61,6 @@ def _solve_shard_task(spec: ShardSpec, poses: np.ndarray, start: int, stop: int,
             numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
         except ImportError:
             pass
-    if use_gpu and spec.config.backend != "numpy":
-        spec = dataclasses.replace(spec, config=dataclasses.replace(spec.config, backend="auto"))
-    elif spec.config.backend == "auto":
-        spec = dataclasses.replace(spec, config=dataclasses.replace(spec.config,
-                                                                    backend="numpy"))
     cols = solve_shard(spec, poses[start:stop])
     cols["worker_pid"] = os.getpid()
     return cols
@@ -78,7 +75,8 @@ class RayExecutor:
             :meth:`close`).
         num_workers: CPUs of the local cluster (None: every core); ignored with an address.
         threads: Numba threads per task (each task reserves ``threads`` CPUs).
-        gpus_per_task: GPUs a task asks for (0: CPU path; a fraction shares a GPU).
+        gpus_per_task: GPUs a task asks for (0: CPU path; a fraction shares a GPU); a task
+            solves on it when the study's backend is "auto" (or "cupy").
         keep: leave a local cluster started here running after :meth:`close` (several studies
             on one cluster; ``ray.shutdown()`` ends it).
     """
@@ -123,7 +121,7 @@ class RayExecutor:
         poses_ref = ray.put(np.ascontiguousarray(poses))
         pending = {}
         for i, a, b in todo:
-            ref = self._task.remote(spec_ref, poses_ref, a, b, self.threads, self.gpus > 0)
+            ref = self._task.remote(spec_ref, poses_ref, a, b, self.threads)
             pending[ref] = i
         try:
             while pending:

@@ -108,11 +108,12 @@ class StudyConfig:
         object.__setattr__(self, "prune", bool(self.prune))
 
     def identity(self) -> dict:
-        """What determines the results (not the backend or shard size... the shard size is
-        kept: it names the shard files)."""
+        """What a resumed study must share with the run it resumes: everything that decides
+        the results (the GPU path computes in float32, so the backend counts) and the shard
+        size, which names the shard files."""
         ik = {k: (v.value if hasattr(v, "value") else v) for k, v in asdict(self.ik).items()}
         return {"ik": ik, "solver": self.solver, "shard_size": self.shard_size,
-                "prune": self.prune}
+                "prune": self.prune, "backend": self.backend}
 
 
 @dataclass(frozen=True)
