@@ -146,7 +146,8 @@ def part_ray(args, out_root: Path) -> dict:
           f"{load()} (at start)", flush=True)
     rows = {}
     files = {}
-    for workers in (1, 2):
+    runs = []
+    for workers in (1, 2) * args.ray_repeats:  # alternating: the machine's load drifts
         t0 = time.perf_counter()
         ex = RayExecutor(num_workers=workers, threads=1)
         # workers start lazily: one tiny task per worker loads the solver, outside the timing
@@ -161,13 +162,17 @@ def part_ray(args, out_root: Path) -> dict:
             with np.load(f) as z:
                 shard_times.append(float(z["solve_seconds"]))
         solve = r.summary["solve_wall_seconds"]
-        files[workers] = (out / "results.npz").read_bytes()
-        rows[workers] = {"workers": workers, "cluster_start_seconds": round(start, 2),
-                         "wall_seconds": round(wall, 2), "solve_wall_seconds": solve,
-                         "shards": study.num_shards,
-                         "mean_shard_solve_seconds": round(float(np.mean(shard_times)), 4),
-                         "sum_shard_solve_seconds": round(float(np.sum(shard_times)), 2),
-                         "reached": r.summary["reached"], "load_after": load()}
+        files.setdefault(workers, (out / "results.npz").read_bytes())
+        assert files[workers] == (out / "results.npz").read_bytes()
+        row = {"workers": workers, "cluster_start_seconds": round(start, 2),
+               "wall_seconds": round(wall, 2), "solve_wall_seconds": solve,
+               "shards": study.num_shards,
+               "mean_shard_solve_seconds": round(float(np.mean(shard_times)), 4),
+               "sum_shard_solve_seconds": round(float(np.sum(shard_times)), 2),
+               "reached": r.summary["reached"], "load_after": load()}
+        runs.append(row)
+        if workers not in rows or solve < rows[workers]["solve_wall_seconds"]:
+            rows[workers] = row  # the best of the repeats
         print(f"   {workers} worker(s): cluster start {start:.1f} s; study {wall:.2f} s "
               f"(shards solved and written {solve:.2f} s); per shard {np.mean(shard_times):.3f} "
               f"s solving inside the task; sum {np.sum(shard_times):.1f} s; load {load()}",
@@ -175,8 +180,11 @@ def part_ray(args, out_root: Path) -> dict:
         ray.shutdown()
     same = files[1] == files[2]
     ratio = rows[1]["solve_wall_seconds"] / rows[2]["solve_wall_seconds"]
-    print(f"   1 -> 2 workers: {ratio:.2f}x (goal >= 1.8x: {'met' if ratio >= 1.8 else 'NOT met'}"
-          f"); results.npz identical: {same}")
+    ratios = [a["solve_wall_seconds"] / b["solve_wall_seconds"]
+              for a, b in zip(runs[0::2], runs[1::2])]
+    print(f"   1 -> 2 workers: {ratio:.2f}x best of {args.ray_repeats} each (pairs in order: "
+          f"{', '.join(f'{x:.2f}x' for x in ratios)}; goal >= 1.8x: "
+          f"{'met' if ratio >= 1.8 else 'NOT met'}); every results.npz identical: {same}")
     # Scaling estimate. c: mean solving time of a shard inside its task (1 worker, 1 thread);
     # o: the rest of the 1-worker wall time per shard (scheduling, transfer, the driver's
     # handling); d: the driver's own serial work per shard (taking the result and writing the
@@ -206,7 +214,8 @@ def part_ray(args, out_root: Path) -> dict:
               for n, e in est.items()))
     if not same:
         raise SystemExit("FAIL: 1- and 2-worker results differ")
-    return {"runs": list(rows.values()), "ratio_1_to_2": round(ratio, 3), "identical": same,
+    return {"runs": runs, "ratio_1_to_2": round(ratio, 3),
+            "ratios_in_order": [round(x, 3) for x in ratios], "identical": same,
             "per_shard_cost": c, "per_shard_overhead": o, "driver_per_shard": d,
             "estimate": est}
 
@@ -224,6 +233,7 @@ def main() -> int:
     p.add_argument("--shard-size", type=int, default=20_000)
     p.add_argument("--ray-targets", type=int, default=24_000)
     p.add_argument("--ray-shard", type=int, default=1_000)
+    p.add_argument("--ray-repeats", type=int, default=3, help="1- and 2-worker runs, each")
     p.add_argument("--out", default="build/bench-reach", help="study folders (not kept in git)")
     p.add_argument("--json", default=None, help="also write the figures here")
     args = p.parse_args()
