@@ -1,7 +1,7 @@
 # The two commands of the README, and a few helpers. Every target sets up .venv first
 # (scripts/setup.sh is idempotent and takes seconds when nothing changed).
 .PHONY: setup demo test fuzz bench bench-kinematics bench-ik bench-cpu bench-node \
-	bench-timeouts bench-gpu gpu-report bench-peers-setup clean
+	bench-timeouts bench-reach bench-gpu gpu-report bench-peers-setup clean
 
 PY := .venv/bin/python
 
@@ -66,6 +66,12 @@ bench-gpu: setup
 
 gpu-report: setup
 	@. scripts/env.sh && $(PY) bench/bench_gpu.py --report $(ARGS)
+
+## bench-reach: a 1,000,000-target reach study on panda end to end (every reached pose verified
+## by FK) and Ray with 1 vs 2 workers; output kept in bench/results/reach.txt
+bench-reach: setup
+	@. scripts/env.sh && $(PY) bench/bench_reach.py --json bench/results/reach.json $(ARGS) \
+	  > bench/results/reach.txt 2>&1; rc=$$?; cat bench/results/reach.txt; exit $$rc
 
 bench: bench-kinematics bench-ik bench-node
 

@@ -18,9 +18,13 @@ setup(
         ('share/' + package_name + '/config', glob('config/*.yaml') + glob('config/*.rviz')),
     ],
     python_requires='>=3.10',
-    install_requires=['numpy', 'urdfdom-py', 'defusedxml'],
+    install_requires=['numpy', 'urdfdom-py', 'defusedxml',
+                      # reach studies: orientations, target files, heat maps, progress bar
+                      'scipy', 'pyyaml', 'matplotlib', 'tqdm'],
     extras_require={
         'fast': ['numba'],
+        # reach_study --ray: shard a study over a Ray cluster
+        'ray': ['ray'],
         'test': ['pytest', 'hypothesis'],
         'bench': [],
     },
@@ -33,6 +37,7 @@ setup(
         'console_scripts': [
             'ros2_ik_node = ros2_ik.ros.node:main',
             'ros2_ik_demo = ros2_ik.demo:main',
+            'reach_study = ros2_ik.reach.cli:run',
         ],
     },
 )

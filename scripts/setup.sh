@@ -108,8 +108,11 @@ fi
 for tool in "$PYTHON" cmake make cc c++ sha256sum; do
   command -v "$tool" >/dev/null 2>&1 || die "'$tool' not found on PATH (needed: $PYTHON >= 3.10 with the venv module, cmake >= 3.8, make, a C and a C++ compiler)"
 done
-# The base interpreter, also when python3 is this very venv's (env.sh sourced): the venv may be rebuilt.
-PYTHON=$("$PYTHON" -c 'import sys; print(getattr(sys, "_base_executable", sys.executable))') \
+# The base interpreter, also when python3 is this very venv's (env.sh sourced): the venv may be
+# rebuilt. Resolved to its real path: the venv's python reports python3.11 where the plain one
+# says python3, and the venv's key (below) must not depend on which of the two ran set-up.
+PYTHON=$("$PYTHON" -c 'import os, sys
+print(os.path.realpath(getattr(sys, "_base_executable", sys.executable)))') \
   || die "cannot run $PYTHON"
 "$PYTHON" -c 'import sys; sys.exit(sys.version_info < (3, 10))' \
   || die "$PYTHON is $("$PYTHON" -V 2>&1); the ROS 2 Kilted wheels need CPython >= 3.10 (verified on 3.11; set PYTHON=...)"

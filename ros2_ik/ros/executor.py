@@ -22,7 +22,7 @@ from rclpy.action import ActionServer
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.exceptions import InvalidHandle
 
-__all__ = ["NodeExecutor", "WorkerActionServer", "defer_service"]
+__all__ = ["NodeExecutor", "WorkerActionServer", "defer_service", "goal_finisher"]
 
 _DEFER_ATTR = "_ros2_ik_defer"
 
@@ -85,3 +85,27 @@ class WorkerActionServer(ActionServer):
                         return self.action_type.Result()
                 self._post(ActionServer.notify_execute, self, goal_handle, finish)
         self._submit(job)
+
+
+def goal_finisher(result, code: int, finished: str) -> Callable:
+    """``finish(goal_handle) -> result`` for a :class:`WorkerActionServer` work function that
+    ended with ``code`` (an IKErrorCode value): CANCELED when a cancel was asked for or the
+    work was preempted (the result's code then PREEMPTED; ``finished`` says what had been
+    done when the cancel came after the end), SUCCEEDED on SUCCESS, else ABORTED."""
+    from . import codes  # noqa: PLC0415
+
+    def finish(gh):
+        if not gh.is_active:
+            return result
+        if gh.is_cancel_requested or code == codes.PREEMPTED:
+            if code != codes.PREEMPTED:
+                result.error_code.val = codes.PREEMPTED
+                result.message = f"cancelled after {finished}" + (
+                    f"; {result.message}" if result.message else "")
+            gh.canceled()
+        elif code == codes.SUCCESS:
+            gh.succeed()
+        else:
+            gh.abort()
+        return result
+    return finish

@@ -60,11 +60,11 @@ from ..backend import BackendUnavailableError, get_backend
 from ..errors import IKError
 from ..kinematics import fk_frames
 from ..solvers import IKConfig, fast
-from . import codes, moveit_compat, services
+from . import codes, moveit_compat, reach_action, services
 from .codes import RequestError, code_of_exception
 from .conversions import as_f64, f64_array
 from .diagnostics import Stats, diagnostic_status
-from .executor import NodeExecutor, WorkerActionServer, defer_service
+from .executor import NodeExecutor, WorkerActionServer, defer_service, goal_finisher
 from .markers import ik_markers
 from .model_source import ModelSource, describe
 from .params import PARAMS, Settings, descriptor, validate
@@ -180,6 +180,9 @@ class KinematicsNode(Node):
             goal_callback=lambda _goal: GoalResponse.ACCEPT,
             cancel_callback=lambda _handle: CancelResponse.ACCEPT,
             callback_group=self._cb_action)
+        self._reach = reach_action.register(  # ~/reach_study action and ~/reach_map
+            self, post=self._post, settings=lambda: self._settings,
+            backend=lambda: self._backend, stopping=lambda: self._stopping, fail=self._fail)
         self._moveit_warned = False
         if moveit_compat.moveit_available():
             from moveit_msgs.srv import GetPositionFK, GetPositionIK  # noqa: PLC0415
@@ -602,22 +605,7 @@ class KinematicsNode(Node):
                            message=result.message)
         if code not in (codes.SUCCESS, codes.PREEMPTED):
             self.get_logger().info(f"trajectory_seed: {codes.name_of(code)}: {result.message}")
-
-        def finish(gh):
-            if not gh.is_active:
-                return result
-            if gh.is_cancel_requested or code == codes.PREEMPTED:
-                if code != codes.PREEMPTED:
-                    result.error_code.val = codes.PREEMPTED
-                    result.message = "cancelled after every node was solved" + (
-                        f"; {result.message}" if result.message else "")
-                gh.canceled()
-            elif code == codes.SUCCESS:
-                gh.succeed()
-            else:
-                gh.abort()
-            return result
-        return finish
+        return goal_finisher(result, code, "every node was solved")
 
     # ================================================================== diagnostics
     def _publish_diagnostics(self) -> None:
@@ -661,6 +649,9 @@ class KinematicsNode(Node):
                 thread.join(timeout=5.0)
             self._srv_node.destroy_node()
             self._srv_executor = None
+        if getattr(self, "_reach", None) is not None:
+            self._reach.destroy()
+            self._reach = None
         action = getattr(self, "_action", None)  # absent when __init__ failed part-way
         if action is not None:
             action.destroy()

@@ -1,0 +1,5 @@
+"""``python -m ros2_ik.reach``: the ``reach_study`` command."""
+
+from .cli import run
+
+run()

@@ -1,0 +1,186 @@
+"""Run a study: shards through an executor, written as they finish, merged in target order.
+
+:func:`run_study` drives every run (command line, the node's action, Ray): it skips shards a
+previous run finished (resume), hands the rest to an executor (:class:`LocalExecutor` in this
+process, or :class:`ros2_ik.reach.ray_executor.RayExecutor`), writes each finished shard at
+once, and when all are there merges them in shard order into the results. Which process
+solved a shard, in which order they finished, and whether the study was stopped and resumed
+in between do not change the results: each shard's columns are a function of its targets.
+"""
+
+from __future__ import annotations
+
+import platform
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterator
+
+import numpy as np
+
+from .store import StudyStore, model_digest
+from .study import COLUMNS, OUT_OF_REACH, ShardSpec, Study, solve_shard, voxel_table
+
+__all__ = ["run_study", "StudyResult", "LocalExecutor", "merge_columns"]
+
+#: Called after every finished shard: (targets done, targets total, targets reached).
+Progress = Callable[[int, int, int], None]
+
+
+@dataclass
+class StudyResult:
+    """What :func:`run_study` returns. ``results`` / ``voxels`` are None when the run was
+    stopped before every shard was finished (the finished ones are kept in the folder)."""
+
+    complete: bool
+    summary: dict
+    results: dict | None = None
+    voxels: dict | None = None
+    out_dir: Path | None = None
+    plots: list = field(default_factory=list)
+
+
+class LocalExecutor:
+    """Solves shards one after the other in this process (the solver uses every core)."""
+
+    name = "local"
+
+    def run(self, spec: ShardSpec, poses: np.ndarray, todo: list[tuple[int, int, int]],
+            should_stop: Callable[[], bool] | None) -> Iterator[tuple[int, dict]]:
+        for i, a, b in todo:
+            if should_stop is not None and should_stop():
+                return
+            cols = solve_shard(spec, poses[a:b], should_stop)
+            if not cols["complete"]:
+                return
+            yield i, cols
+
+    def close(self) -> None:
+        pass
+
+
+def manifest_of(study: Study) -> dict:
+    t = study.targets
+    return {
+        "model": study.model.name,
+        "model_digest": model_digest(study.model),
+        "tip": study.tip,
+        "targets": len(t),
+        "targets_digest": t.digest(),
+        "targets_description": t.description,
+        "voxels": t.num_voxels,
+        "config": study.config.identity(),
+        "shards": study.num_shards,
+    }
+
+
+def _shard_columns(cols: dict) -> dict:
+    return {k: cols[k] for k in COLUMNS if k in cols} | {
+        "solve_seconds": np.float64(cols["solve_seconds"])}
+
+
+def merge_columns(study: Study, shards: list[dict]) -> dict:
+    """Per-target results (``COLUMNS`` order) from the shards in shard order."""
+    out = {"pose": study.targets.poses, "voxel": study.targets.voxel}
+    for name in COLUMNS:
+        if name in out:
+            continue
+        dtype = COLUMNS[name][0]
+        out[name] = np.concatenate([np.asarray(s[name], dtype=dtype) for s in shards])
+    out["q_names"] = np.array(study.model.q_names)
+    return out
+
+
+def run_study(study: Study, out_dir=None, *, executor=None, progress: Progress | None = None,
+              should_stop: Callable[[], bool] | None = None, overwrite: bool = False,
+              plots: bool = True) -> StudyResult:
+    """Run (or resume) ``study``; with ``out_dir`` the shards and results are files there.
+
+    ``should_stop`` is polled between shards and inside the solver; when it fires, the shards
+    finished so far stay (in ``out_dir``) and the result has ``complete=False``.
+    """
+    t0 = time.perf_counter()
+    executor = executor or LocalExecutor()
+    n_shards = study.num_shards
+    store = None
+    done: dict[int, dict] = {}
+    if out_dir is not None:
+        store = StudyStore(out_dir, manifest_of(study))
+        store.open(overwrite=overwrite)
+        for i in sorted(store.finished()):
+            if i < n_shards:
+                done[i] = store.read_shard(i)
+    total = len(study.targets)
+
+    def count(d):
+        return sum(study.shard_range(i)[1] - study.shard_range(i)[0] for i in d)
+
+    reached = sum(int(np.sum(c["reached"])) for c in done.values())
+    resumed = len(done)
+    if progress is not None:
+        progress(count(done), total, reached)
+    todo = [(i, *study.shard_range(i)) for i in range(n_shards) if i not in done]
+    spec = study.spec()
+    solved_now = 0
+    solve_seconds = 0.0
+    if todo:
+        try:
+            for i, cols in executor.run(spec, study.targets.poses, todo, should_stop):
+                if i in done:  # an executor that answers a shard twice: keep the first
+                    continue
+                cols = _shard_columns(cols)
+                if store is not None:
+                    store.write_shard(i, cols)
+                done[i] = cols
+                a, b = study.shard_range(i)
+                solved_now += b - a
+                solve_seconds += float(cols["solve_seconds"])
+                reached += int(np.sum(cols["reached"]))
+                if progress is not None:
+                    progress(count(done), total, reached)
+        finally:
+            executor.close()
+    wall = time.perf_counter() - t0  # until every shard was solved and written
+    summary = {
+        "robot": study.model.name,
+        "tip": study.tip,
+        "targets": total,
+        "voxels": study.targets.num_voxels,
+        "shards": n_shards,
+        "shards_done": len(done),
+        "shards_resumed": resumed,
+        "targets_solved_this_run": solved_now,
+        "wall_seconds": round(wall, 3),
+        "solve_wall_seconds": round(wall, 3),
+        "solve_seconds": round(solve_seconds, 3),
+        "solves_per_second": round(solved_now / wall, 1) if wall > 0 else None,
+        "executor": executor.name,
+        "backend": study.config.backend,
+        "host": platform.node(),
+        "targets_description": study.targets.description,
+    }
+    if len(done) < n_shards:
+        summary["reached_so_far"] = reached
+        return StudyResult(False, summary, out_dir=Path(out_dir) if out_dir else None)
+    shards = [done[i] for i in range(n_shards)]
+    results = merge_columns(study, shards)
+    voxels = voxel_table(study.targets, results["reached"], results["manipulability"],
+                         results["limit_margin"])
+    summary.update({
+        "reached": int(np.sum(results["reached"])),
+        "reached_fraction": round(float(np.mean(results["reached"])), 6),
+        "out_of_reach": int(np.sum(results["status"] == OUT_OF_REACH)),
+        "voxels_reached": int(np.sum(voxels["reached"] > 0)),
+        "mean_reachability": round(float(np.mean(voxels["reachability"])), 6),
+    })
+    made = []
+    if store is not None:
+        store.write_results(results, voxels)
+        if plots:
+            from .plots import save_plots  # noqa: PLC0415 (matplotlib only when drawing)
+
+            made = save_plots(study.targets, voxels, Path(out_dir) / "plots",
+                              title=f"{study.model.name} / {study.tip}")
+        summary["wall_seconds"] = round(time.perf_counter() - t0, 3)
+        store.write_summary(summary)
+    return StudyResult(True, summary, results, voxels, Path(out_dir) if out_dir else None, made)

@@ -1,0 +1,349 @@
+"""A reach study: IK at every target pose, per-target scores, per-voxel reachability.
+
+A study is a model, a tip link, the targets (:mod:`.targets`) and the solver options
+(:class:`StudyConfig`, by default the node's: 32 seeds, 5 stall iterations, 100 iterations,
+1e-4 m / 1e-3 rad, rng seed 0, seed configuration mid-range). The targets are cut into shards
+of ``shard_size`` consecutive targets; each shard is one batched :func:`solve_pose` call
+(:func:`solve_shard`), so the result of a target does not depend on which shard, process or
+machine solved it (the solver's restarts are drawn from ``rng_seed`` the same for every problem,
+and problems never interact). That is what makes a resumed or a Ray-sharded study identical to
+a single run.
+
+Per target (columns of the results, :data:`COLUMNS`):
+
+- ``reached``: the solver's own FK verification against the tolerances, q within the limits
+  (``IKResult.success``). Targets farther from the first moving joint than the chain can
+  stretch, or whose wrist point is (:func:`reach_bound`, proven upper bounds, plus the
+  tolerances), are not solved: ``status`` :data:`OUT_OF_REACH`, not reached, errors NaN,
+  ``q`` the seed.
+- ``q``: the solution (the best attempt when not reached), ``position_error`` [m],
+  ``orientation_error`` [rad], ``iterations``, ``seed_index``, ``status`` (``Status`` values).
+- ``manipulability``: Yoshikawa's ``sqrt(det(J J^T))`` of the tip's geometric Jacobian at the
+  solution (NaN when not reached); ``limit_margin``: ``min_j 2 min(q_j - lo_j, hi_j - q_j) /
+  (hi_j - lo_j)`` over the bounded coordinates on the tip's chain, 1 at mid-range, 0 at a
+  limit (NaN when not reached).
+
+Per voxel (:func:`voxel_table`): targets, reached, ``reachability`` = reached / targets (the
+reachability index), mean manipulability and mean limit margin of the reached targets.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import asdict, dataclass, field, replace
+from typing import Callable
+
+import numpy as np
+
+from ..errors import InvalidInputError
+from ..kinematics import fk_frames, jacobian
+from ..model import JointType, Model
+from ..solvers import SOLVERS, IKConfig, Status, solve_pose
+from ..ros.robot import default_tip_of  # plain NumPy: no rclpy there
+from ..validate import check_int
+from .targets import Targets
+
+__all__ = ["StudyConfig", "Study", "COLUMNS", "VOXEL_COLUMNS", "OUT_OF_REACH", "solve_shard",
+           "reach_bound", "ReachBound", "manipulability", "limit_margin", "voxel_table", "ShardSpec"]
+
+#: ``status`` of a target beyond :func:`reach_bound` (not solved; never reached).
+OUT_OF_REACH = -100
+
+#: Per-target columns of a study's results, in file order: name -> (dtype, per-row shape).
+#: ``q`` has one column per model coordinate (``model.q_names``), ``pose`` is x y z qx qy qz qw.
+COLUMNS = {
+    "pose": (np.float64, (7,)),
+    "voxel": (np.int64, ()),
+    "reached": (np.bool_, ()),
+    "status": (np.int16, ()),
+    "q": (np.float64, None),
+    "position_error": (np.float64, ()),
+    "orientation_error": (np.float64, ()),
+    "iterations": (np.int32, ()),
+    "seed_index": (np.int32, ()),
+    "manipulability": (np.float64, ()),
+    "limit_margin": (np.float64, ()),
+}
+#: Per-voxel columns (:func:`voxel_table`).
+VOXEL_COLUMNS = ("centre", "cell", "targets", "reached", "reachability", "mean_manipulability",
+                 "mean_limit_margin")
+
+
+@dataclass(frozen=True)
+class StudyConfig:
+    """Options of a study (validated on construction).
+
+    ``ik`` defaults to the node's parameters (config/ros2_ik.yaml: ``num_seeds`` 32,
+    ``stall_iterations`` 5, ``max_iterations`` 100, tolerances 1e-4 m / 1e-3 rad, ``rng_seed`` 0)
+    with no time limit: a timeout would make the answer depend on the machine's load, and a
+    study must be deterministic. ``shard_size`` targets are solved per call and per shard file.
+    ``prune``: skip targets beyond :func:`reach_bound` (they cannot be reached).
+    ``backend``: "numpy" (the CPU path), "cupy" (the GPU path) or "auto" (CuPy when a GPU is
+    usable).
+    """
+
+    ik: IKConfig = field(default_factory=lambda: IKConfig(
+        num_seeds=32, stall_iterations=5, max_iterations=100, position_tolerance=1e-4,
+        orientation_tolerance=1e-3, rng_seed=0))
+    solver: str = "dls"
+    shard_size: int = 10_000
+    prune: bool = True
+    backend: str = "numpy"
+
+    def __post_init__(self):
+        if not isinstance(self.ik, IKConfig):
+            raise InvalidInputError(f"ik must be an IKConfig, got {type(self.ik).__name__}")
+        if self.ik.timeout is not None:
+            raise InvalidInputError("a study's IKConfig must have timeout=None: a time limit "
+                                    "would make results depend on the machine's load")
+        if self.solver not in SOLVERS:
+            raise InvalidInputError(f"solver must be one of {list(SOLVERS)}, got "
+                                    f"{self.solver!r}")
+        object.__setattr__(self, "shard_size", check_int(self.shard_size, "shard_size", low=1,
+                                                         high=10_000_000))
+        if self.backend not in ("numpy", "cupy", "auto"):
+            raise InvalidInputError(f"backend must be 'numpy', 'cupy' or 'auto', got "
+                                    f"{self.backend!r}")
+        object.__setattr__(self, "prune", bool(self.prune))
+
+    def identity(self) -> dict:
+        """What a resumed study must share with the run it resumes: everything that decides
+        the results (the GPU path computes in float32, so the backend counts) and the shard
+        size, which names the shard files."""
+        ik = {k: (v.value if hasattr(v, "value") else v) for k, v in asdict(self.ik).items()}
+        return {"ik": ik, "solver": self.solver, "shard_size": self.shard_size,
+                "prune": self.prune, "backend": self.backend}
+
+
+@dataclass(frozen=True)
+class ShardSpec:
+    """What a worker needs to solve shards: picklable, no open files."""
+
+    model: Model
+    tip: str
+    config: StudyConfig
+    seed_q: np.ndarray
+    bound: ReachBound | None        # targets it proves unreachable are not solved
+    margin_q: np.ndarray            # (m,) coordinates whose limit margin counts
+
+
+@dataclass(frozen=True)
+class Study:
+    """Model + tip + targets + options; :meth:`spec` is what every shard is solved with."""
+
+    model: Model
+    targets: Targets
+    tip: str | None = None
+    config: StudyConfig = field(default_factory=StudyConfig)
+
+    def __post_init__(self):
+        tip = self.tip if self.tip is not None else default_tip_of(self.model)
+        self.model.link_index(tip)  # UnknownLinkError listing the valid links
+        object.__setattr__(self, "tip", tip)
+        if len(self.targets) == 0:
+            raise InvalidInputError("a study needs at least one target")
+
+    @property
+    def num_shards(self) -> int:
+        return -(-len(self.targets) // self.config.shard_size)
+
+    def shard_range(self, i: int) -> tuple[int, int]:
+        s = self.config.shard_size
+        return i * s, min(len(self.targets), (i + 1) * s)
+
+    def spec(self) -> ShardSpec:
+        bound = reach_bound(self.model, self.tip) if self.config.prune else None
+        return ShardSpec(self.model, self.tip, self.config, self.model.neutral_q(), bound,
+                         chain_coordinates(self.model, self.tip))
+
+    def with_config(self, **changes) -> "Study":
+        return replace(self, config=replace(self.config, **changes))
+
+
+# ---------------------------------------------------------------------- model helpers
+def chain_coordinates(model: Model, tip: str) -> np.ndarray:
+    """Indices of the bounded coordinates of the joints between the base and ``tip``."""
+    path = set(int(l) for l in model.ancestors(model.link_index(tip)))
+    on = np.array([int(model.q_joint[i]) in path for i in range(model.nq)], dtype=bool)
+    bounded = np.isfinite(model.lower) & np.isfinite(model.upper) & (model.upper > model.lower)
+    return np.nonzero(on & bounded)[0]
+
+
+@dataclass(frozen=True)
+class ReachBound:
+    """Proven limits of where a chain can put its tip (see :func:`reach_bound`).
+
+    The tip is never farther than ``radius`` [m] from ``anchor``; when ``wrist`` is set (the
+    chain ends in a revolute joint followed by fixed links), the origin of that last joint's
+    frame, ``p_tip - R_tip @ wrist`` for a tip pose ``(p_tip, R_tip)``, is never farther than
+    ``wrist_radius`` from ``anchor`` either.
+    """
+
+    anchor: np.ndarray
+    radius: float
+    wrist: np.ndarray | None = None
+    wrist_radius: float = math.inf
+
+    def unreachable(self, poses: np.ndarray, position_tolerance: float,
+                    orientation_tolerance: float) -> np.ndarray:
+        """(N,) True where no configuration reaches the pose (N, 7) within the tolerances."""
+        slack = position_tolerance + 1e-9
+        out = np.linalg.norm(poses[:, :3] - self.anchor, axis=1) > self.radius + slack
+        if self.wrist is not None:
+            from ..kinematics import quat_to_matrix  # noqa: PLC0415
+
+            R = np.asarray(quat_to_matrix(poses[:, 3:]))
+            w = poses[:, :3] - R @ self.wrist
+            # an orientation error of theta moves the wrist point by at most theta * |wrist|
+            slack_w = slack + orientation_tolerance * float(np.linalg.norm(self.wrist))
+            out |= np.linalg.norm(w - self.anchor, axis=1) > self.wrist_radius + slack_w
+        return out
+
+
+def reach_bound(model: Model, tip: str) -> ReachBound | None:
+    """How far the chain to ``tip`` can stretch (None where the argument below does not hold).
+
+    ``anchor`` is the origin of the first moving joint's frame on the way to ``tip`` (fixed in
+    the base frame, and on that joint's axis, as it is revolute). Every later frame is reached
+    through the later joints' fixed origin translations, rotations and prismatic travel, so by
+    the triangle inequality the tip is at most the sum of those translations (plus each
+    prismatic joint's largest travel) away from it. The same sum up to the last moving joint
+    bounds that joint's frame origin, which a revolute last joint leaves where it is: for a tip
+    pose it is ``p_tip - R_tip @ wrist`` with ``wrist = R_rest^T t_rest`` from the fixed
+    transform ``(R_rest, t_rest)`` between that joint's frame and the tip. None for a first
+    joint that is prismatic, planar or floating, an unbounded prismatic joint or a prismatic
+    mimic joint.
+    """
+    path = [int(l) for l in model.ancestors(model.link_index(tip))][::-1]  # base side first
+    moving = [l for l in path if model.joint_type[l] != JointType.FIXED]
+    if not moving or model.joint_type[moving[0]] not in (JointType.REVOLUTE,
+                                                         JointType.CONTINUOUS):
+        return None
+    first, last = moving[0], moving[-1]
+    radius, wrist_radius = 0.0, math.inf
+    for l in path[path.index(first) + 1:]:
+        jt = model.joint_type[l]
+        radius += float(np.linalg.norm(model.origin[l][:3, 3]))
+        if jt == JointType.PRISMATIC and model.mimic_q[l] < 0:
+            i = int(model.q_start[l])
+            travel = max(abs(float(model.lower[i])), abs(float(model.upper[i])))
+            if not math.isfinite(travel):
+                return None
+            radius += travel
+        elif jt not in (JointType.REVOLUTE, JointType.CONTINUOUS, JointType.FIXED):
+            return None
+        if l == last:
+            wrist_radius = radius
+    q0 = model.neutral_q()[None]
+    T = np.asarray(fk_frames(model, q0, [model.link_names[first], model.link_names[last], tip]))[0]
+    anchor = T[0, :3, 3].copy()
+    wrist = None
+    if last != first and model.joint_type[last] in (JointType.REVOLUTE, JointType.CONTINUOUS):
+        T_rest = np.linalg.inv(T[1]) @ T[2]  # fixed: only fixed joints lie after `last`
+        wrist = T_rest[:3, :3].T @ T_rest[:3, 3]
+    return ReachBound(anchor, radius, wrist, wrist_radius)
+
+
+def manipulability(J: np.ndarray) -> np.ndarray:
+    """Yoshikawa's measure ``sqrt(det(J J^T))`` of Jacobians (B, 6, n) -> (B,)."""
+    return np.sqrt(np.clip(np.linalg.det(J @ np.swapaxes(J, 1, 2)), 0.0, None))
+
+
+def limit_margin(model: Model, q: np.ndarray, coords: np.ndarray) -> np.ndarray:
+    """``min_j 2 min(q_j - lo_j, hi_j - q_j) / (hi_j - lo_j)`` over ``coords`` (B,); 1 when
+    none is bounded."""
+    if len(coords) == 0:
+        return np.ones(q.shape[0])
+    lo, hi = model.lower[coords], model.upper[coords]
+    qc = q[:, coords]
+    return np.min(2.0 * np.minimum(qc - lo, hi - qc) / (hi - lo), axis=1)
+
+
+# ---------------------------------------------------------------------- one shard
+def solve_shard(spec: ShardSpec, poses: np.ndarray,
+                should_stop: Callable[[], bool] | None = None) -> dict:
+    """Solve one shard of targets (n, 7); returns the result columns (see :data:`COLUMNS`)
+    without ``pose`` and ``voxel``, plus ``solve_seconds``. When ``should_stop`` fired during
+    the solve, ``complete`` is False and the shard must not be kept."""
+    t0 = time.perf_counter()
+    poses = np.asarray(poses, dtype=np.float64)
+    n, nq = poses.shape[0], spec.model.nq
+    out = {
+        "reached": np.zeros(n, np.bool_),
+        "status": np.full(n, OUT_OF_REACH, np.int16),
+        "q": np.tile(spec.seed_q, (n, 1)),
+        "position_error": np.full(n, np.nan),
+        "orientation_error": np.full(n, np.nan),
+        "iterations": np.zeros(n, np.int32),
+        "seed_index": np.zeros(n, np.int32),
+        "manipulability": np.full(n, np.nan),
+        "limit_margin": np.full(n, np.nan),
+    }
+    todo = np.arange(n)
+    if spec.bound is not None:
+        ik = spec.config.ik
+        todo = np.nonzero(~spec.bound.unreachable(poses, ik.position_tolerance,
+                                                   ik.orientation_tolerance))[0]
+    complete = True
+    if len(todo):
+        targets = poses[todo]
+        xp = _backend(spec.config.backend)
+        if xp is not np:
+            targets = xp.asarray(targets)
+        res = solve_pose(spec.model, targets, tips=spec.tip, seeds=spec.seed_q,
+                         config=spec.config.ik, solver=spec.config.solver,
+                         should_stop=should_stop)
+        complete = not bool(np.any(np.asarray(res.status) == Status.PREEMPTED))
+        ok = np.asarray(res.success, dtype=bool)
+        out["reached"][todo] = ok
+        out["status"][todo] = np.asarray(res.status)
+        out["q"][todo] = np.asarray(res.q)
+        out["position_error"][todo] = np.asarray(res.position_error)
+        out["orientation_error"][todo] = np.asarray(res.orientation_error)
+        out["iterations"][todo] = np.asarray(res.iterations)
+        out["seed_index"][todo] = np.asarray(res.seed_index)
+        if ok.any():
+            rows = todo[ok]
+            q = out["q"][rows]
+            out["manipulability"][rows] = manipulability(
+                np.asarray(jacobian(spec.model, q, spec.tip)))
+            out["limit_margin"][rows] = limit_margin(spec.model, q, spec.margin_q)
+    assert out["q"].shape == (n, nq)
+    out["solve_seconds"] = time.perf_counter() - t0
+    out["complete"] = complete
+    return out
+
+
+def _backend(name: str):
+    if name == "numpy":
+        return np
+    from ..backend import cupy_available, get_backend  # noqa: PLC0415
+
+    if name == "auto":
+        return get_backend("cupy") if cupy_available() else np
+    return get_backend("cupy")
+
+
+# ---------------------------------------------------------------------- per voxel
+def voxel_table(targets: Targets, reached: np.ndarray, manip: np.ndarray,
+                margin: np.ndarray) -> dict:
+    """Per-voxel counts, reachability index and means over the reached targets."""
+    V = targets.num_voxels
+    count = np.bincount(targets.voxel, minlength=V).astype(np.int64)
+    hit = np.bincount(targets.voxel, weights=reached.astype(np.float64), minlength=V)
+    hit = np.rint(hit).astype(np.int64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        m_sum = np.bincount(targets.voxel, weights=np.where(reached, manip, 0.0), minlength=V)
+        g_sum = np.bincount(targets.voxel, weights=np.where(reached, margin, 0.0), minlength=V)
+        mean_m = np.where(hit > 0, m_sum / np.maximum(hit, 1), np.nan)
+        mean_g = np.where(hit > 0, g_sum / np.maximum(hit, 1), np.nan)
+    return {
+        "centre": targets.centres,
+        "cell": targets.cells,
+        "targets": count,
+        "reached": hit,
+        "reachability": hit / np.maximum(count, 1),
+        "mean_manipulability": mean_m,
+        "mean_limit_margin": mean_g,
+    }
