@@ -124,8 +124,8 @@ def test_ik_matches_bare_solver(ros):
 
 
 def test_one_goal_answer_equals_the_prepared_solver(ros):
-    """A one-goal request (solved by a prepared ChainSolver in the node): the same answer as a
-    bare ChainSolver with the node's options and the request's seed, FK-verified."""
+    """A one-goal request (solve_pose answers it with a prepared ChainSolver): the same answer
+    as a bare ChainSolver with the node's options and the request's seed, FK-verified."""
     from ros2_ik.ros.params import Settings, ik_config
     from ros2_ik.solvers import ChainSolver
 

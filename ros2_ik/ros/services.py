@@ -12,9 +12,7 @@ rejected request carries empty arrays.
 from __future__ import annotations
 
 import math
-import threading
 import types
-from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Callable
 
@@ -23,7 +21,7 @@ import numpy as np
 from .. import solvers
 from ..backend import to_numpy
 from ..kinematics import fk_frames, jacobian, pose_inverse, pose_to_pq, pq_to_pose
-from ..solvers import ChainSolver, IKConfig, SolveMode, fast
+from ..solvers import IKConfig, SolveMode
 from ..solvers.common import MAX_SEEDS
 from . import codes
 from .codes import RequestError
@@ -219,35 +217,6 @@ def _summary(status: np.ndarray, messages: dict[int, str], what: str = "problem"
     return "; ".join(parts)
 
 
-# ---------------------------------------------------------------------- prepared solvers
-PREPARED_MAX = 32  # ChainSolvers kept (per model, tip, options, weights), least recently used out
-_prepared: OrderedDict = OrderedDict()
-_prepared_lock = threading.Lock()
-
-
-def prepared_solver(robot: LoadedRobot, tip: str, cfg: IKConfig, weights: np.ndarray,
-                    group=None):
-    """A :class:`ChainSolver` for one-goal requests, built once per model, tip, options,
-    weights and planning group (chain arrays, limits, restart seeds and options prepared), or
-    None where the compiled path does not apply (kernels not loaded yet, solve mode other than
-    speed, a chain it does not cover)."""
-    if cfg.solve_mode is not SolveMode.SPEED or not fast.is_warm():
-        return None
-    key = (id(robot.model), tip, cfg, weights.tobytes(),
-           (group.name, group.joints) if group is not None else None)
-    with _prepared_lock:
-        hit = _prepared.get(key)
-        if hit is not None and hit.model is robot.model:
-            _prepared.move_to_end(key)
-            return hit if hit.compiled else None
-    cs = ChainSolver(robot.model, tip, cfg, weights=weights, group=group)
-    with _prepared_lock:
-        _prepared[key] = cs
-        while len(_prepared) > PREPARED_MAX:
-            _prepared.popitem(last=False)
-    return cs if cs.compiled else None
-
-
 # ---------------------------------------------------------------------- ComputeIK
 def compute_ik(ctx: Context, req, resp) -> IKOutcome:
     robot = ctx.require_robot()
@@ -327,14 +296,10 @@ def compute_ik(ctx: Context, req, resp) -> IKOutcome:
     idx = np.nonzero(ok_p)[0]
     if idx.size:
         targets = pq if idx.size == N else pq[idx]
-        cs = (prepared_solver(robot, tips[0], cfg, weights, group)
-              if N == 1 and K == 1 and solver == "dls" and ctx.xp is np else None)
-        if cs is not None:  # one goal: the prepared compiled solve (same results contract)
-            res = cs.solve(targets[0, 0], seed)
-        else:
-            res = solvers.solve_pose(model, ctx.xp.asarray(targets), tips=tips,
-                                     weights=weights, seeds=seed, config=cfg, solver=solver,
-                                     should_stop=ctx.should_stop, group=group)
+        # (one goal for one tip: solve_pose answers it with a prepared ChainSolver)
+        res = solvers.solve_pose(model, ctx.xp.asarray(targets), tips=tips, weights=weights,
+                                 seeds=seed, config=cfg, solver=solver,
+                                 should_stop=ctx.should_stop, group=group)
         q[idx] = to_numpy(res.q)
         status[idx] = np.asarray(res.status, dtype=np.int32)
         pe[idx] = res.position_error
