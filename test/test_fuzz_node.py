@@ -168,6 +168,13 @@ def serve(kind, call):
     return out
 
 
+def _case(data):
+    """A new case on a drawn robot: (robot, model, the request context a node would give)."""
+    COUNTS["cases"] += 1
+    robot = ROBOTS[data.draw(st.sampled_from(sorted(ROBOTS)))]
+    return robot, robot.model, services.Context(robot=robot, settings=SETTINGS)
+
+
 # ------------------------------------------------------------------ the tests
 @FUZZ
 @given(st.data())
@@ -250,10 +257,7 @@ def test_fuzz_compute_ik_requests(data):
 @FUZZ
 @given(st.data())
 def test_fuzz_fk_and_jacobian_requests(data):
-    COUNTS["cases"] += 1
-    robot = ROBOTS[data.draw(st.sampled_from(sorted(ROBOTS)))]
-    m = robot.model
-    ctx = services.Context(robot=robot, settings=SETTINGS)
+    robot, m, ctx = _case(data)
     if data.draw(st.booleans()):
         req = ComputeFK.Request()
         form = data.draw(st.sampled_from(["friendly", "compact", "both", "none", "ragged"]))
@@ -293,10 +297,7 @@ def test_fuzz_fk_and_jacobian_requests(data):
 @FUZZ
 @given(st.data())
 def test_fuzz_moveit_requests(data):
-    COUNTS["cases"] += 1
-    robot = ROBOTS[data.draw(st.sampled_from(sorted(ROBOTS)))]
-    m = robot.model
-    ctx = services.Context(robot=robot, settings=SETTINGS)
+    robot, m, ctx = _case(data)
     state = MoveItState(m)
     rs = state.to_msg()
     spoil = data.draw(st.sampled_from(["none", "none", "none", "nan", "unknown", "mismatch",
