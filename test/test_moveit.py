@@ -274,7 +274,7 @@ def test_node_serves_solve_ik_not_move_groups_names(monkeypatch):
     node = None
     try:
         node = KinematicsNode(context=ctx, parameter_overrides=[Parameter("robot", value="ur")])
-        names = {s.srv_name for s in node.service_node.services}
+        names = {node.resolve_service_name(s.srv_name) for s in node.services}
         assert {"/ros2_ik/solve_ik", "/ros2_ik/solve_fk", "/ros2_ik/compute_ik"} <= names
         assert "/compute_ik" not in names and "/compute_fk" not in names
         assert node.robot.group_names == ["ur_manipulator"]  # the bundled robot's SRDF

@@ -14,17 +14,14 @@ Interfaces (node name ``ros2_ik`` by default; ``~`` is the node's namespace + na
   GetPositionIK / GetPositionFK, for ``srv_kinematics_plugin``; see :mod:`.moveit_compat`)
 - action ``~/trajectory_seed`` (ros2_ik_interfaces/action/TrajectorySeed)
 
-Threading (see :mod:`.executor`): two executor threads, each the only one touching its rcl
-entities. The services (``~/compute_ik`` ..., MoveIt's ``~/solve_ik`` ...) sit on a hidden
-service node (``_<name>_services``, no parameters) spun by the node's own
-:class:`NodeExecutor` thread: it takes requests and sends every response, so a request waits
-only behind other requests, never behind joint_states at 1 kHz, parameters, the action or
-timers (rclpy's executor also costs time per entity it waits on). Everything else (topics,
-parameters, the action, diagnostics) runs on the executor the node is added to. Solves run in
-worker pools (services, the goal topic in order, trajectories), so no service waits behind a
-long solve and no answer is lost between threads. ``joint_states`` only keeps the latest
-message per set of names; it is turned into a seed when a request needs one. The robot model
-is one immutable object swapped by
+Threading (see :mod:`.executor`): one executor thread does every rcl call (takes requests,
+sends responses, publishes, accepts and finishes goals); solves run in worker pools (services,
+the goal topic in order, trajectories), so no service waits behind a long solve and no answer
+is lost between threads. (Services on a second executor thread were measured: the round-trip
+floor did not change, and with joint_states at 1 kHz the two threads' contention for the GIL
+raised the 1-goal p99 from 8.6 to 59 ms, so one thread it is.) ``joint_states`` only keeps
+the latest message per set of names; it is turned into a seed when a request needs one. The
+robot model is one immutable object swapped by
 reference; every request reads the model and a parameter snapshot once, when it starts.
 """
 
@@ -163,12 +160,7 @@ class KinematicsNode(Node):
         self._markers_pub = self.create_publisher(MarkerArray, "~/markers", 1)
         self._diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
 
-        # ---- services: on their own node and executor thread (see the module docstring)
-        self._srv_node = Node(f"_{self.get_name()}_services", namespace=self.get_namespace(),
-                              context=self.context, start_parameter_services=False,
-                              enable_rosout=False)
-        self._srv_executor = NodeExecutor(context=self.context)
-        self._srv_executor.add_node(self._srv_node)
+        # ---- services and action
         self._service(ComputeIK, "~/compute_ik", self._srv_compute_ik, inline=self._small_ik)
         self._service(ComputeFK, "~/compute_fk", self._srv_compute_fk,
                       inline=lambda r: len(r.states) + len(r.compact_positions) <= INLINE_FK)
@@ -208,9 +200,6 @@ class KinematicsNode(Node):
             f"services {self.resolve_service_name('~/compute_ik')} (and compute_fk, "
             f"compute_jacobian), action {self.resolve_service_name('~/trajectory_seed')}, "
             f"backend {self._backend}; model: {model}")
-        self._srv_thread = threading.Thread(target=self._spin_services, daemon=True,
-                                            name="ros2_ik-services")
-        self._srv_thread.start()
         # 'ready' is logged by the warm-up of the first model (requests are served meanwhile)
         self.get_logger().info(
             "serving (warming up: until the compiled solver is loaded, requests are solved by "
@@ -369,14 +358,12 @@ class KinematicsNode(Node):
                 and s.max_iterations <= INLINE_IK_ITERATIONS)
 
     def _service(self, srv_type, name: str, handler, inline=None):
-        """A service of the service node (``name`` resolved in this node's namespace, e.g.
-        ``~/compute_ik`` -> ``/ros2_ik/compute_ik``): taken on the service executor thread,
-        solved in the worker pool and answered from that thread. Requests for which
-        ``inline(request)`` is true are answered at once on the service thread (small ones,
-        bounded: a hand-off would cost more than the work)."""
-        srv = self._srv_node.create_service(srv_type, self.resolve_service_name(name), handler,
-                                            qos_profile=SERVICE_QOS,
-                                            callback_group=self._cb_services)
+        """A service whose requests are solved in the worker pool on a :class:`NodeExecutor`
+        (answered from the executor thread), and inline on any other executor. Requests for
+        which ``inline(request)`` is true are answered at once on the executor thread (small
+        ones, bounded: a hand-off would cost more than the work)."""
+        srv = self.create_service(srv_type, name, handler, qos_profile=SERVICE_QOS,
+                                  callback_group=self._cb_services)
 
         def defer(request, header) -> None:
             self._taken += 1
@@ -400,7 +387,7 @@ class KinematicsNode(Node):
                         response = srv_type.Response()
                         _set_failure(response, "internal error: the handler returned nothing; "
                                                "the node keeps serving")
-                    self._post_service(self._send_response, srv, response, header)
+                    self._post(self._send_response, srv, response, header)
             try:
                 self._pool.submit(job)
             except RuntimeError:  # the pool is shut down: the node is stopping
@@ -409,27 +396,6 @@ class KinematicsNode(Node):
                 self._send_response(srv, response, header)
 
         return defer_service(srv, defer)
-
-    def _post_service(self, fn, *args) -> None:
-        """Run ``fn(*args)`` on the service executor thread."""
-        try:
-            self._srv_executor.create_task(fn, *args)
-        except Exception as exc:  # noqa: BLE001  (shut down: the node is stopping)
-            self.get_logger().warning(f"could not hand a response back: {exc}")
-
-    def _spin_services(self) -> None:
-        try:
-            self._srv_executor.spin()
-        except (ExternalShutdownException, KeyboardInterrupt):
-            pass
-        except Exception as exc:  # noqa: BLE001
-            if not self._stopping:
-                self.get_logger().error(f"service thread stopped: {exc}")
-
-    @property
-    def service_node(self) -> Node:
-        """The node holding the services (``_<name>_services``, hidden, no parameters)."""
-        return self._srv_node
 
     def _send_response(self, srv, response, header) -> None:
         try:
@@ -641,14 +607,6 @@ class KinematicsNode(Node):
                      getattr(self, "_action_pool", None)):
             if pool is not None:
                 pool.shutdown(wait=True, cancel_futures=True)
-        srv_executor = getattr(self, "_srv_executor", None)
-        if srv_executor is not None:  # after the pools: their last responses are sent
-            srv_executor.shutdown(timeout_sec=2.0)
-            thread = getattr(self, "_srv_thread", None)
-            if thread is not None:
-                thread.join(timeout=5.0)
-            self._srv_node.destroy_node()
-            self._srv_executor = None
         if getattr(self, "_reach", None) is not None:
             self._reach.destroy()
             self._reach = None
