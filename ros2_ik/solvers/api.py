@@ -156,7 +156,7 @@ def solve_ik(model: Model, objectives: Sequence[Objective], *, seeds=None,
     # iterations and verification are bounded in time and memory, and the deadline and
     # should_stop are seen between chunks as well as between iterations. Rows are independent,
     # so the results equal one call on the whole batch.
-    rows = (FAST_CHUNK_ROWS if probe is not None
+    rows = ((FAST_CHUNK_ROWS if deadline is None else FAST_TIMED_CHUNK_ROWS) if probe is not None
             else REFERENCE_CHUNK_ROWS if xp is np else DEVICE_CHUNK_ROWS)
     if probe is None:  # a chunk holds at least one problem's K rows
         m = sum(int(getattr(o, "dim", 6)) for o in objectives + regularizers)
@@ -179,7 +179,10 @@ def solve_ik(model: Model, objectives: Sequence[Objective], *, seeds=None,
         else:
             objs, regs = objectives, regularizers
         seeds_c = seeds if seeds is None or seeds.ndim == 1 else seeds[p0:p1]
-        if stop() or (deadline is not None and time.perf_counter() >= deadline):
+        # a chunk whose checks and result selection alone (measured on earlier chunks of its
+        # size) would end past the deadline is not started
+        if stop() or (deadline is not None and time.perf_counter()
+                      + _CHUNK_COST.fixed(p1 - p0, K) >= deadline):
             if stop.seen:
                 out.cancelled_from(p0)
             break
@@ -194,6 +197,9 @@ def solve_ik(model: Model, objectives: Sequence[Objective], *, seeds=None,
 #: 5 MB (about 20 KB per row). Smaller reference chunks measured no slower on 4,096 problems.
 REFERENCE_CHUNK_ROWS = 256
 FAST_CHUNK_ROWS = 16384
+#: ... and with a timeout: one iteration of a chunk (the deadline is seen between iterations)
+#: then takes a few milliseconds here, not 10-20
+FAST_TIMED_CHUNK_ROWS = 4096
 #: On a device (CuPy) every chunk costs its own launches and host round trips whatever its
 #: size: 256-row chunks made 1,000 problems x 32 seeds 14x slower on an H100 than one chunk.
 #: The deadline and should_stop are still checked every iteration inside a chunk.
@@ -228,6 +234,7 @@ def _solve_chunk(model, objectives, regularizers, seeds, cfg, solver, K, deadlin
     """One chunk of P problems: check seeds and goals, expand seeds, solve, select, verify."""
     from . import fast  # noqa: PLC0415
 
+    t_start = time.perf_counter()
     P = objectives[0].num_problems
     seeds_p, bad_seed, msgs = _check_seeds(model, seeds, P, xp)
     invalid = bad_seed.copy()
@@ -252,11 +259,11 @@ def _solve_chunk(model, objectives, regularizers, seeds, cfg, solver, K, deadlin
     speed = cfg.solve_mode is SolveMode.SPEED
     poll = stop if stop._fn is not None else None
     # the solve stops early enough that selecting and verifying this chunk's results still
-    # fits before the deadline (their measured cost per row, see _FinishCost)
+    # fits before the deadline (their measured cost, see _ChunkCost)
     deadline_all = deadline
+    t_lm = time.perf_counter()
     if deadline is not None:  # (at most half the time left: a wrong estimate cannot starve it)
-        deadline = deadline - min(_FINISH.reserve(P, K),
-                                  0.5 * max(deadline - time.perf_counter(), 0.0))
+        deadline = deadline - min(_CHUNK_COST.reserve(P, K), 0.5 * max(deadline - t_lm, 0.0))
 
     def run_lm(start, act):
         if fast_plan is not None:
@@ -282,41 +289,47 @@ def _solve_chunk(model, objectives, regularizers, seeds, cfg, solver, K, deadlin
                   timed_out and not stop.seen, invalid, msgs, P, K, t0, fast_plan,
                   cancelled=stop.seen)
     if deadline_all is not None:
-        _FINISH.record(P, K, time.perf_counter() - t_sel)
+        _CHUNK_COST.record(P, K, t_lm - t_start, time.perf_counter() - t_sel)
     return out
 
 
-class _FinishCost:
-    """What selecting and verifying a chunk's results costs, learnt from the chunks solved with
-    a deadline, so that a solve stops early enough to finish by its deadline. Kept per chunk
-    size (rows = problems x seeds, in powers of two: the cost has a fixed part and a part per
-    row); a slower chunk raises its size's estimate at once (a busy machine), a faster one
-    lowers it gradually. An unseen size is scaled from the nearest smaller one seen."""
+class _ChunkCost:
+    """What a chunk costs besides its solve, learnt from the chunks solved with a deadline:
+    checking goals and seeds and expanding seeds (before), selecting and verifying the results
+    (after). Kept per chunk size (rows = problems x seeds, in powers of two); a slower chunk
+    raises its size's estimates at once (a busy machine), a faster one lowers them gradually.
+    The solve of a chunk stops early by the "after" cost (:meth:`reserve`); a chunk is not
+    started when both costs would end it past the deadline (:meth:`fixed`)."""
 
-    FIRST_GUESS = (1e-3, 1e-6)  # [s] fixed, per row
+    FIRST_GUESS = (1e-3, 1e-6)  # [s] fixed, per row: the reserve of a size never seen
 
     def __init__(self):
-        self._by_size: dict[int, float] = {}
+        self._by_size: dict[int, tuple[float, float]] = {}  # size -> (before, after)
 
     def reserve(self, P: int, K: int) -> float:
         rows = max(P * max(K, 1), 1)
         b = rows.bit_length()
         if b in self._by_size:
-            return self._by_size[b]
+            return self._by_size[b][1]
         smaller = [k for k in self._by_size if k < b]
         if smaller:
             k = max(smaller)
-            return self._by_size[k] * rows / (1 << (k - 1))
+            return self._by_size[k][1] * rows / (1 << (k - 1))
         fixed, per_row = self.FIRST_GUESS
         return fixed + per_row * rows
 
-    def record(self, P: int, K: int, seconds: float) -> None:
+    def fixed(self, P: int, K: int) -> float:
+        """Before + after of a chunk of this size, 0 when none was measured yet."""
+        return sum(self._by_size.get(max(P * max(K, 1), 1).bit_length(), (0.0, 0.0)))
+
+    def record(self, P: int, K: int, before: float, after: float) -> None:
         b = max(P * max(K, 1), 1).bit_length()
-        old = self._by_size.get(b, seconds)
-        self._by_size[b] = max(seconds, 0.8 * old + 0.2 * seconds)
+        old = self._by_size.get(b, (before, after))
+        self._by_size[b] = tuple(max(new, 0.8 * o + 0.2 * new)
+                                 for new, o in zip((before, after), old))
 
 
-_FINISH = _FinishCost()
+_CHUNK_COST = _ChunkCost()
 
 
 class _Results:
