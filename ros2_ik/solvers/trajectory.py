@@ -149,6 +149,9 @@ def _interpolate(K, n, qk, start: int, stop: int) -> np.ndarray:
     return out
 
 
+TIMED_OUT_MESSAGE = "not solved: the trajectory's timeout was reached"
+CANCELLED_MESSAGE = "not solved: cancelled"
+
 def trajectory_seed(model: Model, keyframes, node_indices: Sequence[int], *,
                     tip: str | None = None, mode: str = "parallel", seed=None,
                     config: IKConfig | None = None, solver: str = "dls",
@@ -201,12 +204,17 @@ def trajectory_seed(model: Model, keyframes, node_indices: Sequence[int], *,
                          f"{list(model.q_names)}), got {seed.shape}")
     deadline = None if cfg.timeout is None else t0 + cfg.timeout
 
+    # Every node starts unsolved, marked with the way a solve with these options can end early
+    # (the timeout when there is one, else a cancel): writing N rows takes time in proportion
+    # to N, so it is done now, inside the budget, not after the deadline.
     q = np.tile(seed, (N, 1))
     success = np.zeros(N, dtype=bool)
-    status = np.full(N, int(Status.PREEMPTED), dtype=np.int64)
+    unsolved = (Status.TIMED_OUT, TIMED_OUT_MESSAGE) if deadline is not None else (
+        Status.PREEMPTED, CANCELLED_MESSAGE)
+    status = np.full(N, int(unsolved[0]), dtype=np.int64)
     pe = np.full(N, np.nan)
     re = np.full(N, np.nan)
-    messages = ["not solved: cancelled"] * N
+    messages = [unsolved[1]] * N
     done_targets: list = []  # the targets interpolated for the solved chunks
     done = failed = 0
     cancelled = False
@@ -226,12 +234,12 @@ def trajectory_seed(model: Model, keyframes, node_indices: Sequence[int], *,
     for idx in chunks:
         if stopped():
             cancelled = True
+            if unsolved[0] != Status.PREEMPTED:  # the rest were marked timed out
+                status[idx[0]:] = int(Status.PREEMPTED)
+                messages[int(idx[0]):] = [CANCELLED_MESSAGE] * (N - int(idx[0]))
             break
         if deadline is not None and time.perf_counter() >= deadline:
-            status[idx[0]:] = int(Status.TIMED_OUT)
-            messages[int(idx[0]):] = (["not solved: the trajectory's timeout was reached"]
-                                      * (N - int(idx[0])))
-            break
+            break  # the rest are marked timed out already
         targets = _interpolate(K, n, qk, int(idx[0]), int(idx[-1]) + 1)
         done_targets.append(targets)
         r = solve_pose(model, targets, tips=[tip], weights=weights,
@@ -247,7 +255,7 @@ def trajectory_seed(model: Model, keyframes, node_indices: Sequence[int], *,
         if stopped():  # cancelled inside the solver: unfinished nodes were pre-empted
             status[idx[~r.success]] = int(Status.PREEMPTED)
             for i in idx[~r.success]:
-                messages[int(i)] = "not solved: cancelled"
+                messages[int(i)] = CANCELLED_MESSAGE
         if mode == "sequential" and r.success[0]:
             current = r.q[0]
         done += idx.shape[0]
