@@ -162,3 +162,24 @@ def test_maximal_to_generalized_bad_q_ref(panda, rng):
     with pytest.raises(InvalidInputError, match="q_ref contains NaN"):
         maximal_to_generalized(panda, T, q_ref=np.full(7, np.nan))
     np.testing.assert_allclose(maximal_to_generalized(panda, T, q_ref=q), q, atol=1e-9)
+
+
+def test_seeds_a_solve_cannot_start_from_are_invalid_problems():
+    """Found by the node-request fuzz tier: a seed with a zero floating-joint quaternion
+    crashed the solve (division by zero in FK), and one with 1e308 in an unbounded coordinate
+    was solved from and returned. Both are now that problem's INVALID_INPUT, with a message;
+    the other problems are solved."""
+    from ros2_ik.solvers import Status
+
+    m = load_robot("misc")
+    q = m.neutral_q()
+    T = np.asarray(fk_frames(m, q, ["tool"]))[:, 0]
+    zero_quat, huge = q.copy(), q.copy()
+    i = m.q_names.index("base_joint/qx")
+    zero_quat[i:i + 4] = 0.0
+    huge[m.q_names.index("planar_joint/x")] = 1e308
+    r = solve_pose(m, np.repeat(T, 3, axis=0), tips="tool",
+                   seeds=np.stack([zero_quat, huge, q]), config=IKConfig(num_seeds=2))
+    assert list(r.status[:2]) == [Status.INVALID_INPUT] * 2
+    assert "zero quaternion" in r.messages[0] and "planar_joint/x" in r.messages[1]
+    assert r.status[2] == Status.CONVERGED

@@ -16,7 +16,7 @@ import numpy as np
 
 from ..errors import SrdfError, UnknownLinkError
 from ..kinematics import fk_frames
-from ..model import Group, JointType, Model, Srdf
+from ..model import MAX_VALUE, Group, JointType, Model, Srdf
 from .codes import (FRAME_TRANSFORM_FAILURE, INVALID_GROUP_NAME, INVALID_LINK_NAME,
                     INVALID_ROBOT_STATE, RequestError)
 
@@ -197,11 +197,12 @@ class LoadedRobot:
                 if n not in mimic:
                     unknown.append(n)
                 continue
-            if not np.isfinite(v):
+            if not (np.isfinite(v) and abs(v) <= MAX_VALUE):
                 if strict:
                     raise RequestError(INVALID_ROBOT_STATE,
-                                       f"{what}: joint {n!r} has non-finite position {v}; "
-                                       "give finite joint values")
+                                       f"{what}: joint {n!r} has position {v}, not finite or "
+                                       f"beyond +-{MAX_VALUE:g}; give joint values in metres or "
+                                       "radians")
                 continue
             q[i] = v
         if unknown and strict and not ignore_unknown:

@@ -16,7 +16,7 @@ import numpy as np
 from ..backend import get_xp, to_numpy
 from ..errors import InputTypeError, InvalidInputError, ShapeError
 from ..kinematics.jacobian import jacobians_all
-from ..model import MAX_BATCH, Model
+from ..model import MAX_BATCH, MAX_VALUE, Model
 from .common import (INVALID_GOAL_MESSAGE, IKConfig, IKResult, SolveMode, Status,
                      expand_seeds, finalize_q, movable_coordinates, seed_distance,
                      unsolved_message)
@@ -56,6 +56,14 @@ def check_seed_shape(model: Model, seeds, P: int, xp):
     return seeds
 
 
+def _floating_q_starts(model: Model) -> list[int]:
+    """First q index of every floating joint (its quaternion is q[s + 3 : s + 7])."""
+    from ..model import JointType  # noqa: PLC0415
+
+    return [int(model.q_start[l]) for l in range(1, model.num_links)
+            if model.joint_type[l] == JointType.FLOATING and model.q_start[l] >= 0]
+
+
 def _check_seeds(model: Model, seeds, P: int, xp):
     if seeds is None:
         return xp.asarray(np.tile(model.neutral_q(), (P, 1))), np.zeros(P, dtype=bool), {}
@@ -70,14 +78,24 @@ def _check_seeds(model: Model, seeds, P: int, xp):
     s = s.copy()
     sn = to_numpy(s)
     finite = np.all(np.isfinite(sn), axis=1)
-    lo, hi = model.lower, model.upper
+    # a coordinate without limits (continuous, planar, floating) still has the model's value
+    # bound (+-MAX_VALUE, as every q the kinematics take)
+    lo, hi = np.maximum(model.lower, -MAX_VALUE), np.minimum(model.upper, MAX_VALUE)
     with np.errstate(invalid="ignore"):
         outside = (sn < lo - SEED_LIMIT_SLACK) | (sn > hi + SEED_LIMIT_SLACK)
     bad = ~finite | np.any(outside, axis=1)
+    zero_quat = np.zeros(P, dtype=bool)  # a floating joint's quaternion must have a direction
+    for s0 in _floating_q_starts(model):
+        with np.errstate(invalid="ignore"):
+            zero_quat |= ~(np.linalg.norm(sn[:, s0 + 3:s0 + 7], axis=1) > 1e-9)
+    bad |= zero_quat
     msgs = {}
     for p in np.nonzero(bad)[0][:1000]:
         if not finite[p]:
             msgs[int(p)] = "seed contains NaN or infinity"
+        elif zero_quat[p]:
+            msgs[int(p)] = ("seed has a zero quaternion for a floating joint; give a unit "
+                            "quaternion (qx qy qz qw)")
         else:
             i = int(np.nonzero(outside[p])[0][0])
             msgs[int(p)] = (f"seed {model.q_names[i]}={sn[p, i]:.6g} is outside its limits "

@@ -457,8 +457,9 @@ class ChainSolver:
                             c["off"], c["col"], c["post"], c["colq"])
         self._neutral = np.ascontiguousarray(model.neutral_q())
         # a seed within these passes _check_seeds (finite, at most SEED_LIMIT_SLACK outside)
-        self._lo_slack = self._lower - SEED_LIMIT_SLACK
-        self._hi_slack = self._upper + SEED_LIMIT_SLACK
+        # (coordinates without limits: the model's value bound, as _check_seeds)
+        self._lo_slack = np.maximum(self._lower, -MAX_VALUE) - SEED_LIMIT_SLACK
+        self._hi_slack = np.minimum(self._upper, MAX_VALUE) + SEED_LIMIT_SLACK
         ensure_compiled()
 
     def solve(self, target, seed=None, should_stop=None):
