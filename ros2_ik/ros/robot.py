@@ -200,9 +200,9 @@ class LoadedRobot:
             if not (np.isfinite(v) and abs(v) <= MAX_VALUE):
                 if strict:
                     raise RequestError(INVALID_ROBOT_STATE,
-                                       f"{what}: joint {n!r} has position {v}, not finite or "
-                                       f"beyond +-{MAX_VALUE:g}; give joint values in metres or "
-                                       "radians")
+                                       f"{what}: joint {n!r} has a non-finite position or one "
+                                       f"beyond +-{MAX_VALUE:g} ({v}); give joint values in "
+                                       "metres or radians")
                 continue
             q[i] = v
         if unknown and strict and not ignore_unknown:
