@@ -157,8 +157,7 @@ def _table(model: Model) -> dict:
     cint = np.stack([c["link"], c["rot"].astype(np.int64), active[col] if C else col],
                     axis=1).astype(np.int64).reshape(C, 3)
     cfl = np.concatenate([c["dir"], S[np.arange(C), col][:, None]], axis=1).reshape(C, 4)
-    floating = [int(model.q_start[l]) for l in range(1, L)
-                if model.joint_type[l] == JointType.FLOATING and model.q_start[l] >= 0]
+    floating = list(model.floating_q_starts)
     tab = dict(ints=ints, fl=fl, cint=np.ascontiguousarray(cint), cfl=np.ascontiguousarray(cfl),
                floating=np.array(floating, dtype=np.int64))
     model._cache["compiled_table"] = tab

@@ -392,6 +392,22 @@ class Model:
         return tuple(out)
 
     @property
+    def floating_q_starts(self) -> tuple[int, ...]:
+        """First q index of each floating joint (its quaternion is ``q[s + 3 : s + 7]``)."""
+        return tuple(int(self.q_start[l]) for l in np.nonzero(self.joint_type ==
+                                                              JointType.FLOATING)[0]
+                     if self.q_start[l] >= 0)
+
+    def zero_quaternion_rows(self, q, starts=None):
+        """(B,) bool: the rows of ``q`` (B, nq) where the quaternion of a floating joint (those
+        starting at ``starts``; default all) is zero or NaN: no rotation can be read from it."""
+        xp = get_xp(q)
+        bad = xp.zeros(q.shape[0], dtype=bool)
+        for s in self.floating_q_starts if starts is None else starts:
+            bad |= ~(xp.sum(q[:, s + 3:s + 7] ** 2, axis=1) > 1e-12)
+        return bad
+
+    @property
     def mimic_joint_names(self) -> tuple[str, ...]:
         return tuple(self.joint_names[l] for l in range(1, self.num_links) if self.mimic_q[l] >= 0)
 
@@ -453,9 +469,8 @@ class Model:
             q[bounded] = 0.5 * (self.lower[bounded] + self.upper[bounded])
             # a limit on one side only: 0 when allowed, else that limit
             q = np.clip(q, self.lower, self.upper)
-            for l in range(1, self.num_links):
-                if self.joint_type[l] == JointType.FLOATING and self.q_start[l] >= 0:
-                    q[self.q_start[l] + 6] = 1.0
+            for s in self.floating_q_starts:
+                q[s + 6] = 1.0
             self._cache["neutral_q"] = q
         return q.copy()
 
@@ -476,12 +491,10 @@ class Model:
         lo = np.where(fl, self.lower, np.where(fu, self.upper - 2 * span, -span))
         hi = np.where(fu, self.upper, np.where(fl, self.lower + 2 * span, span))
         q = rng.uniform(lo, hi, size=(batch, self.nq))
-        for l in range(1, self.num_links):
-            if self.joint_type[l] == JointType.FLOATING and self.q_start[l] >= 0:
-                quat = rng.normal(size=(batch, 4))
-                quat /= np.linalg.norm(quat, axis=1, keepdims=True)
-                s = self.q_start[l]
-                q[:, s + 3:s + 7] = quat
+        for s in self.floating_q_starts:
+            quat = rng.normal(size=(batch, 4))
+            quat /= np.linalg.norm(quat, axis=1, keepdims=True)
+            q[:, s + 3:s + 7] = quat
         return q
 
     def check_q(self, q, *, name: str = "q"):
@@ -520,12 +533,12 @@ class Model:
                 f"{name} has a value beyond +-{MAX_VALUE:g} (first at row {int(bad[0])}, "
                 f"coordinate {self.q_names[int(bad[1])]!r}); joint values are metres or radians"
             )
-        for l in np.nonzero(self.joint_type == JointType.FLOATING)[0]:
-            s = int(self.q_start[l])
-            if s >= 0 and not bool(xp.all(xp.sum(q[:, s + 3:s + 7] ** 2, axis=1) > 1e-12)):
+        for s in self.floating_q_starts:
+            if bool(xp.any(self.zero_quaternion_rows(q, (s,)))):
                 raise InvalidInputError(
                     f"{name}: the quaternion (qx qy qz qw) of floating joint "
-                    f"{self.joint_names[l]!r} is zero in some row; give a rotation (e.g. 0 0 0 1)"
+                    f"{self.joint_names[int(self.q_joint[s])]!r} is zero in some row; give a "
+                    "rotation (e.g. 0 0 0 1)"
                 )
         return q
 

@@ -259,9 +259,8 @@ def build_robot(urdf: str, *, source: str, base_link: str = "", tip_link: str = 
         tip = default_tip_of(model)
     mim_links = [l for l in range(1, model.num_links) if model.mimic_q[l] >= 0]
     zero = np.clip(np.zeros(model.nq), model.lower, model.upper)
-    for l in range(1, model.num_links):
-        if model.joint_type[l] == JointType.FLOATING and model.q_start[l] >= 0:
-            zero[model.q_start[l] + 3:model.q_start[l] + 7] = (0.0, 0.0, 0.0, 1.0)
+    for s in model.floating_q_starts:
+        zero[s + 3:s + 7] = (0.0, 0.0, 0.0, 1.0)
     zero.setflags(write=False)
     return LoadedRobot(
         model=model, source=source, default_tip=tip,

@@ -56,14 +56,6 @@ def check_seed_shape(model: Model, seeds, P: int, xp):
     return seeds
 
 
-def _floating_q_starts(model: Model) -> list[int]:
-    """First q index of every floating joint (its quaternion is q[s + 3 : s + 7])."""
-    from ..model import JointType  # noqa: PLC0415
-
-    return [int(model.q_start[l]) for l in range(1, model.num_links)
-            if model.joint_type[l] == JointType.FLOATING and model.q_start[l] >= 0]
-
-
 def _check_seeds(model: Model, seeds, P: int, xp):
     if seeds is None:
         return xp.asarray(np.tile(model.neutral_q(), (P, 1))), np.zeros(P, dtype=bool), {}
@@ -84,10 +76,8 @@ def _check_seeds(model: Model, seeds, P: int, xp):
     with np.errstate(invalid="ignore"):
         outside = (sn < lo - SEED_LIMIT_SLACK) | (sn > hi + SEED_LIMIT_SLACK)
     bad = ~finite | np.any(outside, axis=1)
-    zero_quat = np.zeros(P, dtype=bool)  # a floating joint's quaternion must have a direction
-    for s0 in _floating_q_starts(model):
-        with np.errstate(invalid="ignore"):
-            zero_quat |= ~(np.linalg.norm(sn[:, s0 + 3:s0 + 7], axis=1) > 1e-9)
+    with np.errstate(invalid="ignore"):  # (NaN rows are bad already)
+        zero_quat = model.zero_quaternion_rows(sn)  # no rotation can be read from it
     bad |= zero_quat
     msgs = {}
     for p in np.nonzero(bad)[0][:1000]:

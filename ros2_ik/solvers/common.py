@@ -182,10 +182,8 @@ def restart_seeds(model: Model, num_seeds: int, rng_seed: int, movable=None):
         keep = ~(np.isfinite(model.lower) & np.isfinite(model.upper)) & ~model.q_continuous
         frozen_links = {model.joint_index(n) for n in model.frozen}
         keep |= np.array([int(l) in frozen_links for l in model.q_joint], dtype=bool)
-        for l in range(1, model.num_links):
-            if model.joint_type[l] == JointType.FLOATING and model.q_start[l] >= 0:
-                s = int(model.q_start[l])
-                keep[s:s + 7] = True
+        for s in model.floating_q_starts:
+            keep[s:s + 7] = True
         if len(model._cache) < 10_000:  # cached per model, seed count and rng seed
             model._cache[key] = (rnd, keep)
         rnd, keep = rnd.copy(), keep.copy()
