@@ -84,23 +84,9 @@ def set_error(resp, code: int, message: str) -> None:
 
 
 # ---------------------------------------------------------------------- joint names
-def _multi_dof(robot: LoadedRobot) -> dict[str, tuple[str, int]]:
-    """Floating and planar joints of the model: name -> ('floating' | 'planar', first q)."""
-    from ..model import JointType  # noqa: PLC0415
-
-    m = robot.model
-    out = {}
-    for l in range(1, m.num_links):
-        kind = {JointType.FLOATING: "floating", JointType.PLANAR: "planar"}.get(
-            JointType(int(m.joint_type[l])))
-        if kind and m.q_start[l] >= 0:
-            out[m.joint_names[l]] = (kind, int(m.q_start[l]))
-    return out
-
-
 def _floating_renames(robot: LoadedRobot) -> dict[str, str]:
     """ros2_ik coordinate name -> MoveIt variable name, for the names that differ."""
-    return {f"{j}/{ours}": f"{j}/{theirs}" for j, (kind, _) in _multi_dof(robot).items()
+    return {f"{j}/{ours}": f"{j}/{theirs}" for j, (kind, _) in robot.multi_dof.items()
             if kind == "floating" for ours, theirs in FLOATING}
 
 
@@ -137,7 +123,7 @@ def robot_state_seed(robot: LoadedRobot, robot_state) -> types.SimpleNamespace:
                                f"robot_state.multi_dof_joint_state has {len(mdof.joint_names)} "
                                f"joint_names but {len(mdof.transforms)} transforms; give one "
                                "transform per joint")
-        kinds = _multi_dof(robot)
+        kinds = robot.multi_dof
         for j, tf in zip(mdof.joint_names, mdof.transforms):
             kind = kinds.get(j, (None,))[0]
             t, r = tf.translation, tf.rotation
@@ -218,7 +204,7 @@ def fill_ik_response(resp, ik_resp, robot: LoadedRobot | None = None) -> None:
     js.position = array.array("d", q.tobytes())
     if robot is None:
         return
-    mdof = _multi_dof(robot)
+    mdof = robot.multi_dof
     if not mdof:
         return
     from geometry_msgs.msg import Transform  # noqa: PLC0415

@@ -26,6 +26,7 @@ __all__ = ["LoadedRobot", "build_robot", "default_tip_of"]
 #: just past a limit) this far past a limit is clipped into it; further out is an error. Wider
 #: than the core's ``solvers.api.SEED_LIMIT_SLACK`` (1e-6, for seeds computed by a program).
 STATE_LIMIT_SLACK = 1e-3
+MULTI_DOF_KINDS = {int(JointType.FLOATING): "floating", int(JointType.PLANAR): "planar"}
 
 
 def default_tip_of(model: Model) -> str:
@@ -59,6 +60,9 @@ class LoadedRobot:
     mimic_offset: np.ndarray = field(repr=False)      # (n_mimic,)
     q_index: Mapping[str, int] = field(repr=False)    # coordinate name -> q index
     zero_q: np.ndarray = field(repr=False)            # (nq,) 0 clamped into limits (FK default)
+    #: floating and planar joints: name -> ("floating" | "planar", first q index) (MoveIt
+    #: carries them as transforms)
+    multi_dof: Mapping[str, tuple[str, int]] = field(default_factory=dict, repr=False)
     srdf: Srdf | None = field(default=None, repr=False)  # planning groups, when an SRDF is known
     srdf_source: str = ""
     _groups: dict = field(default_factory=dict, repr=False, compare=False)  # name -> Group
@@ -271,4 +275,8 @@ def build_robot(urdf: str, *, source: str, base_link: str = "", tip_link: str = 
         mimic_offset=np.array([model.mimic_offset[l] for l in mim_links], dtype=float),
         q_index={n: i for i, n in enumerate(model.q_names)},
         zero_q=zero,
+        multi_dof={model.joint_names[l]: (MULTI_DOF_KINDS[int(model.joint_type[l])],
+                                          int(model.q_start[l]))
+                   for l in range(1, model.num_links)
+                   if int(model.joint_type[l]) in MULTI_DOF_KINDS and model.q_start[l] >= 0},
     )
