@@ -107,16 +107,22 @@ def check_ik_result(m: Model, tips, T, r, cfg: IKConfig):
     assert np.all(r.q >= m.lower - 1e-9) and np.all(r.q <= m.upper + 1e-9)
     for p in np.nonzero(r.success)[0][:50]:
         for k, tip in enumerate(tips):
-            Tt = T[p, k] if T.ndim == 4 else T[p]
-            got = independent_pose(m, r.q[p], m.link_index(tip))
-            if got is None:
-                got = fk_frames(m, r.q[p], [tip])[0, 0]
-            pe = np.linalg.norm(got[:3, 3] - Tt[:3, 3])
-            assert pe <= cfg.position_tolerance * (1 + 1e-6) + 1e-12, (p, tip, pe)
-            cosang = (np.trace(Tt[:3, :3].T @ got[:3, :3]) - 1) / 2
-            ang = math.acos(min(1.0, max(-1.0, cosang)))
-            assert ang <= cfg.orientation_tolerance * 1.01 + 1e-7, (p, tip, ang)
+            assert_reached(m, r.q[p], tip, T[p, k] if T.ndim == 4 else T[p],
+                           cfg.position_tolerance, cfg.orientation_tolerance)
         COUNTS["ik_successes_checked"] += 1
+
+
+def assert_reached(m: Model, q, tip: str, T_goal, pos_tol: float, rot_tol: float) -> None:
+    """The pose of ``tip`` at ``q`` (the independent FK; ``fk_frames`` past planar/floating
+    joints) is within the tolerances of ``T_goal`` (4, 4)."""
+    got = independent_pose(m, q, m.link_index(tip))
+    if got is None:
+        got = fk_frames(m, q, [tip])[0, 0]
+    pe = np.linalg.norm(got[:3, 3] - T_goal[:3, 3])
+    assert pe <= pos_tol * (1 + 1e-6) + 1e-12, (tip, pe)
+    cosang = (np.trace(T_goal[:3, :3].T @ got[:3, :3]) - 1) / 2
+    ang = math.acos(min(1.0, max(-1.0, cosang)))
+    assert ang <= rot_tol * 1.01 + 1e-7, (tip, ang)
 
 
 def timed(call, timeout, what):

@@ -34,7 +34,7 @@ from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 from moveit_standin import GetPositionFK, GetPositionIK, MoveItState  # noqa: E402
 from ros2_ik_interfaces.srv import ComputeFK, ComputeIK, ComputeJacobian  # noqa: E402
-from test_fuzz import independent_pose  # noqa: E402
+from test_fuzz import assert_reached, independent_pose  # noqa: E402
 
 from ros2_ik import robots  # noqa: E402
 from ros2_ik.errors import IKError  # noqa: E402
@@ -144,12 +144,7 @@ def check_ik(robot, tips, pq_goals, resp, tol):
         assert np.all(np.isfinite(q))
         assert np.all(q >= m.lower - 1e-9) and np.all(q <= m.upper + 1e-9)
         for k, tip in enumerate(tips):
-            got = independent_pose(m, q, m.link_index(tip))
-            if got is None:
-                got = np.asarray(fk_frames(m, q, [tip]))[0, 0]
-            assert np.linalg.norm(got[:3, 3] - goals[p, k, :3, 3]) <= tol[0] * (1 + 1e-6) + 1e-12
-            c = (np.trace(goals[p, k, :3, :3].T @ got[:3, :3]) - 1) / 2
-            assert math.acos(min(1.0, max(-1.0, c))) <= tol[1] * 1.01 + 1e-7
+            assert_reached(m, q, tip, goals[p, k], tol[0], tol[1])
         COUNTS["successes_checked"] += 1
 
 
