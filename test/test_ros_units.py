@@ -353,12 +353,12 @@ def test_moveit_ik_translation(panda):
     T = np.asarray(fk_frames(model, seed + 0.2, ["panda_link8"]))[:, 0]
     req, constrained = mc.ik_request_as_compute_ik(
         _moveit_ik_request([_pose_stamped(pose_to_pq(T)[0], "panda_link0")], ["panda_link8"],
-                           model.q_names, seed, avoid=True))
+                           model.q_names, seed, avoid=True), panda)
     assert constrained and req.tip_links == ["panda_link8"] and req.timeout.nanosec == 5e8
     ik_resp = mc.compute_ik_response()
     compute_ik(ctx_for(panda), req, ik_resp)
     resp = _moveit_ik_response()
-    mc.fill_ik_response(resp, ik_resp)
+    mc.fill_ik_response(resp, ik_resp, panda)
     assert resp.error_code.val == codes.SUCCESS
     q = np.asarray(resp.solution.joint_state.position)
     assert list(resp.solution.joint_state.name) == list(model.q_names)
@@ -367,7 +367,7 @@ def test_moveit_ik_translation(panda):
     # several poses but fewer link names: INVALID_LINK_NAME (as move_group)
     with pytest.raises(RequestError) as e:
         mc.ik_request_as_compute_ik(_moveit_ik_request(
-            [_pose_stamped(pose_to_pq(T)[0])] * 2, ["panda_link8"]))
+            [_pose_stamped(pose_to_pq(T)[0])] * 2, ["panda_link8"]), panda)
     assert e.value.code == codes.INVALID_LINK_NAME
     # codes MoveIt does not have become FAILURE
     assert mc.moveit_code(codes.NO_ROBOT_MODEL) == codes.FAILURE
@@ -386,7 +386,7 @@ def test_moveit_fk_translation(panda):
                                  fk_link_names=["panda_link8"],
                                  robot_state=types.SimpleNamespace(joint_state=js))
     pytest.importorskip("geometry_msgs", reason="ROS 2 messages not installed")
-    req = mc.fk_request_as_compute_fk(mreq)
+    req = mc.fk_request_as_compute_fk(mreq, panda)
     fk_resp = mc.compute_fk_response()
     compute_fk(ctx_for(panda), req, fk_resp)
     resp = types.SimpleNamespace(pose_stamped=[], fk_link_names=[],
@@ -398,7 +398,7 @@ def test_moveit_fk_translation(panda):
     np.testing.assert_allclose([p.x, p.y, p.z], want, atol=1e-12)
     mreq.fk_link_names = []
     with pytest.raises(RequestError) as e:
-        mc.fk_request_as_compute_fk(mreq)
+        mc.fk_request_as_compute_fk(mreq, panda)
     assert e.value.code == codes.INVALID_LINK_NAME
 
 

@@ -141,12 +141,11 @@ def robot_state_seed(robot: LoadedRobot, robot_state) -> types.SimpleNamespace:
 
 
 # ---------------------------------------------------------------------- IK
-def ik_request_as_compute_ik(ik_request, robot: LoadedRobot | None = None
+def ik_request_as_compute_ik(ik_request, robot: LoadedRobot
                              ) -> tuple[types.SimpleNamespace, bool]:
     """A ComputeIK-shaped request (compact response) for a PositionIKRequest, and whether
     unsupported options (avoid_collisions / constraints) were set. ``robot``: the model the
-    request is solved on (reads MoveIt's names and multi-DOF joints of the seed); None: the
-    seed is ``robot_state.joint_state`` as it is."""
+    request is solved on (reads MoveIt's names and multi-DOF joints of the seed)."""
     from .codes import RequestError  # noqa: PLC0415
 
     vec = list(ik_request.pose_stamped_vector)
@@ -162,12 +161,7 @@ def ik_request_as_compute_ik(ik_request, robot: LoadedRobot | None = None
             raise RequestError(codes.INVALID_LINK_NAME,
                                f"{len(poses)} poses in pose_stamped_vector but {len(tips)} "
                                "ik_link_names; give one link name per pose")
-    rs = ik_request.robot_state
-    if robot is not None:
-        seed = robot_state_seed(robot, rs)
-    else:
-        seed = rs.joint_state if rs is not None else types.SimpleNamespace(
-            name=[], position=array.array("d"))
+    seed = robot_state_seed(robot, ik_request.robot_state)
     c = ik_request.constraints
     constrained = bool(getattr(ik_request, "avoid_collisions", False)) or bool(
         c is not None and any(len(getattr(c, f, []) or []) for f in (
@@ -191,19 +185,18 @@ def compute_ik_response() -> types.SimpleNamespace:
         error_code=types.SimpleNamespace(val=codes.FAILURE), message="")
 
 
-def fill_ik_response(resp, ik_resp, robot: LoadedRobot | None = None) -> None:
-    """MoveIt GetPositionIK response from a ComputeIK-shaped one (single problem). With
-    ``robot``, MoveIt's variable names and ``multi_dof_joint_state`` transforms."""
+def fill_ik_response(resp, ik_resp, robot: LoadedRobot) -> None:
+    """MoveIt GetPositionIK response from a ComputeIK-shaped one (single problem): MoveIt's
+    variable names, and floating / planar joints also as ``multi_dof_joint_state``
+    transforms."""
     set_error(resp, int(ik_resp.error_code.val), ik_resp.message)
     if not len(ik_resp.compact_solutions):
         return
     names = list(ik_resp.joint_names)
     q = as_f64(ik_resp.compact_solutions)[:len(names)]
     js = resp.solution.joint_state
-    js.name = moveit_names(robot, names) if robot is not None else names
+    js.name = moveit_names(robot, names)
     js.position = array.array("d", q.tobytes())
-    if robot is None:
-        return
     mdof = robot.multi_dof
     if not mdof:
         return
@@ -240,7 +233,7 @@ def serve_ik(ctx, req, resp, compute_ik) -> tuple[object, bool]:
 
 
 # ---------------------------------------------------------------------- FK
-def fk_request_as_compute_fk(req, robot: LoadedRobot | None = None) -> types.SimpleNamespace:
+def fk_request_as_compute_fk(req, robot: LoadedRobot) -> types.SimpleNamespace:
     """A ComputeFK-shaped request (friendly form) for a GetPositionFK request: joints the state
     leaves out keep the node's current state; joints the model lacks are ignored."""
     from .codes import RequestError  # noqa: PLC0415
@@ -249,8 +242,7 @@ def fk_request_as_compute_fk(req, robot: LoadedRobot | None = None) -> types.Sim
     if not links:
         raise RequestError(codes.INVALID_LINK_NAME,
                            "fk_link_names is empty; name the links whose poses you want")
-    js = (robot_state_seed(robot, req.robot_state) if robot is not None
-          else req.robot_state.joint_state)
+    js = robot_state_seed(robot, req.robot_state)
     return types.SimpleNamespace(states=[js], joint_names=[], compact_positions=array.array("d"),
                                  link_names=links, frame_id=req.header.frame_id,
                                  use_current_state=True)

@@ -152,6 +152,7 @@ def _interpolate(K, n, qk, start: int, stop: int) -> np.ndarray:
 TIMED_OUT_MESSAGE = "not solved: the trajectory's timeout was reached"
 CANCELLED_MESSAGE = "not solved: cancelled"
 
+
 def trajectory_seed(model: Model, keyframes, node_indices: Sequence[int], *,
                     tip: str | None = None, mode: str = "parallel", seed=None,
                     config: IKConfig | None = None, solver: str = "dls",
