@@ -20,7 +20,6 @@ import math
 import numbers
 from typing import Iterable
 
-import numpy as np
 
 from .errors import InputTypeError, InvalidInputError, ShapeError
 
