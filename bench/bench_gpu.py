@@ -64,8 +64,8 @@ def report():
         ch = codegen.chain_of(m, list(tips or m.tips))
         for dt in ("float32", "float64"):
             for src in (codegen.solve_source(ch, dt), codegen.frames_source(ch, dt)):
-                _, log, tool = gc.compile_cubin(src)
-                for r in gc.parse_ptxas(log):
+                reports, tool = gc.kernel_report(src)
+                for r in reports:
                     out(f"{name:10s} {dt:8s} {r.name:12s} {r.registers:5d} {r.stack:8d} "
                         f"{r.spill_stores:6d}/{r.spill_loads:<6d} ({tool})")
 

@@ -86,11 +86,13 @@ def part_study(args, out_root: Path) -> dict:
     t0 = time.perf_counter()
     box, res = box_for(args.targets, DIRECTIONS * ROLLS)
     targets = grid_targets(box, res, DIRECTIONS, ROLLS)
-    study = Study(model, targets, TIP, StudyConfig(shard_size=args.shard_size))
+    study = Study(model, targets, TIP, StudyConfig(shard_size=args.shard_size,
+                                                   backend=args.backend))
     out = out_root / "study"
     print(f"\n1. study: {len(targets):,} targets ({targets.num_voxels:,} voxels x "
           f"{DIRECTIONS} directions x {ROLLS} rolls; {targets.description}), "
-          f"{study.num_shards} shards of {args.shard_size}, local executor (every core); "
+          f"{study.num_shards} shards of {args.shard_size}, backend {args.backend}, local "
+          f"executor (every core); "
           f"load average {load()} (at start)", flush=True)
     last = [time.perf_counter()]
 
@@ -231,6 +233,8 @@ def main() -> int:
     p.add_argument("--part", choices=("all", "study", "ray"), default="all")
     p.add_argument("--targets", type=int, default=1_000_000)
     p.add_argument("--shard-size", type=int, default=20_000)
+    p.add_argument("--backend", choices=("numpy", "cupy"), default="numpy",
+                   help="part 1 on the CPU path or on the GPU (fused kernels, float32)")
     p.add_argument("--ray-targets", type=int, default=24_000)
     p.add_argument("--ray-shard", type=int, default=1_000)
     p.add_argument("--ray-repeats", type=int, default=3, help="1- and 2-worker runs, each")

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # GPU checks on a machine with CUDA and CuPy (no ROS needed): the core test suite with its CuPy
-# cases, then bench/bench_gpu.py, then (if Nsight Compute is there) a profile of the fused LM
-# kernel. Python packages the machine lacks (urdfdom-py, defusedxml) may be carried as wheels
+# cases, the 1,000,000-target reach study on the GPU (and on the CPU cores, side by side), then
+# bench/bench_gpu.py, then (if Nsight Compute is there) a profile of the fused LM kernel. Python packages the machine lacks (urdfdom-py, defusedxml) may be carried as wheels
 # in .whl/; the checkout itself is used in place (PYTHONPATH).
 #   bash scripts/gpu_checks.sh [OUTDIR]   (default bench/results/gpu-run)
 set -uo pipefail
@@ -17,14 +17,22 @@ fi
 export PYTHONPATH=$PWD:${PYTHONPATH:-} PYTHONUNBUFFERED=1
 export NUMBA_CACHE_DIR=${NUMBA_CACHE_DIR:-/tmp/r2ik-numba}
 { nvidia-smi; $PY -c "import cupy, numpy, numba, scipy; print('cupy', cupy.__version__, 'numpy', numpy.__version__, 'numba', numba.__version__, 'scipy', scipy.__version__)"; } 2>&1 | tee "$OUTDIR/env.txt"
-STEPS=${STEPS:-tests,bench,profile}
+STEPS=${STEPS:-tests,reach,bench,profile}
 if [[ $STEPS == *tests* ]]; then
   # the ROS tests need rclpy and the interface package: not on this machine
   # warm the Numba cache once, then the suite on 8 workers (pytest-xdist, when installed)
   $PY -c "from ros2_ik.solvers import fast; fast.ensure_compiled()"
   XDIST=$($PY -c "import xdist" 2>/dev/null && echo "-n ${WORKERS:-8}")
   timeout ${TEST_TIMEOUT:-420} $PY -m pytest -q -p no:cacheprovider $XDIST test \
-    --ignore-glob='test/test_ros_*' -k "${TEST_FILTER:-}" -rfE 2>&1 | tee "$OUTDIR/tests.txt" | tail -n 40
+    --ignore-glob='test/test_ros_*' -k "${TEST_FILTER:-}" -rfEs 2>&1 | tee "$OUTDIR/tests.txt" | tail -n 40
+fi
+if [[ $STEPS == *reach* ]]; then
+  for b in ${REACH_BACKENDS:-cupy numpy}; do
+    timeout ${REACH_TIMEOUT:-200} $PY bench/bench_reach.py --part study --backend $b \
+      --targets ${REACH_TARGETS:-1000000} --shard-size ${REACH_SHARD:-100000} \
+      --out /tmp/r2ik-reach --json "$OUTDIR/reach-$b.json" > "$OUTDIR/reach-$b.log" 2>&1
+    echo "reach ($b) exit $?"; tail -n 6 "$OUTDIR/reach-$b.log"
+  done
 fi
 if [[ $STEPS == *bench* ]]; then
   timeout ${BENCH_TIMEOUT:-400} $PY bench/bench_gpu.py --out "$OUTDIR/gpu.txt" ${BENCH_ARGS:-} \

@@ -28,6 +28,7 @@ import numpy as np
 import pytest
 
 pytest.importorskip("hypothesis", reason="hypothesis is not installed")
+pytest.importorskip("rclpy", reason="rclpy is not installed; run make setup")
 pytest.importorskip("ros2_ik_interfaces", reason="ROS 2 interfaces not built; run make setup")
 
 from hypothesis import HealthCheck, given, settings  # noqa: E402

@@ -176,6 +176,27 @@ def test_small_study_equals_independent_per_pose_solves(robot):
     assert np.all(np.isnan(res["manipulability"][~reached]))
 
 
+def test_study_on_the_gpu_reaches_what_the_cpu_reaches():
+    """backend "cupy" (the fused float32 kernels): every reached target verified here by FK,
+    and the reached set within 2 % of the CPU path's (float32 may flip borderline targets)."""
+    from conftest import cupy_or_skip
+
+    cupy_or_skip()
+    model = load_robot("panda")
+    targets = _study_targets(model, "panda_hand_tcp", n_near=200, seed=3)
+    cpu = run_study(Study(model, targets, "panda_hand_tcp", small_config())).results
+    gpu = run_study(Study(model, targets, "panda_hand_tcp",
+                               small_config(backend="cupy"))).results
+    np.testing.assert_array_equal(cpu["status"] == OUT_OF_REACH, gpu["status"] == OUT_OF_REACH)
+    ok = gpu["reached"]
+    assert ok.sum() >= 150
+    assert abs(int(ok.sum()) - int(cpu["reached"].sum())) <= 0.02 * len(targets)
+    T = np.asarray(fk_frames(model, gpu["q"][ok], ["panda_hand_tcp"]))[:, 0]
+    pe, re = pose_error(np.asarray(pq_to_pose(targets.poses[ok])), T)
+    assert pe.max() <= POS_TOL and re.max() <= ROT_TOL
+    assert np.all(gpu["q"][ok] >= model.lower) and np.all(gpu["q"][ok] <= model.upper)
+
+
 def test_reach_bound_holds_for_random_configurations():
     for robot, tip in (("panda", "panda_hand_tcp"), ("ur", "tool0"),
                        ("dual_arm", "left_tool")):
