@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
-import numpy as np
-import pytest
+import os
 
-from ros2_ik import load_robot, robots
+# the compiled CPU rows (solvers/cxx.py) are built in the call that first needs them, not in
+# the background, so which kernel answers a large batch does not depend on timing
+os.environ.setdefault("ROS2_IK_CXX", "wait")
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+from ros2_ik import load_robot, robots  # noqa: E402
 
 ROBOT_NAMES = tuple(robots.ROBOTS)
 

@@ -41,9 +41,10 @@ from ..kinematics.se3 import pq_to_pose
 from ..model import MAX_VALUE, JointType, Model
 from .api import (SEED_LIMIT_SLACK, _check_seeds, apply_group, check_call_options,
                   check_seed_shape, solve_pose)
+from . import cxx
 from .common import (INVALID_GOAL_MESSAGE, IKConfig, IKResult, SolveMode, Status,
-                     clip_to_limits, movable_coordinates, restart_seeds, unsolved_message,
-                     wide_revolute)
+                     clip_to_limits, expand_seeds, movable_coordinates, restart_seeds,
+                     unsolved_message, wide_revolute)
 from .objectives import OrientationObjective, PoseObjective, PositionObjective, _weights
 
 __all__ = ["plan", "available", "ensure_compiled", "warm_up", "is_warm", "ChainPlan",
@@ -358,6 +359,7 @@ class ChainPlan:
     def __init__(self, model: Model, objectives, chain):
         self.model = model
         self.chain = chain
+        self.tips = tuple(int(o.link) for o in objectives)
         self.targets = np.ascontiguousarray(
             np.stack([o.targets for o in objectives], axis=1))        # (P, T, 4, 4)
         self.weights = np.ascontiguousarray(
@@ -394,6 +396,20 @@ class ChainPlan:
             deadline_ns = -1
         else:
             deadline_ns = time.monotonic_ns() + int((deadline - time.perf_counter()) * 1e9)
+        host = self._host_rows(rows_seed, active, P, K, cfg, can_wait=deadline is None)
+        if host is not None:
+            rows, seeds_p, rnd, active_p = host
+            with _stop_flag(should_stop) as stop:
+                q, conv, iters, pe, re, tout = rows.solve(
+                    seeds_p, rnd, self.targets, self.weights, active_p, K, _fparams(cfg),
+                    int(cfg.max_iterations), int(bool(first_per_problem)), deadline_ns, stop)
+            cancelled = bool(stop[0])
+            timed_out = bool(tout.any()) and not cancelled
+            if deadline is not None and not timed_out:
+                timed_out = time.perf_counter() >= deadline and bool(np.any(active & ~conv))
+            self.last_path = "cxx"
+            return q, conv, iters, pe, re, timed_out
+        self.last_path = "numba"
         c = self.chain
         args = (c["starts"], c["pre"], c["axis"], c["typ"], c["qi"], c["mult"], c["off"],
                 c["col"], c["post"], c["colq"], self.targets, self.weights,
@@ -408,6 +424,33 @@ class ChainPlan:
         if deadline is not None and not timed_out:
             timed_out = time.perf_counter() >= deadline and bool(np.any(active & ~conv))
         return q, conv, iters, pe, re, timed_out
+
+
+    def _host_rows(self, rows_seed, active, P, K, cfg, *, can_wait=True):
+        """The compiled CPU rows (:mod:`.cxx`) when they are built and compute exactly what
+        the Numba kernel would here: rows laid out as :func:`.common.expand_seeds` lays them
+        (the kernel builds them itself from the problems' seeds and the restart seeds), and
+        every problem's rows all active or all inactive. Else None."""
+        if P * K < cxx.MIN_ROWS:
+            return None
+        rows = cxx.rows_solver(self.model, self.tips, can_wait=can_wait)
+        if rows is None:
+            return None
+        a = active.reshape(P, K)
+        active_p = a[:, 0]
+        if not np.array_equal(a.all(axis=1), a.any(axis=1)):
+            return None
+        m = self.model
+        movable = movable_coordinates(m, self.tips)
+        seeds_p = np.ascontiguousarray(rows_seed[::K], dtype=np.float64)
+        if K > 1:
+            if not np.array_equal(expand_seeds(m, seeds_p, K, cfg.rng_seed, np, movable),
+                                  rows_seed):
+                return None
+            rnd = np.ascontiguousarray(restart_seeds(m, K, cfg.rng_seed, movable)[0])
+        else:
+            rnd = np.zeros((1, m.nq))
+        return rows, seeds_p, rnd, active_p.astype(np.uint8)
 
 
 class ChainSolver:
