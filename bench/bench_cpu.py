@@ -177,7 +177,7 @@ def run_arm(name, args, out):
     seedsB = np.tile(mid, (B, 1))
     for threads in (1, numba.config.NUMBA_NUM_THREADS):
         numba.set_num_threads(threads)
-        solve_pose(model, targets[:64], tips=tip, seeds=seedsB[:64], config=cfg1)
+        solve_pose(model, targets[:B], tips=tip, seeds=seedsB, config=cfg1)  # builds, warms
         t0 = time.perf_counter()
         r = solve_pose(model, targets[:B], tips=tip, seeds=seedsB, config=cfg1)
         el = time.perf_counter() - t0

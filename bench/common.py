@@ -8,6 +8,10 @@ import statistics
 import sys
 import time
 
+# large CPU batches on the compiled rows (ros2_ik/solvers/cxx.py) from the first timed call: the
+# build (about 2 s of g++ per robot) happens in the warm-up call, not in the background
+os.environ.setdefault("ROS2_IK_CXX", "wait")
+
 
 def banner(title: str) -> str:
     import numpy as np
@@ -38,6 +42,11 @@ def banner(title: str) -> str:
         lines.append(f"gpu {dev['name'].decode()} driver {cupy.cuda.runtime.driverGetVersion()}")
     except Exception:
         lines.append("gpu none")
+    from ros2_ik.gpu import hostrun
+    from ros2_ik.solvers import cxx
+
+    lines.append(f"compiled CPU rows (ROS2_IK_CXX) {cxx.enabled()}, C++ compiler "
+                 f"{hostrun.available() or 'none'}")
     return "\n".join(lines)
 
 

@@ -137,3 +137,14 @@ def test_background_build_then_the_compiled_rows(monkeypatch):
     while cxx.rows_solver(m, tip) is None and time.perf_counter() - t0 < 120:
         time.sleep(0.05)
     assert isinstance(cxx.rows_solver(m, tip), cxx.HostRows)
+
+
+def test_build_now_then_ready_without_waiting(monkeypatch):
+    m = load_robot("panda")
+    monkeypatch.setenv("ROS2_IK_CXX", "0")
+    assert cxx.build(m, ["panda_link8"]) is False  # turned off: nothing built
+    monkeypatch.setenv("ROS2_IK_CXX", "background")
+    assert cxx.build(m, ["panda_link8"]) is True
+    assert isinstance(cxx.rows_solver(m, (int(m.link_index("panda_link8")),)), cxx.HostRows)
+    monkeypatch.setattr("ros2_ik.gpu.hostrun.available", lambda: None)
+    assert cxx.build(load_robot("ur"), ["tool0"]) is False  # no compiler: the Numba kernel

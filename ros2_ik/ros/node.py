@@ -56,7 +56,7 @@ from .. import solvers
 from ..backend import BackendUnavailableError, get_backend
 from ..errors import IKError
 from ..kinematics import fk_frames
-from ..solvers import IKConfig, fast
+from ..solvers import IKConfig, cxx, fast
 from . import codes, moveit_compat, reach_action, services
 from .codes import RequestError, code_of_exception
 from .conversions import as_f64, f64_array
@@ -248,6 +248,13 @@ class KinematicsNode(Node):
             self._warm.set()
             if self._ready_text:
                 self._log_ready()
+        # then, serving already, the compiled rows for large CPU batches (g++, about 2 s once
+        # per robot and machine; until they are built the Numba kernel solves those)
+        if self._xp is np and not self._stopping:
+            try:
+                cxx.build(robot.model, [robot.default_tip])
+            except Exception as exc:  # noqa: BLE001 - the Numba kernel keeps solving
+                self.get_logger().warning(f"compiled CPU rows for {robot.name!r}: {exc}")
 
     # ================================================================== joint states (seed)
     def _on_joint_states(self, msg: JointState) -> None:

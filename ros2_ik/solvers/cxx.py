@@ -35,7 +35,7 @@ import numpy as np
 
 from ..model import Model
 
-__all__ = ["MIN_ROWS", "HostRows", "rows_solver", "enabled"]
+__all__ = ["MIN_ROWS", "HostRows", "rows_solver", "build", "enabled"]
 
 MIN_ROWS = 2048         # smaller batches stay on the Numba kernel (already compiled)
 SLICES_PER_THREAD = 4   # unreachable goals cost ~20x reachable ones: small slices balance
@@ -133,26 +133,53 @@ def rows_solver(model: Model, tips: tuple[int, ...], *, can_wait: bool = True) -
     mode = enabled()
     if mode == "0":
         return None
-    with _lock:
-        per_model = _by_model.setdefault(model, {})
-        state = per_model.get(tips, "new")
-        if state == "new":
-            from ..gpu import hostrun  # noqa: PLC0415
-
-            if hostrun.available() is None:
-                per_model[tips] = None
-                return None
-            per_model[tips] = "building"
-    if state == "new":
+    state, mine = _claim(model, tips)
+    if mine:
         if mode == "wait" and can_wait:
             _build(model, tips)
+            state = _state(model, tips)
         else:
             threading.Thread(target=_build, args=(model, tips), daemon=True,
                              name="ros2_ik-cxx-build").start()
             return None
-    with _lock:
-        state = per_model.get(tips)
     return state if isinstance(state, HostRows) else None
+
+
+def build(model: Model, tips) -> bool:
+    """Build the compiled rows of ``model`` and ``tips`` (link names or indices) now, in the
+    caller, or wait for a build under way (a node's warm-up thread does this after a model is
+    loaded, so that the first large batch finds them ready); True when they are ready. Nothing
+    is built with ``ROS2_IK_CXX=0``."""
+    if enabled() == "0":
+        return False
+    ids = tuple(int(model.link_index(t)) if isinstance(t, str) else int(t) for t in tips)
+    if _claim(model, ids)[1]:
+        _build(model, ids)
+    while (state := _state(model, ids)) == "building":
+        time.sleep(0.05)
+    return isinstance(state, HostRows)
+
+
+def _claim(model: Model, tips: tuple[int, ...]):
+    """(state, mine): the state of this model and tip set; ``mine`` when the caller now owns
+    its build ("new" becomes "building"; None at once where there is no C++ compiler)."""
+    with _lock:
+        per_model = _by_model.setdefault(model, {})
+        state = per_model.get(tips, "new")
+        if state != "new":
+            return state, False
+        from ..gpu import hostrun  # noqa: PLC0415
+
+        if hostrun.available() is None:
+            per_model[tips] = None
+            return None, False
+        per_model[tips] = "building"
+        return "building", True
+
+
+def _state(model: Model, tips: tuple[int, ...]):
+    with _lock:
+        return _by_model.get(model, {}).get(tips)
 
 
 def _build(model: Model, tips: tuple[int, ...]) -> None:
