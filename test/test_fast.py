@@ -10,6 +10,7 @@ from ros2_ik.kinematics import fk_frames, pose_error
 from ros2_ik.solvers import (ChainSolver, IKConfig, PoseObjective, PositionObjective,
                              PostureObjective, Status, solve_ik, solve_pose)
 from ros2_ik.solvers import fast
+from ros2_ik.errors import ShapeError
 
 pytestmark = pytest.mark.skipif(not fast.available(), reason="Numba is not importable")
 
@@ -180,6 +181,47 @@ def test_chain_solver_bad_input_and_timeout(models):
     assert r.status[0] == Status.TIMED_OUT and "timed out" in r.messages[0]
     r = ChainSolver(m, "panda_link8", IKConfig(max_iterations=50)).solve(far)
     assert r.status[0] == Status.NOT_CONVERGED and r.position_error[0] > 1.0
+
+
+def test_chain_solver_input_forms_give_one_answer(models):
+    """The kernel checks the target and the seed itself; every form a caller may pass (views,
+    other dtypes, lists, a (7,) pose) gives the same answer, and each bad value its message."""
+    m = models["panda"]
+    cs = ChainSolver(m, "panda_link8")
+    q0 = m.random_q(np.random.default_rng(4), 1)[0]
+    T = np.ascontiguousarray(fk_frames(m, q0[None], ["panda_link8"])[0, 0])
+    seed = np.clip(q0 + 0.2, m.lower, m.upper)
+    ref = cs.solve(T, seed=seed)
+    assert ref.success[0] and ref.position_error[0] <= 1e-4
+    big = np.zeros((4, 8))
+    big[:, ::2] = T  # a strided view of the same values
+    seeds2 = np.zeros((m.nq, 2))
+    seeds2[:, 1] = seed
+    for target, sd in ((big[:, ::2], seed), (T.tolist(), seed.tolist()), (T, seeds2[:, 1]),
+                       (np.asfortranarray(T), seed)):
+        r = cs.solve(target, seed=sd)
+        np.testing.assert_array_equal(r.q, ref.q)
+        assert r.iterations[0] == ref.iterations[0] and r.status[0] == ref.status[0]
+    from ros2_ik.kinematics import pose_to_pq
+
+    r7 = cs.solve(pose_to_pq(T), seed=seed)
+    assert r7.success[0] and np.abs(r7.q - ref.q).max() < 1e-6
+    # bad values, each named: a far translation, an inf seed, a NaN seed
+    far = T.copy()
+    far[1, 3] = 1e7
+    r = cs.solve(far, seed=seed)
+    assert r.status[0] == Status.INVALID_INPUT and "beyond" in r.messages[0]
+    for bad in (np.inf, np.nan):
+        s = seed.copy()
+        s[2] = bad
+        r = cs.solve(T, seed=s)
+        assert r.status[0] == Status.INVALID_INPUT and "NaN or infinity" in r.messages[0]
+        assert np.isnan(r.position_error[0]) and np.all(np.isfinite(r.q))
+    with pytest.raises(ShapeError):
+        cs.solve(T, seed=seed[:3])
+    # the results are the caller's own arrays: one call's answer does not change the next's
+    a, b = cs.solve(T, seed=seed), cs.solve(far, seed=seed)
+    assert a.status[0] == Status.CONVERGED and b.status[0] == Status.INVALID_INPUT
 
 
 def test_chain_solver_continuous_wrap():

@@ -414,22 +414,38 @@ def clip_wide(v, lo, hi, wide_i):
 
 @njit
 def solve_one(target, weights, seed, rnd, keep, cont, starts, pre, axis, typ, qi, mult, off,
-              col, post, colq, lower, upper, wide, fparams, max_iter, deadline_ns, stop, q_out,
-              info):
+              col, post, colq, lower, upper, wide, fparams, max_iter, deadline_ns, stop,
+              seed_lo, seed_hi, max_value, q_out, info):
     """One problem, its seed then ``rnd`` rows in order until one converges (speed mode).
 
     Writes the finalized q (continuous joints wrapped near the seed, inside limits) to q_out and
-    ``info = [status, pos_err, rot_err, iterations, seed_index, timed_out]`` where status is 1
-    converged, -31 not converged, -6 timed out, -7 cancelled (``stop[0]`` set), -16 invalid
-    target. The errors are recomputed by FK at q_out.
+    ``info = [status, pos_err, rot_err, iterations, seed_index, timed_out, bad_input]`` where
+    status is 1 converged, -31 not converged, -6 timed out, -7 cancelled (``stop[0]`` set), -16
+    invalid input; ``bad_input`` says which: 1 the target (not finite, not a rotation, a
+    translation beyond ``max_value``), 2 the seed (not finite, or outside
+    ``seed_lo``..``seed_hi``; q_out is then not written). The errors are recomputed by FK at
+    q_out.
     """
     nq = seed.shape[0]
     K = rnd.shape[0] + 1
+    for i in range(nq):
+        if not (seed[i] >= seed_lo[i] and seed[i] <= seed_hi[i]):  # NaN fails both
+            info[0] = -16.0
+            info[1] = np.nan
+            info[2] = np.nan
+            info[3] = 0.0
+            info[4] = 0.0
+            info[5] = 0.0
+            info[6] = 2.0
+            return
     ok_in = True
     for a in range(4):
         for b in range(4):
             if not math.isfinite(target[a, b]):
                 ok_in = False
+    for a in range(3):
+        if not abs(target[a, 3]) <= max_value:
+            ok_in = False
     if ok_in:
         for a in range(3):
             for b in range(3):
@@ -451,6 +467,7 @@ def solve_one(target, weights, seed, rnd, keep, cont, starts, pre, axis, typ, qi
         info[3] = 0.0
         info[4] = 0.0
         info[5] = 0.0
+        info[6] = 1.0
         return
     q = np.empty((K, nq))
     for k in range(K):
@@ -501,3 +518,4 @@ def solve_one(target, weights, seed, rnd, keep, cont, starts, pre, axis, typ, qi
     info[3] = float(iters[best])
     info[4] = float(best)
     info[5] = 1.0 if timed_out else 0.0
+    info[6] = 0.0

@@ -99,6 +99,7 @@ class _Poller:
 
 
 _POLLER = _Poller()
+_NO_STOP = np.zeros(1, dtype=np.int64)  # the flag of calls without should_stop: never set
 
 
 class _stop_flag:  # noqa: N801 - used as a context manager: ``with _stop_flag(fn) as stop``
@@ -197,7 +198,7 @@ def _compile_all(k) -> None:
            np.zeros(1))
     k.solve_one(np.eye(4), np.ones(6), np.zeros(1), np.zeros((0, 1)), np.zeros(1, dtype=bool),
                 np.zeros(1, dtype=bool), *chain, *limits, fparams, 2, -1,
-                np.zeros(1, np.int64), np.zeros(1), np.zeros(6))
+                np.zeros(1, np.int64), -one, one, 1.0, np.zeros(1), np.zeros(7))
     compiled_kinematics.ensure_compiled()  # fk, fk_frames and jacobian's kernels too
 
 
@@ -503,6 +504,9 @@ class ChainSolver:
         # (coordinates without limits: the model's value bound, as _check_seeds)
         self._lo_slack = np.maximum(self._lower, -MAX_VALUE) - SEED_LIMIT_SLACK
         self._hi_slack = np.minimum(self._upper, MAX_VALUE) + SEED_LIMIT_SLACK
+        self._nq1 = (model.nq,)
+        self._fixed_args = (self._rnd, self._keep, self._cont, *self._chain_args, self._lower,
+                            self._upper, self._wide, self._fparams)
         ensure_compiled()
 
     def solve(self, target, seed=None, should_stop=None):
@@ -512,64 +516,74 @@ class ChainSolver:
         ends it (status PREEMPTED unless it had converged). Returns an :class:`IKResult` with
         one problem.
         """
-        check_call_options(self.config, "dls", should_stop)
-        T = as_float_array(target, "target", "shape (4, 4) or (7,)", np).astype(np.float64, copy=False)
+        cfg = self.config
+        check_call_options(cfg, "dls", should_stop)
+        if not (type(target) is np.ndarray and target.dtype == np.float64):
+            target = as_float_array(target, "target", "shape (4, 4) or (7,)", np).astype(
+                np.float64, copy=False)
         if not self.compiled:
             if seed is not None:
                 seed = as_float_array(seed, "seed", f"shape ({self.model.nq},)", np)[None]
-            return solve_pose(self.model, T[None], tips=self.tip, weights=self.weights,
-                              config=self.config, seeds=seed, should_stop=should_stop)
+            return solve_pose(self.model, target[None], tips=self.tip, weights=self.weights,
+                              config=cfg, seeds=seed, should_stop=should_stop)
         t0 = time.perf_counter()
-        if T.shape == (7,):
-            T = pq_to_pose(T)
-        elif T.shape != (4, 4):
+        if target.shape == (4, 4):
+            T = np.ascontiguousarray(target)
+        elif target.shape == (7,):
+            T = np.ascontiguousarray(pq_to_pose(target))
+        else:
             raise ShapeError(f"target must have shape (4, 4) or (7,) [x y z qx qy qz qw], "
-                             f"got {T.shape}")
+                             f"got {target.shape}")
         if seed is None:
             s = self._neutral
+        elif type(seed) is np.ndarray and seed.dtype == np.float64 and seed.shape == self._nq1:
+            s = np.ascontiguousarray(seed)
         else:
-            s = check_seed_shape(self.model, seed, 1, np).reshape(-1)
-            if not (np.isfinite(s).all() and ((s >= self._lo_slack) & (s <= self._hi_slack)).all()):
-                s, _, msgs = _check_seeds(self.model, s, 1, np)  # the message
-                s = s[0]
-                # as solve_pose: an invalid problem is not solved
-                nan = np.array([np.nan])
-                return IKResult(q=np.array(clip_to_limits(self.model, s[None])),
-                                success=np.array([False]), position_error=nan,
-                                orientation_error=nan.copy(),
-                                iterations=np.zeros(1, np.int64),
-                                seed_index=np.zeros(1, np.int64),
-                                status=np.array([int(Status.INVALID_INPUT)], dtype=np.int64),
-                                messages=[msgs[0]], solve_time=time.perf_counter() - t0)
-        msg = ""
-        if not (np.abs(T[:3, 3]) <= MAX_VALUE).all():  # as PoseObjective.invalid_problems
-            T = np.full((4, 4), np.nan)  # the kernel reports it INVALID_INPUT
-        cfg = self.config
+            s = np.ascontiguousarray(check_seed_shape(self.model, seed, 1, np).reshape(-1),
+                                     dtype=np.float64)
         deadline_ns = -1 if cfg.timeout is None else time.monotonic_ns() + int(cfg.timeout * 1e9)
         q = np.empty(self.model.nq)
-        info = np.empty(6)  # per call: one ChainSolver may serve several threads
-        with _stop_flag(should_stop) as stop:
-            # copies: writable C arrays (Numba compiles read-only arrays as another type)
-            self._kernels.solve_one(np.array(T, dtype=np.float64), self.weights,
-                                    np.array(s, dtype=np.float64), self._rnd, self._keep,
-                                    self._cont, *self._chain_args, self._lower, self._upper,
-                                    self._wide, self._fparams, int(cfg.max_iterations),
-                                    deadline_ns, stop, q, info)
+        info = np.empty(7)  # per call: one ChainSolver may serve several threads
+        # the target's and the seed's checks are the kernel's (info[6] says which failed)
+        if should_stop is None:
+            self._kernels.solve_one(T, self.weights, s, *self._fixed_args,
+                                    int(cfg.max_iterations), deadline_ns, _NO_STOP,
+                                    self._lo_slack, self._hi_slack, MAX_VALUE, q, info)
+        else:
+            with _stop_flag(should_stop) as stop:
+                self._kernels.solve_one(T, self.weights, s, *self._fixed_args,
+                                        int(cfg.max_iterations), deadline_ns, stop,
+                                        self._lo_slack, self._hi_slack, MAX_VALUE, q, info)
+        if info[6] == 2.0:
+            return self._invalid_seed(s, t0)
         status = int(info[0])
         if (status == Status.NOT_CONVERGED and deadline_ns >= 0
                 and time.monotonic_ns() >= deadline_ns):
             status = Status.TIMED_OUT  # as solve_pose: the deadline passed during the solve
-        if status == Status.INVALID_INPUT:
+        if status == Status.CONVERGED:
+            msg = ""
+        elif status == Status.INVALID_INPUT:
             msg = INVALID_GOAL_MESSAGE
-        elif status != Status.CONVERGED:
+        else:
             msg = unsolved_message(status == Status.TIMED_OUT, info[1], info[2], cfg,
                                    cancelled=status == Status.PREEMPTED)
-        ok = status == Status.CONVERGED
-        return IKResult(q=q[None], success=np.array([ok]), position_error=np.array([info[1]]),
-                        orientation_error=np.array([info[2]]),
-                        iterations=np.array([int(info[3])]), seed_index=np.array([int(info[4])]),
-                        status=np.array([int(status)], dtype=np.int64), messages=[msg],
-                        solve_time=time.perf_counter() - t0)
+        ints = np.array((int(info[3]), int(info[4]), status), dtype=np.int64)
+        return IKResult(q=q[None], success=np.array([status == Status.CONVERGED]),
+                        position_error=info[1:2], orientation_error=info[2:3],
+                        iterations=ints[0:1], seed_index=ints[1:2], status=ints[2:3],
+                        messages=[msg], solve_time=time.perf_counter() - t0)
+
+    def _invalid_seed(self, s, t0) -> IKResult:
+        """As solve_pose: a problem whose seed is not finite or outside the limits is not
+        solved; the message is :func:`.api._check_seeds`'s."""
+        s, _, msgs = _check_seeds(self.model, s, 1, np)
+        nan = np.array([np.nan])
+        return IKResult(q=np.array(clip_to_limits(self.model, s[0][None])),
+                        success=np.array([False]), position_error=nan,
+                        orientation_error=nan.copy(), iterations=np.zeros(1, np.int64),
+                        seed_index=np.zeros(1, np.int64),
+                        status=np.array([int(Status.INVALID_INPUT)], dtype=np.int64),
+                        messages=[msgs[0]], solve_time=time.perf_counter() - t0)
 
 
 #: prepared solvers kept per model for :func:`solve_pose`'s one-goal calls (least recently used
