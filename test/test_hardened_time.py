@@ -197,3 +197,9 @@ def test_over_budget_calls_are_refused_up_front_saying_how_to_split(panda):
     q = np.zeros((1, 7))
     with pytest.raises(InvalidInputError, match="memory budget.*split q"):
         fk_frames(panda, np.broadcast_to(q, (10_000_000, 7)), ["panda_link8"] * 1)
+    from ros2_ik.kinematics import jacobians_all
+
+    with pytest.raises(InvalidInputError, match="memory budget.*split q"):
+        jacobians_all(panda, np.broadcast_to(q, (10_000_000, 7)))
+    J, T = jacobians_all(panda, np.broadcast_to(q, (1000, 7)))  # within the budget: answered
+    assert J.shape[0] == T.shape[0] == 1000

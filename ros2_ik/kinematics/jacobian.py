@@ -28,7 +28,7 @@ import numpy as np
 
 from ..backend import const, get_xp
 from ..errors import InvalidInputError, ShapeError
-from ..validate import as_float_array, check_names, check_number
+from ..validate import as_float_array, check_memory, check_names, check_number
 from . import compiled
 from .fk import check_result_memory, chunked_rows
 from ..model import JointType, Model
@@ -234,6 +234,13 @@ def jacobians_all(model: Model, q, frames=None):
     xp = get_xp(q)
     frames = model.tips if frames is None else frames
     idx = model.link_indices(frames)
+    B = q.shape[0] if q.ndim == 2 else 1
+    # every link's pose and screw (kept for the result), and the Jacobians: refused up front
+    # when over the memory budget, as fk's link poses are
+    check_memory(B * (model.num_links * (128 * 3 + 48) + len(idx) * 48 * model.nv * 2),
+                 "jacobians_all's link poses and Jacobians",
+                 f"{B} x {model.num_links} poses, {len(idx)} Jacobians each",
+                 "use jacobian for the frames you need, or split q into smaller batches")
     T = fk(model, q, check=False)
     a, p = _screws(model, T)
     J = _world_jac_from_screws(model, T, a, p, list(idx))
