@@ -148,3 +148,20 @@ def test_build_now_then_ready_without_waiting(monkeypatch):
     assert isinstance(cxx.rows_solver(m, (int(m.link_index("panda_link8")),)), cxx.HostRows)
     monkeypatch.setattr("ros2_ik.gpu.hostrun.available", lambda: None)
     assert cxx.build(load_robot("ur"), ["tool0"]) is False  # no compiler: the Numba kernel
+
+
+def test_builds_per_process_are_capped(monkeypatch):
+    """A process fed ever new robot variants (a node under a flood of robot descriptions) stops
+    building after MAX_BUILDS; those are solved by the Numba kernel, while a robot built before
+    is still served when it is loaded again (a new Model object)."""
+    monkeypatch.setenv("ROS2_IK_CXX", "wait")
+    assert cxx.build(load_robot("ur"), ["tool0"]) is True
+    monkeypatch.setattr(cxx, "_sources", set(cxx._sources) | {f"x{i}" for i in
+                                                               range(cxx.MAX_BUILDS)})
+    assert cxx.build(load_robot("ur"), ["tool0"]) is True  # the same source: loaded again
+    m = load_robot("ur").lock(["shoulder_pan_joint"])  # a variant never built here
+    assert cxx.build(m, ["tool0"]) is False
+    T = _goals(m, ["tool0"], cxx.MIN_ROWS + 5)
+    spy = _Spy(monkeypatch)
+    r = _solve(m, T, ["tool0"], IKConfig(), "wait", monkeypatch)
+    assert spy.calls == 0 and r.success.any()

@@ -250,7 +250,7 @@ class KinematicsNode(Node):
                 self._log_ready()
         # then, serving already, the compiled rows for large CPU batches (g++, about 2 s once
         # per robot and machine; until they are built the Numba kernel solves those)
-        if self._xp is np and not self._stopping:
+        if self._xp is np and not self._stopping and self._source.robot is robot:
             try:
                 cxx.build(robot.model, [robot.default_tip])
             except Exception as exc:  # noqa: BLE001 - the Numba kernel keeps solving

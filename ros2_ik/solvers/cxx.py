@@ -11,7 +11,8 @@ library exists, and the answers do not depend on which of the two ran.
 - The library is built per model and tip set (about 2 s of g++, cached on disk by the hash of
   the source, so a robot is built once per machine) in a background thread the first time a
   batch of at least :data:`MIN_ROWS` rows asks for it; until it is ready, and wherever no C++
-  compiler is found or the build failed, the Numba kernel answers. ``ROS2_IK_CXX=0`` turns it
+  compiler is found, the build failed or :data:`MAX_BUILDS` were made in this process, the
+  Numba kernel answers. ``ROS2_IK_CXX=0`` turns it
   off; ``ROS2_IK_CXX=wait`` builds in the caller instead (benchmarks, batch jobs, the tests),
   except in a call with a timeout.
 - Threads: the problems are cut into slices solved on a pool of worker threads (ctypes lets go
@@ -38,6 +39,9 @@ from ..model import Model
 __all__ = ["MIN_ROWS", "HostRows", "rows_solver", "build", "enabled"]
 
 MIN_ROWS = 2048         # smaller batches stay on the Numba kernel (already compiled)
+MAX_BUILDS = 16         # distinct robot variants built per process: a node fed ever new robot
+#                         descriptions (a fuzzer, a misbehaving publisher) stops building (and
+#                         loading) libraries there; the same robot loaded again reuses its own
 SLICES_PER_THREAD = 4   # unreachable goals cost ~20x reachable ones: small slices balance
 
 _log = logging.getLogger("ros2_ik.cxx")
@@ -45,6 +49,8 @@ _lock = threading.Lock()
 _by_model: "weakref.WeakKeyDictionary[Model, dict]" = weakref.WeakKeyDictionary()
 _pool: cf.ThreadPoolExecutor | None = None
 _pool_size = 0
+_sources: set[str] = set()     # the hashes of the sources built (and loaded) here
+_build_lock = threading.Lock()  # one build at a time
 
 
 def enabled() -> str:
@@ -66,8 +72,13 @@ class HostRows:
             raise ValueError("the generator does not cover these tips")
         self.nq = model.nq
         self.T = len(tips)
-        self._fn = hostrun.compile_host(codegen.solve_source(ch, "float64", host=True)) \
-            .get_function("r2ik_lm")
+        src = codegen.solve_source(ch, "float64", host=True)
+        key = codegen.source_hash(src)
+        if key not in _sources and len(_sources) >= MAX_BUILDS:
+            raise RuntimeError(f"{MAX_BUILDS} robot variants were built in this process; no "
+                               "more are")
+        self._fn = hostrun.compile_host(src).get_function("r2ik_lm")
+        _sources.add(key)
 
     def solve(self, seeds_p, rnd, targets, weights, active_p, K, fp, max_iter, speed,
               deadline_ns, stop):
@@ -185,7 +196,8 @@ def _state(model: Model, tips: tuple[int, ...]):
 def _build(model: Model, tips: tuple[int, ...]) -> None:
     t0 = time.perf_counter()
     try:
-        rows = HostRows(model, tips)
+        with _build_lock:
+            rows = HostRows(model, tips)
     except Exception as e:  # noqa: BLE001 - any build failure leaves the Numba kernel in charge
         _log.warning("the compiled CPU rows could not be built (%s); the Numba kernel keeps "
                      "solving", str(e).splitlines()[0] if str(e) else type(e).__name__)
