@@ -217,11 +217,13 @@ def test_ik_seed_from_joint_states_topic(ros):
     for _ in range(100):
         pub.publish(msg)
         resp = ik(ros, req)
-        if list(resp.iterations) == [0]:
+        # solved from the topic's seed: converged (status 1) in 0 iterations
+        if list(resp.iterations) == [0] and list(resp.status) == [1]:
             break
         threading.Event().wait(0.05)
     else:
-        pytest.fail("the node never used joint_states as the seed")
+        pytest.fail(f"the node never used joint_states as the seed (last: status "
+                    f"{list(resp.status)}, code {resp.error_code.val})")
     np.testing.assert_allclose(as_f64(resp.compact_solutions), q, atol=1e-12)
     assert_fk_matches(model, [as_f64(resp.compact_solutions)], resp.joint_names, T[:, None])
     # reset the topic seed to mid-range so later tests see the default again

@@ -402,6 +402,18 @@ def verify_serial(q, starts, pre, axis, typ, qi, mult, off, post, targets, weigh
 
 
 @njit_inline
+def invalid_input(info, which):
+    """solve_one's info for input it does not solve: ``which`` 1 the target, 2 the seed."""
+    info[0] = -16.0
+    info[1] = np.nan
+    info[2] = np.nan
+    info[3] = 0.0
+    info[4] = 0.0
+    info[5] = 0.0
+    info[6] = which
+
+
+@njit_inline
 def clip_wide(v, lo, hi, wide_i):
     """v back inside [lo, hi], a wide revolute joint by 2 pi first (as common.clip_to_limits)."""
     if wide_i:
@@ -430,13 +442,7 @@ def solve_one(target, weights, seed, rnd, keep, cont, starts, pre, axis, typ, qi
     K = rnd.shape[0] + 1
     for i in range(nq):
         if not (seed[i] >= seed_lo[i] and seed[i] <= seed_hi[i]):  # NaN fails both
-            info[0] = -16.0
-            info[1] = np.nan
-            info[2] = np.nan
-            info[3] = 0.0
-            info[4] = 0.0
-            info[5] = 0.0
-            info[6] = 2.0
+            invalid_input(info, 2.0)
             return
     ok_in = True
     for a in range(4):
@@ -461,13 +467,7 @@ def solve_one(target, weights, seed, rnd, keep, cont, starts, pre, axis, typ, qi
     if not ok_in:
         for i in range(nq):
             q_out[i] = clip_wide(seed[i], lower[i], upper[i], wide[i])
-        info[0] = -16.0
-        info[1] = np.nan
-        info[2] = np.nan
-        info[3] = 0.0
-        info[4] = 0.0
-        info[5] = 0.0
-        info[6] = 1.0
+        invalid_input(info, 1.0)
         return
     q = np.empty((K, nq))
     for k in range(K):
