@@ -26,14 +26,14 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
-import numpy as np  # noqa: E402
+import numpy as np
 
-from common import banner, timeit  # noqa: E402
-from ros2_ik import load_robot  # noqa: E402
-from ros2_ik.kinematics import fk_frames, pose_to_pq  # noqa: E402
-from ros2_ik.ros.robot import default_tip_of  # noqa: E402
-from ros2_ik.ros.params import Settings, ik_config  # noqa: E402
-from ros2_ik.solvers import ChainSolver, solve_pose, warm_up  # noqa: E402
+from common import banner, timeit
+from ros2_ik import load_robot
+from ros2_ik.kinematics import fk_frames, pose_to_pq
+from ros2_ik.ros.robot import default_tip_of
+from ros2_ik.ros.params import Settings, ik_config
+from ros2_ik.solvers import ChainSolver, solve_pose, warm_up
 
 MIN_SUCCESS = 0.8
 

@@ -470,7 +470,8 @@ class ChainSolver:
         one problem.
         """
         check_call_options(self.config, "dls", should_stop)
-        T = as_float_array(target, "target", "shape (4, 4) or (7,)", np).astype(np.float64, copy=False)
+        T = as_float_array(target, "target", "shape (4, 4) or (7,)", np).astype(np.float64,
+                                                                                  copy=False)
         if not self.compiled:
             if seed is not None:
                 seed = as_float_array(seed, "seed", f"shape ({self.model.nq},)", np)[None]

@@ -86,7 +86,8 @@ class Objective:
 
 
 def _as_targets(targets, xp):
-    T = as_float_array(targets, "targets", "shape (P, 4, 4) or (P, 7)", xp).astype(xp.float64, copy=False)
+    T = as_float_array(targets, "targets", "shape (P, 4, 4) or (P, 7)", xp).astype(xp.float64,
+                                                                                   copy=False)
     if T.ndim == 2 and T.shape == (4, 4):
         T = T[None]
     if T.ndim == 2 and T.shape[-1] == 7:
@@ -100,7 +101,8 @@ def _as_targets(targets, xp):
 
 
 def _weights(weights, P, xp):
-    w = as_float_array(weights, "weights", "shape (6,) or (P, 6)", xp).astype(xp.float64, copy=False)
+    w = as_float_array(weights, "weights", "shape (6,) or (P, 6)", xp).astype(xp.float64,
+                                                                              copy=False)
     if w.ndim == 1:
         if w.shape != (6,):
             raise ShapeError(f"weights must have 6 entries (x y z rx ry rz) or shape (P, 6), "
