@@ -75,9 +75,6 @@ class Objective:
         """Boolean mask (P,) of problems whose data is unusable (NaN targets, ...), or None."""
         return None
 
-    def to_backend(self, xp) -> "Objective":
-        return self
-
     def take(self, start: int, stop: int) -> "Objective | None":
         """This objective for problems ``start:stop`` only (the solvers split a large batch into
         chunks with it), or None when it cannot be split (the batch is then solved at once).
@@ -159,12 +156,6 @@ class PoseObjective(Objective):
         o.__dict__.update(self.__dict__)
         o.targets, o.weights = self.targets[start:stop], self.weights[start:stop]
         return o
-
-    def to_backend(self, xp):
-        if xp is self._xp:
-            return self
-        return PoseObjective(self.model, self.link_name, xp.asarray(self.targets),
-                             xp.asarray(self.weights))
 
     def _local_error(self, ctx, problem_idx):
         xp = ctx.xp
