@@ -45,7 +45,7 @@ from ros2_ik.ros import codes, moveit_compat, services
 from ros2_ik.ros.conversions import as_f64, f64_array, pq_to_pose_stamped
 from ros2_ik.ros.params import Settings
 from ros2_ik.ros.robot import build_robot
-from ros2_ik.ros.testing import joint_state
+from ros_testing import joint_state
 
 LONG = int(os.environ.get("FUZZ_EXAMPLES", "0"))
 FUZZ = settings(max_examples=LONG or 60, deadline=None, database=None, derandomize=not LONG,

@@ -26,7 +26,7 @@ from ros2_ik.model import parse_srdf
 from ros2_ik.ros import codes, moveit_compat, services
 from ros2_ik.ros.params import Settings
 from ros2_ik.ros.robot import build_robot
-from ros2_ik.ros.testing import joint_state
+from ros_testing import joint_state
 
 POS_TOL, ROT_TOL = 1e-4, 1e-3
 
@@ -263,7 +263,7 @@ def test_node_serves_solve_ik_not_move_groups_names(monkeypatch):
     from ros2_ik_interfaces.srv import ComputeFK, ComputeIK
 
     from ros2_ik.ros.node import KinematicsNode
-    from ros2_ik.ros.testing import random_domain_id
+    from ros_testing import random_domain_id
 
     fake = types.ModuleType("moveit_msgs")
     fake.srv = types.SimpleNamespace(GetPositionIK=ComputeIK, GetPositionFK=ComputeFK)
