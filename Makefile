@@ -1,6 +1,6 @@
 # The two commands of the README, and a few helpers. Every target sets up .venv first
 # (scripts/setup.sh is idempotent and takes seconds when nothing changed).
-.PHONY: setup demo test fuzz bench bench-kinematics bench-ik bench-cpu bench-node \
+.PHONY: setup demo lint test fuzz bench bench-kinematics bench-ik bench-cpu bench-node \
 	bench-timeouts bench-reach bench-gpu gpu-report bench-peers-setup clean
 
 PY := .venv/bin/python
@@ -12,8 +12,14 @@ setup:
 demo: setup
 	@. scripts/env.sh && .venv/bin/ros2_ik_demo $(ARGS)
 
-## test: set everything up, then run the whole test suite
+## lint: ruff over the code (rules in ruff.toml; the pinned ruff is installed by scripts/setup.sh)
+LINT_PATHS := ros2_ik test bench scripts launch setup.py
+lint: setup
+	@.venv/bin/ruff check $(LINT_PATHS)
+
+## test: set everything up, run the linter (any finding stops here), then the whole test suite
 test: setup
+	@.venv/bin/ruff check $(LINT_PATHS)
 	@. scripts/env.sh && $(PY) -m pytest -q test $(ARGS)
 
 ## fuzz: the property-based fuzz tier at length (FUZZ_EXAMPLES cases per test, default 5000:

@@ -26,7 +26,6 @@ setup(
         # reach_study --ray: shard a study over a Ray cluster
         'ray': ['ray'],
         'test': ['pytest', 'hypothesis'],
-        'bench': [],
     },
     zip_safe=True,
     maintainer='ros2_ik maintainers',

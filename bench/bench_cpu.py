@@ -30,13 +30,13 @@ import warnings
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 sys.path.insert(0, os.path.dirname(__file__))
 
-import numpy as np  # noqa: E402
+import numpy as np
 
-import peers as peerlib  # noqa: E402
-from common import banner, timeit  # noqa: E402
-from ros2_ik import Model  # noqa: E402
-from ros2_ik.kinematics import fk_frames, jacobian  # noqa: E402
-from ros2_ik.solvers import ChainSolver, IKConfig, solve_pose, warm_up  # noqa: E402
+import peers as peerlib
+from common import banner, timeit
+from ros2_ik import Model
+from ros2_ik.kinematics import fk_frames, jacobian
+from ros2_ik.solvers import ChainSolver, IKConfig, solve_pose, warm_up
 
 POS_TOL, ORI_TOL = 1e-4, 1e-3
 LIMIT_SLACK = 1e-12
@@ -54,7 +54,7 @@ NODE_SEEDS = 32  # the node's default num_seeds, with stall_iterations 5
 
 
 def robots_dir() -> str:
-    from importlib import metadata  # noqa: PLC0415
+    from importlib import metadata
 
     dist = metadata.distribution("example-robot-data")
     for f in dist.files or ():
@@ -66,7 +66,7 @@ def robots_dir() -> str:
 def kinematic_urdf(path: str, name: str) -> str:
     """A copy of the URDF without visual/collision/gazebo/transmission elements (their
     ``package://`` meshes stop RTB's xacro pass), in build/bench-urdf/; its path."""
-    import xml.etree.ElementTree as ET  # noqa: PLC0415
+    import xml.etree.ElementTree as ET
 
     root = ET.parse(path).getroot()
     for parent in list(root.iter()):
@@ -111,7 +111,7 @@ def rtb_call(rtb, T, q0, slimit=1):
 
 
 def run_arm(name, args, out):
-    import numba  # noqa: PLC0415
+    import numba
 
     path, base, tip = ARMS[name]
     path = kinematic_urdf(os.path.join(robots_dir(), path), name)

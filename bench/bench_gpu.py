@@ -31,13 +31,13 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from common import banner  # noqa: E402
+from common import banner
 
-from ros2_ik import load_robot  # noqa: E402
-from ros2_ik.kinematics.fk import fk_frames  # noqa: E402
-from ros2_ik.kinematics.se3 import pose_error  # noqa: E402
-from ros2_ik.model import MAX_BATCH  # noqa: E402
-from ros2_ik.solvers import IKConfig, solve_pose  # noqa: E402
+from ros2_ik import load_robot
+from ros2_ik.kinematics.fk import fk_frames
+from ros2_ik.kinematics.se3 import pose_error
+from ros2_ik.model import MAX_BATCH
+from ros2_ik.solvers import IKConfig, solve_pose
 
 TIPS = {"ur": None, "panda": None, "dual_arm": ("left_tool", "right_tool")}
 

@@ -45,15 +45,15 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 sys.path.insert(0, os.path.dirname(__file__))
 
-import numpy as np  # noqa: E402
+import numpy as np
 
-import peers as peerlib  # noqa: E402
-from common import banner  # noqa: E402
-from ros2_ik import load_robot, robots  # noqa: E402
-from ros2_ik import solvers as solvers_mod  # noqa: E402
-from ros2_ik.kinematics import fk_frames, pose_error  # noqa: E402
-from ros2_ik.solvers import IKConfig, solve_pose  # noqa: E402
-from ros2_ik.solvers.common import expand_seeds, movable_coordinates  # noqa: E402
+import peers as peerlib
+from common import banner
+from ros2_ik import load_robot, robots
+from ros2_ik import solvers as solvers_mod
+from ros2_ik.kinematics import fk_frames, pose_error
+from ros2_ik.solvers import IKConfig, solve_pose
+from ros2_ik.solvers.common import expand_seeds, movable_coordinates
 
 POS_TOL, ORI_TOL = 1e-4, 1e-3
 STRICT_POS, STRICT_ORI = 1e-5, 1e-4
@@ -484,7 +484,9 @@ def main(argv=None) -> int:
         for pname in peer_names:
             t0 = time.perf_counter()
             try:
-                ref = (lambda qq, _m=model, _t=tips: fk_frames(_m, qq[None], [_t[0]])[0, 0])
+                def ref(qq, _m=model, _t=tips):
+                    return fk_frames(_m, qq[None], [_t[0]])[0, 0]
+
                 peer = peerlib.make(pname, model, robot, tips, str(robots.path(robot)), ref,
                                     np.random.default_rng(args.rng_seed + 1))
             except peerlib.Skip as e:

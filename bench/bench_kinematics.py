@@ -16,12 +16,10 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
-import numpy as np  # noqa: E402
-
-from common import banner, timeit  # noqa: E402
-from ros2_ik import get_backend, load_robot, robots  # noqa: E402
-from ros2_ik.kinematics import compiled, fk, jacobian  # noqa: E402
-from ros2_ik.solvers import warm_up  # noqa: E402
+from common import banner, timeit
+from ros2_ik import get_backend, load_robot, robots
+from ros2_ik.kinematics import compiled, fk, jacobian
+from ros2_ik.solvers import warm_up
 
 
 def main(argv=None) -> int:

@@ -25,15 +25,17 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+# the node-as-a-process harness of the integration tests (test/ros_testing.py)
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "test"))
 
-import numpy as np  # noqa: E402
+import numpy as np
 
-from common import banner, timeit  # noqa: E402
-from ros2_ik import load_robot  # noqa: E402
-from ros2_ik.kinematics import fk_frames, pose_to_pq  # noqa: E402
-from ros2_ik.ros.robot import default_tip_of  # noqa: E402
-from ros2_ik.ros.params import Settings, ik_config  # noqa: E402
-from ros2_ik.solvers import ChainSolver, solve_pose, warm_up  # noqa: E402
+from common import banner, timeit
+from ros2_ik import load_robot
+from ros2_ik.kinematics import fk_frames, pose_to_pq
+from ros2_ik.ros.robot import default_tip_of
+from ros2_ik.ros.params import Settings, ik_config
+from ros2_ik.solvers import ChainSolver, solve_pose, warm_up
 
 MIN_SUCCESS = 0.8
 
@@ -74,7 +76,7 @@ def main(argv=None) -> int:
 
     from ros2_ik.ros import codes
     from ros2_ik.ros.conversions import as_f64, check_poses, f64_array, pq_to_pose_stamped
-    from ros2_ik.ros.testing import Client, NodeProcess, ik_request, random_domain_id
+    from ros_testing import Client, NodeProcess, ik_request, random_domain_id
 
     print(banner(f"bench_node robot={args.robot} batch={args.batch} seeds={args.seeds}"))
     from importlib.metadata import version
@@ -113,7 +115,7 @@ def main(argv=None) -> int:
         # a client that spins in the calling thread (no cross-thread wake-up on its side)
         from rclpy.executors import SingleThreadedExecutor
 
-        from ros2_ik.ros.testing import CLIENT_QOS
+        from ros2_ik.ros.node import CLIENT_QOS
 
         direct = rclpy.create_node("bench_direct_client", context=client.context)
         direct_ex = SingleThreadedExecutor(context=client.context)

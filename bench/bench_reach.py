@@ -35,12 +35,12 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import banner  # noqa: E402
+from common import banner
 
-from ros2_ik import load_robot  # noqa: E402
-from ros2_ik.kinematics import fk_frames, pose_error, pq_to_pose  # noqa: E402
-from ros2_ik.reach import Box, Study, StudyConfig, grid_targets, run_study  # noqa: E402
-from ros2_ik.solvers import warm_up  # noqa: E402
+from ros2_ik import load_robot
+from ros2_ik.kinematics import fk_frames, pose_error, pq_to_pose
+from ros2_ik.reach import Box, Study, StudyConfig, grid_targets, run_study
+from ros2_ik.solvers import warm_up
 
 TIP = "panda_hand_tcp"
 DIRECTIONS, ROLLS = 25, 4

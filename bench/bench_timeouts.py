@@ -21,12 +21,12 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
-import numpy as np  # noqa: E402
+import numpy as np
 
-from bench.common import banner  # noqa: E402
-from ros2_ik import load_robot  # noqa: E402
-from ros2_ik.kinematics import fk_frames  # noqa: E402
-from ros2_ik.solvers import IKConfig, solve_pose, trajectory_seed, warm_up  # noqa: E402
+from bench.common import banner
+from ros2_ik import load_robot
+from ros2_ik.kinematics import fk_frames
+from ros2_ik.solvers import IKConfig, solve_pose, trajectory_seed, warm_up
 
 
 def overrun(call, timeout):
@@ -71,7 +71,8 @@ def main(argv=None) -> int:
                     if floor < t:
                         worst = max(worst, max(over))
                     print(f"{name:6} {'compiled' if fast else 'reference':9} {n:>9} "
-                          f"{1e3 * floor:>6.0f}ms {t:>7.2f}s {1e3 * statistics.median(over):>+10.0f}ms"
+                          f"{1e3 * floor:>6.0f}ms {t:>7.2f}s "
+                          f"{1e3 * statistics.median(over):>+10.0f}ms"
                           f" {1e3 * max(over):>+6.0f}ms {solved:>7.3f}", flush=True)
         # a long trajectory
         n = min(max(sizes), 1_000_000)

@@ -32,7 +32,7 @@ def banner(title: str) -> str:
         try:
             m = __import__(mod)
             libs.append(f"{mod} {m.__version__}")
-        except Exception:
+        except Exception:  # noqa: BLE001 - a library that fails to import is left out
             pass
     lines.append("libs " + ", ".join(libs))
     try:
@@ -40,7 +40,7 @@ def banner(title: str) -> str:
 
         dev = cupy.cuda.runtime.getDeviceProperties(0)
         lines.append(f"gpu {dev['name'].decode()} driver {cupy.cuda.runtime.driverGetVersion()}")
-    except Exception:
+    except Exception:  # noqa: BLE001 - no CuPy, no driver or no device: all mean no GPU here
         lines.append("gpu none")
     from ros2_ik.gpu import hostrun
     from ros2_ik.solvers import cxx

@@ -31,7 +31,7 @@ PEERS_VENV = os.path.join(ROOT, "build", "venv-peers")
 NAMES = ("rtb", "ikpy", "pin")
 
 
-class Skip(Exception):
+class Skip(Exception):  # noqa: N818 - a signal to skip a peer, not an error
     """The peer cannot be used here (not installed, robot not supported, FK mismatch)."""
 
 
@@ -96,14 +96,14 @@ class RtbPeer(Peer):
     def __init__(self, model, robot, tip, urdf_path):
         super().__init__(model, robot, tip, urdf_path)
         try:
-            import roboticstoolbox as rtb  # noqa: PLC0415
+            import roboticstoolbox as rtb
         except Exception as e:  # noqa: BLE001
             raise Skip(f"roboticstoolbox-python not importable ({type(e).__name__}: {e})")
         self.version = rtb.__version__
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             try:
-                from roboticstoolbox.models.URDF.URDFRobot import URDF_read  # noqa: PLC0415
+                from roboticstoolbox.models.URDF.URDFRobot import URDF_read
 
                 links, rname, _ = URDF_read(urdf_path)
                 robot_ = rtb.Robot(links, name=rname)
@@ -147,8 +147,8 @@ class IkpyPeer(Peer):
     def __init__(self, model, robot, tip, urdf_path):
         super().__init__(model, robot, tip, urdf_path)
         try:
-            import ikpy  # noqa: PLC0415
-            from ikpy.chain import Chain  # noqa: PLC0415
+            import ikpy
+            from ikpy.chain import Chain
         except Exception as e:  # noqa: BLE001
             raise Skip(f"ikpy not importable ({type(e).__name__}: {e})")
         self.version = getattr(ikpy, "__version__", "?")
@@ -202,7 +202,7 @@ class PinPeer(Peer):
     def __init__(self, model, robot, tip, urdf_path):
         super().__init__(model, robot, tip, urdf_path)
         try:
-            import pinocchio as pin  # noqa: PLC0415
+            import pinocchio as pin
         except Exception as e:  # noqa: BLE001
             raise Skip(f"pinocchio (pip 'pin') not importable ({type(e).__name__}: {e})")
         self.pin = pin

@@ -1,6 +1,6 @@
 """Start the ros2_ik node with a parameter file and (optionally) a URDF.
 
-    ros2 launch ros2_ik ros2_ik.launch.py                       # model from the robot_description topic
+    ros2 launch ros2_ik ros2_ik.launch.py                        # model from /robot_description
     ros2 launch ros2_ik ros2_ik.launch.py urdf:=/path/robot.urdf
     ros2 launch ros2_ik ros2_ik.launch.py robot:=ur              # a bundled robot
     ros2 launch ros2_ik ros2_ik.launch.py params_file:=my.yaml namespace:=arm log_level:=debug

@@ -38,7 +38,7 @@ def _import_cupy():
             cupy.cuda.runtime.getDeviceCount()
             _cupy_state["module"] = cupy
             _cupy_state["error"] = None
-        except Exception as exc:  # ImportError, CUDARuntimeError, ...
+        except Exception as exc:  # noqa: BLE001 - ImportError, CUDARuntimeError, ...
             _cupy_state["module"] = None
             _cupy_state["error"] = f"{type(exc).__name__}: {exc}"
     return _cupy_state["module"]

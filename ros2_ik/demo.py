@@ -48,9 +48,9 @@ def run(args) -> int:
 
     from .kinematics import fk_frames, jacobian, pose_error, pose_to_pq
     from .ros import codes
-    from .ros.conversions import as_f64, f64_array, pq_to_pose_stamped, sec_to_duration
-    from .ros.node import KinematicsNode, make_executor
-    from .ros.testing import CLIENT_QOS, joint_state
+    from .ros.conversions import (as_f64, f64_array, joint_states, pq_to_pose_stamped,
+                                  sec_to_duration)
+    from .ros.node import CLIENT_QOS, KinematicsNode, make_executor
     from .solvers import interpolate_keyframes
 
     failures: list[str] = []
@@ -126,7 +126,7 @@ def run(args) -> int:
         # ---- 2. FK and Jacobian services at the first solution
         q0 = Q[0]
         freq = ComputeFK.Request()
-        freq.states = [joint_state(model.q_names, q0)]
+        freq.states = [joint_states(model.q_names, q0)[0]]
         freq.link_names = [tip]
         fresp = _wait(fk.call_async(freq), 20.0)
         p = fresp.poses[0].pose.position if fresp.poses else None
@@ -137,7 +137,7 @@ def run(args) -> int:
         _check(p is not None and np.allclose([p.x, p.y, p.z], want, atol=1e-12),
                "FK service equals the core FK", failures)
         jreq = ComputeJacobian.Request()
-        jreq.state = joint_state(model.q_names, q0)
+        jreq.state = joint_states(model.q_names, q0)[0]
         jreq.link_name = tip
         jresp = _wait(jac.call_async(jreq), 20.0)
         J = as_f64(jresp.jacobian).reshape(jresp.rows, jresp.cols) if jresp.rows else None
@@ -159,7 +159,7 @@ def run(args) -> int:
         goal.node_indices = [0, n // 2, n - 1]
         goal.tip_link = tip
         goal.mode = "sequential"
-        goal.seed = joint_state(model.q_names, start)
+        goal.seed = joint_states(model.q_names, start)[0]
         goal.time_step = 0.05
         print(f"\n3. TrajectorySeed action: {n} nodes through 3 keyframes, sequential")
         last = [None]
@@ -211,7 +211,7 @@ def run(args) -> int:
             greq = ComputeIK.Request()
             greq.compact_goals = f64_array(pose_to_pq(T_g))
             greq.group_name = g.name
-            greq.seed = joint_state(model.q_names, seed_q)
+            greq.seed = joint_states(model.q_names, seed_q)[0]
             greq.compact_response = True
             print(f"\n4. ComputeIK for planning group {g.name!r} (SRDF groups {groups}): "
                   f"joints {[model.q_names[i] for i in cols]}, tip {gtip!r} (the group's), "

@@ -23,8 +23,8 @@ from typing import Iterable
 
 from .errors import InputTypeError, InvalidInputError, ShapeError
 
-__all__ = ["as_float_array", "check_memory", "MEMORY_BUDGET", "check_number", "check_int", "check_names", "check_name",
-           "describe", "MAX_TIMEOUT"]
+__all__ = ["as_float_array", "check_memory", "MEMORY_BUDGET", "check_number", "check_int",
+           "check_names", "check_name", "describe", "MAX_TIMEOUT"]
 
 #: Largest ``timeout`` accepted [s] (about 11.6 days): larger values overflow the monotonic
 #: clock's nanosecond deadline. Use ``None`` for "no limit".

@@ -8,10 +8,10 @@ import os
 # the background, so which kernel answers a large batch does not depend on timing
 os.environ.setdefault("ROS2_IK_CXX", "wait")
 
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
+import numpy as np
+import pytest
 
-from ros2_ik import load_robot, robots  # noqa: E402
+from ros2_ik import load_robot, robots
 
 ROBOT_NAMES = tuple(robots.ROBOTS)
 
@@ -21,7 +21,8 @@ PLANAR_2LINK = """<?xml version="1.0"?>
   <joint name="j1" type="revolute"><parent link="base"/><child link="l1"/>
     <axis xyz="0 0 1"/><limit lower="-3" upper="3" effort="1" velocity="1"/></joint>
   <joint name="j2" type="revolute"><parent link="l1"/><child link="l2"/>
-    <origin xyz="{a1} 0 0"/><axis xyz="0 0 1"/><limit lower="-3" upper="3" effort="1" velocity="1"/></joint>
+    <origin xyz="{a1} 0 0"/><axis xyz="0 0 1"/>
+    <limit lower="-3" upper="3" effort="1" velocity="1"/></joint>
   <joint name="tip_joint" type="fixed"><parent link="l2"/><child link="tip"/>
     <origin xyz="{a2} 0 0"/></joint>
 </robot>

@@ -59,7 +59,7 @@ def _wrap(x):
     return x
 
 
-class ndarray:  # noqa: N801 - CuPy's name
+class ndarray:
     __array_priority__ = 1000
 
     def __init__(self, a):

@@ -23,7 +23,7 @@ from ros2_ik.kinematics import fk_frames, pose_error, pose_to_pq, pq_to_pose
 from ros2_ik.ros import codes
 from ros2_ik.ros.conversions import as_f64
 from ros2_ik.ros.robot import default_tip_of
-from ros2_ik.ros.testing import Client, ik_request
+from ros_testing import Client, ik_request
 
 CALL_TIMEOUT = 30.0  # [s] an answer later than this counts as lost
 POS_TOL, ROT_TOL = 1e-4, 1e-3

@@ -5,12 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ros2_ik import load_robot
+from ros2_ik.errors import InputTypeError, ShapeError
 from ros2_ik.kinematics import fk_frames, pose_error
 from ros2_ik.solvers import (ChainSolver, IKConfig, PoseObjective, PositionObjective,
                              PostureObjective, Status, solve_ik, solve_pose)
 from ros2_ik.solvers import fast
-from ros2_ik.errors import ShapeError
 
 pytestmark = pytest.mark.skipif(not fast.available(), reason="Numba is not importable")
 
@@ -48,19 +47,21 @@ def test_plan_declines_what_it_does_not_cover(models):
 
 @pytest.mark.parametrize("name, tips", CASES)
 def test_fast_equals_reference(models, name, tips):
-    """Same algorithm: with one seed the same problems converge to the same q."""
+    """Same algorithm: with one seed the same problems converge to the same q, with the same
+    status and the same iteration count (same damping and acceptance), problem by problem.
+    Exact on these problems (and on seeds 3..7, 600 problems, when measured); q differs only by
+    rounding (Numba's loops vs NumPy's, at most ~1e-10 measured)."""
     m = models[name]
     T = _targets(m, tips, 40, 3)
     res = {f: solve_pose(m, T, tips=tips, config=IKConfig(use_fast_path=f, max_iterations=60))
            for f in (True, False)}
     a, b = res[True], res[False]
-    agree = np.mean(a.success == b.success)
-    assert agree >= 0.95, agree
+    np.testing.assert_array_equal(a.success, b.success)
+    np.testing.assert_array_equal(a.status, b.status)
+    np.testing.assert_array_equal(a.iterations, b.iterations)
     both = a.success & b.success
     assert both.sum() >= 0.2 * len(T)  # enough common successes to compare
     np.testing.assert_allclose(a.q[both], b.q[both], atol=1e-6)
-    # where both converged the iteration counts match too (same damping and acceptance)
-    assert np.mean(a.iterations[both] == b.iterations[both]) >= 0.9
 
 
 @pytest.mark.parametrize("name, tips", CASES)
@@ -109,7 +110,8 @@ def test_fast_frozen_and_mimic(models):
     assert a.success_rate >= 0.9 and b.success_rate >= 0.9
     dp, _ = pose_error(T, fk_frames(m, a.q, ["t"])[:, 0])
     assert np.all(dp[a.success] <= 1e-4)
-    locked = m.lock({"j1": 0.3})
+    locked = m.lock(["j1"])  # lock() takes joint names; each problem's seed holds the value
+    assert locked.frozen == {"j1"} and not m.frozen
     seeds = np.tile(locked.neutral_q(), (30, 1))
     seeds[:, locked.q_names.index("j1")] = 0.3
     objs = [PoseObjective(locked, "t", T, w)]
@@ -173,7 +175,7 @@ def test_chain_solver_bad_input_and_timeout(models):
     seed[0] = 10.0
     r = cs.solve(np.eye(4), seed=seed)
     assert r.status[0] == Status.INVALID_INPUT and "outside its limits" in r.messages[0]
-    with pytest.raises(Exception, match="shape"):
+    with pytest.raises(ShapeError, match=r"target must have shape \(4, 4\) or \(7,\)"):
         cs.solve(np.eye(3))
     far = np.eye(4)
     far[0, 3] = 5.0
@@ -239,7 +241,6 @@ def test_chain_solver_continuous_wrap():
     r = ChainSolver(m, "t").solve(T, seed=np.array([-3.0 + 2 * np.pi * 2]))
     assert r.success[0]
     assert abs(r.q[0, 0] - (3.0 + 2 * np.pi)) < 1e-3  # the 2 pi branch nearest the seed
-    assert load_robot  # the module-level import stays used
 
 
 def test_cancel_before_start_and_small_solves_are_polled(models):
@@ -325,11 +326,11 @@ def test_solve_pose_one_goal_timeout_cancel_and_checks(models, single_calls):
                    should_stop=lambda: next(stop_after))
     assert r.status[0] == Status.PREEMPTED
     assert len(single_calls) == 3
-    with pytest.raises(Exception, match="weights"):
+    with pytest.raises(ShapeError, match=r"weights must have 6 entries"):
         solve_pose(m, far, tips=tip, weights=(1, 1, 1))
-    with pytest.raises(Exception, match="seeds must have shape"):
+    with pytest.raises(ShapeError, match=r"seeds must have shape \(7,\) or \(1, 7\)"):
         solve_pose(m, far, tips=tip, seeds=np.zeros(3))
-    with pytest.raises(Exception, match="should_stop"):
+    with pytest.raises(InputTypeError, match="should_stop must be a callable"):
         solve_pose(m, far, tips=tip, should_stop=5)
 
 

@@ -3,14 +3,14 @@ ComputeJacobian and MoveIt GetPositionIK / GetPositionFK requests, through the r
 the node runs (``ros2_ik.ros.services`` and ``moveit_compat``: the node's code path without
 DDS, which the DDS tests cover).
 
-Requests are real rosidl messages (typed, as they arrive over DDS; the MoveIt ones are
-stand-ins with moveit_msgs' fields), filled with hostile content: NaN / inf / huge / non-unit poses, lengths that do not match, unknown tips, frames,
-joints and groups, duplicated tips, negative or huge timeouts and tolerances, huge seed counts,
-empty batches, unknown solvers and modes. Every case must end in a :class:`RequestError`
-(or a core :class:`IKError`) with a known code and a message, or in a response whose arrays are consistent, whose codes are
-known, whose failures carry a message, and whose every SUCCESS is re-checked by the
-independent FK of ``test_fuzz.py``. Anything else (another exception: the node would answer
-FAILURE "internal error") fails the test.
+Requests are real rosidl messages (typed, as they arrive over DDS; the MoveIt ones are stand-ins
+with moveit_msgs' fields), filled with hostile content: NaN / inf / huge / non-unit poses, lengths
+that do not match, unknown tips, frames, joints and groups, duplicated tips, negative or huge
+timeouts and tolerances, huge seed counts, empty batches, unknown solvers and modes. Every case
+must end in a :class:`RequestError` (or a core :class:`IKError`) with a known code and a message,
+or in a response whose arrays are consistent, whose codes are known, whose failures carry a
+message, and whose every SUCCESS is re-checked by the independent FK of ``test_fuzz.py``. Anything
+else (another exception: the node would answer FAILURE "internal error") fails the test.
 
 CI runs a bounded number of cases; ``make fuzz`` runs ``FUZZ_EXAMPLES`` per test and writes the
 counts to ``build/fuzz-node-report.json``.
@@ -31,21 +31,21 @@ pytest.importorskip("hypothesis", reason="hypothesis is not installed")
 pytest.importorskip("rclpy", reason="rclpy is not installed; run make setup")
 pytest.importorskip("ros2_ik_interfaces", reason="ROS 2 interfaces not built; run make setup")
 
-from hypothesis import HealthCheck, given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
-from moveit_standin import GetPositionFK, GetPositionIK, MoveItState  # noqa: E402
-from ros2_ik_interfaces.srv import ComputeFK, ComputeIK, ComputeJacobian  # noqa: E402
-from test_fuzz import assert_reached, independent_pose  # noqa: E402
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from moveit_standin import GetPositionFK, GetPositionIK, MoveItState
+from ros2_ik_interfaces.srv import ComputeFK, ComputeIK, ComputeJacobian
+from test_fuzz import assert_reached, independent_pose
 
-from ros2_ik import robots  # noqa: E402
-from ros2_ik.errors import IKError  # noqa: E402
-from ros2_ik.kinematics import fk_frames, pose_to_pq  # noqa: E402
-from ros2_ik.model import parse_srdf  # noqa: E402
-from ros2_ik.ros import codes, moveit_compat, services  # noqa: E402
-from ros2_ik.ros.conversions import as_f64, f64_array, pq_to_pose_stamped  # noqa: E402
-from ros2_ik.ros.params import Settings  # noqa: E402
-from ros2_ik.ros.robot import build_robot  # noqa: E402
-from ros2_ik.ros.testing import joint_state  # noqa: E402
+from ros2_ik import robots
+from ros2_ik.errors import IKError
+from ros2_ik.kinematics import fk_frames, pose_to_pq
+from ros2_ik.model import parse_srdf
+from ros2_ik.ros import codes, moveit_compat, services
+from ros2_ik.ros.conversions import as_f64, f64_array, pq_to_pose_stamped
+from ros2_ik.ros.params import Settings
+from ros2_ik.ros.robot import build_robot
+from ros_testing import joint_state
 
 LONG = int(os.environ.get("FUZZ_EXAMPLES", "0"))
 FUZZ = settings(max_examples=LONG or 60, deadline=None, database=None, derandomize=not LONG,
@@ -137,7 +137,7 @@ def check_ik(robot, tips, pq_goals, resp, tol):
     Q = as_f64(resp.compact_solutions).reshape(N, J) if len(resp.compact_solutions) else \
         np.array([as_f64(js.position) for js in resp.solutions]).reshape(N, J)
     idx = [list(resp.joint_names).index(n) for n in m.q_names]
-    from ros2_ik.kinematics import pq_to_pose  # noqa: PLC0415
+    from ros2_ik.kinematics import pq_to_pose
 
     goals = np.asarray(pq_to_pose(pq_goals.reshape(-1, 7))).reshape(N, len(tips), 4, 4)
     for p in np.nonzero(status == codes.SUCCESS)[0][:20]:
@@ -239,7 +239,7 @@ def test_fuzz_compute_ik_requests(data):
     if len(req.axis_weights) and req.axis_weights.tolist() != [1.0] * 6:
         return  # freed axes: the node's verification is axis-weighted; not re-checked here
     if frame not in ("", m.base):  # the goals are relative to a link at the seed
-        from ros2_ik.kinematics import pose_to_pq as to_pq, pq_to_pose  # noqa: PLC0415
+        from ros2_ik.kinematics import pose_to_pq as to_pq, pq_to_pose
 
         seed = ctx.seed_q(robot, req.seed)
         T_frame = independent_pose(m, seed, m.link_index(frame))
@@ -308,7 +308,7 @@ def test_fuzz_moveit_requests(data):
     elif spoil == "mdof_mismatch":
         rs.multi_dof_joint_state.joint_names.append("virtual_joint")
     elif spoil == "mdof_unknown":
-        from geometry_msgs.msg import Transform  # noqa: PLC0415
+        from geometry_msgs.msg import Transform
 
         rs.multi_dof_joint_state.joint_names.append("virtual_joint")
         rs.multi_dof_joint_state.transforms.append(Transform())

@@ -60,6 +60,8 @@ def test_two_link_jdot_closed_form(planar, rng):
     w1, w12 = qd[:, 0], qd.sum(1)
     c1, s1, c12, s12 = np.cos(q[:, 0]), np.sin(q[:, 0]), np.cos(q.sum(1)), np.sin(q.sum(1))
     np.testing.assert_allclose(Jd[:, 0, 0], -A1 * c1 * w1 - A2 * c12 * w12, atol=1e-12)
+    np.testing.assert_allclose(Jd[:, 1, 0], -A1 * s1 * w1 - A2 * s12 * w12, atol=1e-12)
+    np.testing.assert_allclose(Jd[:, 0, 1], -A2 * c12 * w12, atol=1e-12)
     np.testing.assert_allclose(Jd[:, 1, 1], -A2 * s12 * w12, atol=1e-12)
     np.testing.assert_allclose(Jd[:, 3:], 0.0, atol=1e-12)
 

@@ -18,15 +18,15 @@ import pytest
 
 pytest.importorskip("sensor_msgs", reason="ROS 2 messages not installed; run make setup")
 
-from moveit_standin import GetPositionFK, GetPositionIK, MoveItState, plugin_request  # noqa: E402
+from moveit_standin import GetPositionFK, GetPositionIK, MoveItState, plugin_request
 
-from ros2_ik import robots  # noqa: E402
-from ros2_ik.kinematics import fk_frames, pose_error, pose_inverse  # noqa: E402
-from ros2_ik.model import parse_srdf  # noqa: E402
-from ros2_ik.ros import codes, moveit_compat, services  # noqa: E402
-from ros2_ik.ros.params import Settings  # noqa: E402
-from ros2_ik.ros.robot import build_robot  # noqa: E402
-from ros2_ik.ros.testing import joint_state  # noqa: E402
+from ros2_ik import robots
+from ros2_ik.kinematics import fk_frames, pose_error, pose_inverse
+from ros2_ik.model import parse_srdf
+from ros2_ik.ros import codes, moveit_compat, services
+from ros2_ik.ros.params import Settings
+from ros2_ik.ros.robot import build_robot
+from ros_testing import joint_state
 
 POS_TOL, ROT_TOL = 1e-4, 1e-3
 
@@ -50,9 +50,9 @@ def _ctx(robot, current=None, **settings):
 
 
 def _pose_msg(T):
-    from geometry_msgs.msg import Pose  # noqa: PLC0415
+    from geometry_msgs.msg import Pose
 
-    from ros2_ik.kinematics import pose_to_pq  # noqa: PLC0415
+    from ros2_ik.kinematics import pose_to_pq
 
     pq = np.asarray(pose_to_pq(T)).reshape(7)
     p = Pose()
@@ -259,11 +259,11 @@ def test_node_serves_solve_ik_not_move_groups_names(monkeypatch):
     """With moveit_msgs importable the node offers ~/solve_ik and ~/solve_fk, never
     move_group's compute_ik / compute_fk (type stand-ins: only the names are checked here)."""
     rclpy = pytest.importorskip("rclpy")
-    from rclpy.parameter import Parameter  # noqa: PLC0415
-    from ros2_ik_interfaces.srv import ComputeFK, ComputeIK  # noqa: PLC0415
+    from rclpy.parameter import Parameter
+    from ros2_ik_interfaces.srv import ComputeFK, ComputeIK
 
-    from ros2_ik.ros.node import KinematicsNode  # noqa: PLC0415
-    from ros2_ik.ros.testing import random_domain_id  # noqa: PLC0415
+    from ros2_ik.ros.node import KinematicsNode
+    from ros_testing import random_domain_id
 
     fake = types.ModuleType("moveit_msgs")
     fake.srv = types.SimpleNamespace(GetPositionIK=ComputeIK, GetPositionFK=ComputeFK)

@@ -96,7 +96,7 @@ def test_rotation_rows_match_finite_differences_near_the_target(models, name, rn
             # targets rotated by `angle` about random axes from the current poses
             ax = rng.normal(size=(q.shape[0], 3))
             ax /= np.linalg.norm(ax, axis=1, keepdims=True)
-            from ros2_ik.kinematics.se3 import so3_exp  # noqa: PLC0415
+            from ros2_ik.kinematics.se3 import so3_exp
 
             T_t = T_now.copy()
             T_t[:, :3, :3] = T_now[:, :3, :3] @ so3_exp(ax * angle)

@@ -12,7 +12,7 @@ pytest.importorskip("rclpy", reason="rclpy (ROS 2 wheels) not installed; run mak
 
 
 def test_demo_runs_and_checks_itself():
-    from ros2_ik.ros.testing import random_domain_id
+    from ros_testing import random_domain_id
 
     env = dict(os.environ, ROS_DOMAIN_ID=str(random_domain_id()))
     out = subprocess.run([sys.executable, "-m", "ros2_ik.demo", "--goals", "30", "--nodes", "21"],

@@ -31,7 +31,7 @@ from ros2_ik import load_robot  # noqa: E402
 from ros2_ik.kinematics import fk_frames, pose_error, pose_to_pq  # noqa: E402
 from ros2_ik.ros import codes  # noqa: E402
 from ros2_ik.ros.conversions import as_f64, pq_to_pose_stamped  # noqa: E402
-from ros2_ik.ros.testing import Client, NodeProcess, ik_request, random_domain_id  # noqa: E402
+from ros_testing import Client, NodeProcess, ik_request, random_domain_id  # noqa: E402
 
 TIP = "panda_hand_tcp"
 GOALS = 300        # at 100 Hz

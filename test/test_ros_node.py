@@ -25,7 +25,7 @@ from ros2_ik.kinematics import (fk_frames, jacobian, pose_error, pose_inverse,  
 from ros2_ik.ros import codes  # noqa: E402
 from ros2_ik.ros.conversions import (as_f64, f64_array, pq_to_pose_stamped,  # noqa: E402
                                      sec_to_duration)
-from ros2_ik.ros.testing import (Client, NodeProcess, ik_request, joint_state,  # noqa: E402
+from ros_testing import (Client, NodeProcess, ik_request, joint_state,  # noqa: E402
                                  random_domain_id)
 from ros2_ik.solvers import interpolate_keyframes, solve_pose  # noqa: E402
 

@@ -18,7 +18,7 @@ from ros2_ik import load_robot, robots  # noqa: E402
 from ros2_ik.kinematics import fk_frames, pose_error, pose_to_pq  # noqa: E402
 from ros2_ik.ros import codes  # noqa: E402
 from ros2_ik.ros.conversions import as_f64  # noqa: E402
-from ros2_ik.ros.testing import Client, NodeProcess, ik_request, random_domain_id  # noqa: E402
+from ros_testing import Client, NodeProcess, ik_request, random_domain_id  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -26,7 +26,7 @@ rclpy = pytest.importorskip("rclpy", reason="rclpy (ROS 2 wheels) not installed;
 from ros2_ik import load_robot, robots  # noqa: E402
 from ros2_ik.kinematics import fk_frames, pose_to_pq  # noqa: E402
 from ros2_ik.ros.conversions import pq_to_pose_stamped  # noqa: E402
-from ros2_ik.ros.testing import Client, NodeProcess, random_domain_id  # noqa: E402
+from ros_testing import Client, NodeProcess, random_domain_id  # noqa: E402
 
 # the issue's shape was 8 x 500; the suite runs a smaller one (environment variables raise it)
 CLIENTS = int(os.environ.get("ROS2_IK_STRESS_CLIENTS", 4))

@@ -450,7 +450,7 @@ def test_node_refuses_bad_start_up_parameters(arg, needle):
     pytest.importorskip("rclpy", reason="rclpy (ROS 2 wheels) not installed")
     import os
 
-    from ros2_ik.ros.testing import find_node_executable, random_domain_id
+    from ros_testing import find_node_executable, random_domain_id
 
     env = dict(os.environ, ROS_DOMAIN_ID=str(random_domain_id()))
     out = subprocess.run([find_node_executable(), "--ros-args", "-p", arg], capture_output=True,

@@ -13,11 +13,11 @@ import numpy as np
 import pytest
 
 pytest.importorskip("hypothesis", reason="hypothesis is not installed")
-from hypothesis import given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
-from scipy.spatial.transform import Rotation, Slerp  # noqa: E402
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.spatial.transform import Rotation, Slerp
 
-from ros2_ik.kinematics.se3 import (matrix_to_quat, pose_error, pose_inverse,  # noqa: E402
+from ros2_ik.kinematics.se3 import (matrix_to_quat, pose_error, pose_inverse,
                                     pose_to_pq, pq_to_pose, quat_multiply, quat_to_matrix,
                                     rotation_angle, slerp, so3_exp, so3_log)
 

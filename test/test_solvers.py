@@ -10,9 +10,9 @@ import pytest
 from conftest import cupy_or_skip
 from ros2_ik import robots
 from ros2_ik.errors import InvalidInputError, ShapeError, UnknownLinkError
-from ros2_ik.kinematics import fk, fk_frames, pose_error, pose_to_pq, wrap_angle
+from ros2_ik.kinematics import fk, fk_frames, pose_error, pose_to_pq
 from ros2_ik.solvers import (IKConfig, Objective, PoseObjective, PostureObjective, Status,
-                             solve_ik, solve_pose)
+                             solve_pose)
 from ros2_ik.solvers.common import seed_distance
 
 TOL_P, TOL_R = 1e-4, 1e-3

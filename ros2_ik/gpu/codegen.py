@@ -47,8 +47,8 @@ from ..errors import InvalidInputError
 from ..model import Model
 from ..solvers.common import movable_coordinates, restart_seeds, wide_revolute
 
-__all__ = ["Chain", "chain_of", "solve_source", "frames_source", "host_variant", "HOST_SHIM", "DTYPES",
-           "source_hash"]
+__all__ = ["Chain", "chain_of", "solve_source", "frames_source", "host_variant", "HOST_SHIM",
+           "DTYPES", "source_hash"]
 
 DTYPES = {"float32": "float", "float64": "double"}
 
@@ -786,7 +786,8 @@ def _emit_select_kernel(e: _Emit, ch: Chain, scalar: str):
                 e(f"double v = {f'sd[{i}]' if i not in moved else f'(double)qr[{i}]'};")
                 if cont[i]:
                     e(f"{{ const double x = R2IK_PI - (v - sd[{i}]); "
-                      f"v = sd[{i}] + R2IK_PI - (x - 2.0 * R2IK_PI * floor(x / (2.0 * R2IK_PI))); }}")
+                      f"v = sd[{i}] + R2IK_PI - "
+                      f"(x - 2.0 * R2IK_PI * floor(x / (2.0 * R2IK_PI))); }}")
                 _emit_clip(e, "v", i, lo, hi, wide)
                 e(f"qb[{i}] = v;")
         e("double r[" + str(6 * T) + "]; double pe64, re64;")
@@ -808,7 +809,8 @@ def _emit_prep_kernel(e: _Emit, ch: Chain, scalar: str):
 
     T = ch.T
     e("""
-// tgt64 (P, T, 16), w64 (P, T, 6) float64 (w_stride 6T, or 0: one set for all) -> tgtS, wS; seed_ok (P,) u8 (or null: all ok);
+// tgt64 (P, T, 16), w64 (P, T, 6) float64 (w_stride 6T, or 0: one set for all) -> tgtS, wS;
+// seed_ok (P,) u8 (or null: all ok);
 // active (P,) u8, valid (P,) u8; done (P,) reset for the solve.""")
     args = ("const double* R2IK_RESTRICT tgt64, const double* R2IK_RESTRICT w64, "
             "long long w_stride, const unsigned char* R2IK_RESTRICT seed_ok, long long P, "

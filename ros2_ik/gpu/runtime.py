@@ -380,7 +380,8 @@ class GpuKinematics:
     """Batched FK and world Jacobians of chosen frames on the GPU (generated kernels).
 
     ``fk(q)`` -> (B, F, 4, 4); ``jacobian(q)`` -> (B, F, 6, nv_active) (linear; angular), in the
-    base frame, as :func:`~ros2_ik.kinematics.fk_frames` / :func:`~ros2_ik.kinematics.jacobians_all`.
+    base frame, as :func:`~ros2_ik.kinematics.fk_frames` /
+    :func:`~ros2_ik.kinematics.jacobians_all`.
     q may be a NumPy or a CuPy array (B, nq); the result is a CuPy array in ``dtype``.
     """
 

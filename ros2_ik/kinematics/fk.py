@@ -21,7 +21,7 @@ from . import compiled
 from .se3 import (axis_angle_matrix, matrix_to_quat, pose_inverse, quat_multiply,
                   quat_normalize, quat_to_matrix, so3_exp)
 
-__all__ = ["joint_motion", "fk", "fk_frames", "frame_poses", "integrate", "difference",
+__all__ = ["joint_motion", "fk", "fk_frames", "integrate", "difference",
            "wrap_q", "maximal_to_generalized", "check_link_poses"]
 
 
@@ -166,9 +166,6 @@ def fk_frames(model: Model, q, frames):
     ix = get_xp(q).asarray(idx)
     return chunked_rows(q, lambda qq: fk(model, qq, check=False)[:, ix],
                         model.num_links * 128 * 3, len(idx) * 128, "fk_frames' result")
-
-
-frame_poses = fk_frames
 
 
 def _angle_coords(model: Model) -> np.ndarray:

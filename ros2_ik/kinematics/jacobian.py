@@ -17,8 +17,8 @@ Conventions (shapes ``J (B, 6, n)``; rows ``[vx vy vz wx wy wz]``):
   This is exactly the time derivative of ``T_A^-1 T_B`` (position, and spatial angular velocity).
   The default expression for a relative Jacobian is ``"reference"`` (A's axes).
 - ``jacobian_dot``: time derivative of the world-expressed Jacobian along ``qd``.
-- ``pose_gradient``: derivative with respect to ``q`` (B, 6, nq_active) instead of ``qd``; it differs
-  from the Jacobian where nq != nv (floating joints: 4 quaternion columns, angular rows
+- ``pose_gradient``: derivative with respect to ``q`` (B, 6, nq_active) instead of ``qd``; it
+  differs from the Jacobian where nq != nv (floating joints: 4 quaternion columns, angular rows
   ``w = 2 vec(dq * conj(q)) / |q|^2``).
 """
 
@@ -65,7 +65,8 @@ def _contributions(model: Model) -> dict:
         elif t == JointType.PLANAR:
             for k, (d, r) in enumerate(((model.planar_e1[l], False), (model.planar_e2[l], False),
                                         (ax, True))):
-                links.append(l), dirs.append(d), rot.append(r), cols.append(col + k), fac.append(1.0)
+                links.append(l), dirs.append(d), rot.append(r), cols.append(col + k)
+                fac.append(1.0)
         elif t == JointType.FLOATING:
             for k in range(6):
                 links.append(l), dirs.append(ex[k % 3]), rot.append(k >= 3)

@@ -143,7 +143,7 @@ class Srdf:
 def parse_srdf(text: str) -> Srdf:
     """Read the ``<group>`` elements of an SRDF document (:class:`SrdfError` when it is not
     one)."""
-    import defusedxml.ElementTree as DET  # noqa: PLC0415
+    import defusedxml.ElementTree as DET  # noqa: N814, PLC0415 - DET beside the stdlib ET
     from defusedxml import DefusedXmlException  # noqa: PLC0415
     from xml.etree.ElementTree import ParseError  # noqa: PLC0415
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 import enum
 import math
 from dataclasses import dataclass, field
-from typing import Iterable, Mapping, Sequence
+from typing import Iterable, Sequence
 
 import numpy as np
 
@@ -540,17 +540,6 @@ class Model:
                     f"{self.joint_names[int(self.q_joint[s])]!r} is zero in some row; give a "
                     "rotation (e.g. 0 0 0 1)"
                 )
-        return q
-
-    def q_from_dict(self, values: Mapping[str, float], base_q=None) -> np.ndarray:
-        """A (nq,) vector from ``{coordinate name: value}`` (partial allowed; the rest from
-        ``base_q`` or :meth:`neutral_q`). Unknown names raise :class:`UnknownJointError`."""
-        q = np.array(self.neutral_q() if base_q is None else base_q, dtype=float)
-        idx = {n: i for i, n in enumerate(self.q_names)}
-        for n, v in values.items():
-            if n not in idx:
-                raise UnknownJointError(n, self.q_names)
-            q[idx[n]] = float(v)
         return q
 
     def xp_arrays(self, xp, dtype=None) -> dict:

@@ -103,7 +103,7 @@ def _check_xml(text: str) -> bytes:
     children only), so that what does not matter for kinematics (visuals, collisions, materials,
     transmissions, gazebo or ros2_control tags, incomplete or not) cannot stop a robot loading.
     """
-    import defusedxml.ElementTree as DET  # noqa: PLC0415
+    import defusedxml.ElementTree as DET  # noqa: N814, PLC0415 - DET beside the stdlib ET
     from defusedxml import DefusedXmlException  # noqa: PLC0415
     from xml.etree.ElementTree import ParseError  # noqa: PLC0415
 
@@ -225,7 +225,7 @@ def parse_urdf(text: str) -> RobotDesc:
             robot = up.URDF.from_xml_string(skeleton)
         except xcore.ParseError as exc:
             raise UrdfError(f"URDF parse error: {exc}".replace("\n", " ")) from None
-        except Exception as exc:  # urdf_parser_py raises plain errors on some bad input
+        except Exception as exc:  # noqa: BLE001 - urdf_parser_py raises plain errors on bad input
             raise UrdfError(f"URDF parse error: {type(exc).__name__}: {exc}") from None
         finally:
             xcore.on_error = saved

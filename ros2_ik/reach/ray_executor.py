@@ -104,8 +104,10 @@ class RayExecutor:
             try:
                 ray.init(address=address, **kw)
             except Exception as exc:  # noqa: BLE001 (ConnectionError, RuntimeError, ...)
+                what = (f"connect to the Ray cluster at {address!r}" if address
+                        else "start a local Ray cluster")
                 raise BackendUnavailableError(
-                    f"cannot {'connect to the Ray cluster at ' + repr(address) if address else 'start a local Ray cluster'}: "
+                    f"cannot {what}: "
                     f"{exc}; check the address (ray status on the head node) or run without "
                     "--ray") from None
         cpus = int(ray.cluster_resources().get("CPU", 1))

@@ -45,7 +45,8 @@ from ..validate import check_int
 from .targets import Targets
 
 __all__ = ["StudyConfig", "Study", "COLUMNS", "VOXEL_COLUMNS", "OUT_OF_REACH", "solve_shard",
-           "reach_bound", "ReachBound", "manipulability", "limit_margin", "voxel_table", "ShardSpec"]
+           "reach_bound", "ReachBound", "manipulability", "limit_margin", "voxel_table",
+           "ShardSpec"]
 
 #: ``status`` of a target beyond :func:`reach_bound` (not solved; never reached).
 OUT_OF_REACH = -100

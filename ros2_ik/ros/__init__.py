@@ -7,7 +7,9 @@
 - :mod:`ros2_ik.ros.params`      -- every ROS parameter: type, default, range, description
 - :mod:`ros2_ik.ros.codes`       -- IKErrorCode values and the request error type
 - :mod:`ros2_ik.ros.markers`, :mod:`ros2_ik.ros.diagnostics`, :mod:`ros2_ik.ros.moveit_compat`
-- :mod:`ros2_ik.ros.testing`     -- start the node as a process and call it (tests, bench, demo)
+
+The harness that starts the node as a process and calls it (tests, bench) is
+``test/ros_testing.py``, outside the installed package.
 
 Nothing here is imported by ``import ros2_ik``: the core runs without ROS.
 """

@@ -59,7 +59,7 @@ FLOATING = (("x", "trans_x"), ("y", "trans_y"), ("z", "trans_z"), ("qx", "rot_x"
 def moveit_available() -> bool:
     try:
         from moveit_msgs.srv import GetPositionFK, GetPositionIK  # noqa: F401, PLC0415
-    except Exception:
+    except Exception:  # noqa: BLE001 - any failure to load the messages means: not available
         return False
     return True
 

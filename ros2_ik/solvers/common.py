@@ -91,7 +91,8 @@ class IKConfig:
         if self.stall_ratio >= 1.0:
             raise InvalidInputError(f"stall_ratio must be in (0, 1), got {self.stall_ratio}")
         if not isinstance(self.use_fast_path, (bool, np.bool_)):
-            raise InputTypeError(f"use_fast_path must be a bool, got {describe(self.use_fast_path)}")
+            raise InputTypeError(
+                f"use_fast_path must be a bool, got {describe(self.use_fast_path)}")
         object.__setattr__(self, "use_fast_path", bool(self.use_fast_path))
         if not (self.lambda_min <= self.lambda_initial <= self.lambda_max):
             raise InvalidInputError("need 0 < lambda_min <= lambda_initial <= lambda_max, got "

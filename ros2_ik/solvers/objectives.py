@@ -75,9 +75,6 @@ class Objective:
         """Boolean mask (P,) of problems whose data is unusable (NaN targets, ...), or None."""
         return None
 
-    def to_backend(self, xp) -> "Objective":
-        return self
-
     def take(self, start: int, stop: int) -> "Objective | None":
         """This objective for problems ``start:stop`` only (the solvers split a large batch into
         chunks with it), or None when it cannot be split (the batch is then solved at once).
@@ -86,7 +83,8 @@ class Objective:
 
 
 def _as_targets(targets, xp):
-    T = as_float_array(targets, "targets", "shape (P, 4, 4) or (P, 7)", xp).astype(xp.float64, copy=False)
+    T = as_float_array(targets, "targets", "shape (P, 4, 4) or (P, 7)", xp).astype(xp.float64,
+                                                                                   copy=False)
     if T.ndim == 2 and T.shape == (4, 4):
         T = T[None]
     if T.ndim == 2 and T.shape[-1] == 7:
@@ -100,7 +98,8 @@ def _as_targets(targets, xp):
 
 
 def _weights(weights, P, xp):
-    w = as_float_array(weights, "weights", "shape (6,) or (P, 6)", xp).astype(xp.float64, copy=False)
+    w = as_float_array(weights, "weights", "shape (6,) or (P, 6)", xp).astype(xp.float64,
+                                                                              copy=False)
     if w.ndim == 1:
         if w.shape != (6,):
             raise ShapeError(f"weights must have 6 entries (x y z rx ry rz) or shape (P, 6), "
@@ -157,12 +156,6 @@ class PoseObjective(Objective):
         o.__dict__.update(self.__dict__)
         o.targets, o.weights = self.targets[start:stop], self.weights[start:stop]
         return o
-
-    def to_backend(self, xp):
-        if xp is self._xp:
-            return self
-        return PoseObjective(self.model, self.link_name, xp.asarray(self.targets),
-                             xp.asarray(self.weights))
 
     def _local_error(self, ctx, problem_idx):
         xp = ctx.xp

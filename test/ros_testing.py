@@ -1,8 +1,10 @@
-"""Start ``ros2_ik_node`` as a separate process and talk to it over DDS.
+"""Start ``ros2_ik_node`` as a separate process and talk to it over DDS (a test harness, not part
+of the installed package).
 
-Used by the integration tests (``test/test_ros_*.py``), ``bench/bench_node.py`` and the demo.
-Each :class:`NodeProcess` / :class:`Client` pair shares one ``ROS_DOMAIN_ID`` so that parallel
-test runs on one machine do not see each other; discovery stays on localhost.
+Used by the integration tests (``test/test_ros_*.py``, ``test/stress_client.py``) and
+``bench/bench_node.py`` (which puts ``test/`` on ``sys.path``). Each :class:`NodeProcess` /
+:class:`Client` pair shares one ``ROS_DOMAIN_ID`` so that parallel test runs on one machine do
+not see each other; discovery stays on localhost.
 """
 
 from __future__ import annotations
@@ -27,18 +29,12 @@ from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from ros2_ik_interfaces.action import TrajectorySeed
 from ros2_ik_interfaces.srv import ComputeFK, ComputeIK, ComputeJacobian
 
+from ros2_ik.ros.node import CLIENT_QOS
+
 __all__ = ["NodeProcess", "Client", "find_node_executable", "random_domain_id", "REPO_ROOT",
-           "CLIENT_QOS"]
+           "ik_request", "joint_state"]
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-
-#: QoS for service clients of a busy node. With Fast DDS every client of a service reads every
-#: response on the service's reply topic and keeps its own by writer id; at rclpy's default
-#: depth of 10, a client that is slow to take (a loaded machine) can see its own response pushed
-#: out by ten others: measured with 8 client processes x 200 requests, 0-8 answers were lost per
-#: run at depth 10 (the node had sent every one), none in 3 runs at depth 1000.
-CLIENT_QOS = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE,
-                        durability=DurabilityPolicy.VOLATILE)
+REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
 def random_domain_id() -> int:
@@ -153,7 +149,7 @@ class Client:
         rclpy.init(context=self.context, domain_id=domain_id)
         self.node = rclpy.create_node(node_name, context=self.context)
         if executor == "single":
-            from rclpy.executors import SingleThreadedExecutor  # noqa: PLC0415
+            from rclpy.executors import SingleThreadedExecutor
 
             self.executor = SingleThreadedExecutor(context=self.context)
         else:
@@ -233,8 +229,8 @@ class Client:
     # ------------------------------------------------------------------ parameters
     def set_parameters(self, values: Mapping[str, Any], timeout: float = 10.0) -> list:
         """Set parameters of the server node; returns its SetParametersResult list."""
-        from rcl_interfaces.srv import SetParameters  # noqa: PLC0415
-        from rclpy.parameter import Parameter  # noqa: PLC0415
+        from rcl_interfaces.srv import SetParameters
+        from rclpy.parameter import Parameter
 
         cli = self.node.create_client(SetParameters, f"{self.ns}/set_parameters")
         try:
@@ -248,7 +244,7 @@ class Client:
 
     def get_parameters(self, names, timeout: float = 10.0) -> list:
         """Values (rclpy ParameterValue messages) of parameters of the server node."""
-        from rcl_interfaces.srv import GetParameters  # noqa: PLC0415
+        from rcl_interfaces.srv import GetParameters
 
         cli = self.node.create_client(GetParameters, f"{self.ns}/get_parameters")
         try:
@@ -271,7 +267,7 @@ class Client:
                                   topic: str = "/robot_description") -> None:
         """Publish like robot_state_publisher (and move_group, for the SRDF on
         ``/robot_description_semantic``): reliable, transient local, depth 1."""
-        from std_msgs.msg import String  # noqa: PLC0415
+        from std_msgs.msg import String
 
         qos = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
                          reliability=ReliabilityPolicy.RELIABLE)
@@ -317,7 +313,7 @@ class Client:
 def ik_request(pq=None, *, goals=None, frame_id: str = "", **fields):
     """A ComputeIK request: compact goals from ``pq`` (N, 7) or (N, K, 7), or friendly ``goals``
     (PoseStamped list); other fields by keyword (``timeout`` in seconds)."""
-    from .conversions import f64_array, sec_to_duration  # noqa: PLC0415
+    from ros2_ik.ros.conversions import f64_array, sec_to_duration
 
     req = ComputeIK.Request()
     if pq is not None:
@@ -336,9 +332,9 @@ def ik_request(pq=None, *, goals=None, frame_id: str = "", **fields):
 
 
 def joint_state(names, positions):
-    from sensor_msgs.msg import JointState  # noqa: PLC0415
+    from sensor_msgs.msg import JointState
 
-    from .conversions import f64_array  # noqa: PLC0415
+    from ros2_ik.ros.conversions import f64_array
 
     js = JointState()
     js.name = list(names)
