@@ -18,7 +18,7 @@ import numpy as np
 
 from .targets import Targets
 
-__all__ = ["save_plots", "dense_grid"]
+__all__ = ["save_plots", "dense_grid", "warm"]
 
 AXES = ("x", "y", "z")
 
@@ -60,12 +60,20 @@ def _panel(ax, img: np.ndarray, extent, cmap, vmax: float, title: str, a: int, b
     return im
 
 
-def save_plots(targets: Targets, voxels: dict, out_dir, title: str = "") -> list[Path]:
-    """Write the PNG heat maps of a finished study into ``out_dir``; returns their paths."""
+def warm():
+    """Import matplotlib (Agg) ahead of :func:`save_plots` (about 1 s; a study does it while
+    its shards solve)."""
     import matplotlib  # noqa: PLC0415
 
     matplotlib.use("Agg", force=True)
     import matplotlib.pyplot as plt  # noqa: PLC0415
+
+    return plt
+
+
+def save_plots(targets: Targets, voxels: dict, out_dir, title: str = "") -> list[Path]:
+    """Write the PNG heat maps of a finished study into ``out_dir``; returns their paths."""
+    plt = warm()
 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -11,6 +11,7 @@ in between do not change the results: each shard's columns are a function of its
 from __future__ import annotations
 
 import platform
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -121,6 +122,9 @@ def run_study(study: Study, out_dir=None, *, executor=None, progress: Progress |
         progress(count(done), total, reached)
     todo = [(i, *study.shard_range(i)) for i in range(n_shards) if i not in done]
     spec = study.spec()
+    if plots and out_dir is not None and todo:  # import matplotlib (~1 s) while shards solve
+        threading.Thread(target=lambda: _import_plots().warm(), daemon=True,
+                         name="ros2_ik-reach-plots").start()
     solved_now = 0
     solve_seconds = 0.0
     if todo:
@@ -175,12 +179,32 @@ def run_study(study: Study, out_dir=None, *, executor=None, progress: Progress |
     })
     made = []
     if store is not None:
-        store.write_results(results, voxels)
-        if plots:
-            from .plots import save_plots  # noqa: PLC0415 (matplotlib only when drawing)
+        # the results files (I/O) are written while the plots are drawn (CPU)
+        failed: list[BaseException] = []
 
-            made = save_plots(study.targets, voxels, Path(out_dir) / "plots",
-                              title=f"{study.model.name} / {study.tip}")
+        def write():
+            try:
+                store.write_results(results, voxels)
+            except BaseException as e:  # noqa: BLE001 - raised again in this thread below
+                failed.append(e)
+
+        writer = threading.Thread(target=write, name="ros2_ik-reach-write")
+        writer.start()
+        try:
+            if plots:
+                made = _import_plots().save_plots(study.targets, voxels,
+                                                  Path(out_dir) / "plots",
+                                                  title=f"{study.model.name} / {study.tip}")
+        finally:
+            writer.join()
+        if failed:
+            raise failed[0]
         summary["wall_seconds"] = round(time.perf_counter() - t0, 3)
         store.write_summary(summary)
     return StudyResult(True, summary, results, voxels, Path(out_dir) if out_dir else None, made)
+
+
+def _import_plots():
+    from . import plots  # noqa: PLC0415 (matplotlib only when drawing)
+
+    return plots

@@ -200,11 +200,14 @@ def solve_ik(model: Model, objectives: Sequence[Objective], *, seeds=None,
 
 
 #: Rows (problems x seeds) solved together on the reference path / the compiled path: one LM
-#: iteration of a chunk, and its set-up and verification, take a few milliseconds, so the
-#: deadline and should_stop are seen that often, and the reference path's work arrays stay near
-#: 5 MB (about 20 KB per row). Smaller reference chunks measured no slower on 4,096 problems.
+#: iteration of a reference chunk, and its set-up and verification, take a few milliseconds, so
+#: the deadline and should_stop are seen that often, and the reference path's work arrays stay
+#: near 5 MB (about 20 KB per row). Smaller reference chunks measured no slower on 4,096
+#: problems. The compiled kernels see the deadline and should_stop inside; their chunks (about
+#: 200 bytes a row) are sized so that the threads rarely wait for each other at a chunk's end:
+#: 65,536 rows solved a reach-study shard 13 % faster on 2 threads than 16,384.
 REFERENCE_CHUNK_ROWS = 256
-FAST_CHUNK_ROWS = 16384
+FAST_CHUNK_ROWS = 65536
 #: ... and with a timeout: one iteration of a chunk (the deadline is seen between iterations)
 #: then takes a few milliseconds here, not 10-20
 FAST_TIMED_CHUNK_ROWS = 4096
@@ -262,6 +265,10 @@ def _solve_chunk(model, objectives, regularizers, seeds, cfg, solver, K, deadlin
     if movable is None:
         movable = goal_movable(model, objectives)
     rows_seed = expand_seeds(model, seeds_p, K, cfg.rng_seed, xp, movable)
+    # the rows are what the compiled CPU rows build from the problems' seeds alone when the
+    # movable coordinates are those of the plan's tips (no custom goal objective)
+    movable_ok = fast_plan is not None and np.array_equal(
+        movable, movable_coordinates(model, list(fast_plan.tips)))
     problem_idx = xp.repeat(xp.arange(P), K)
     active = xp.asarray(np.repeat(~invalid, K))
     speed = cfg.solve_mode is SolveMode.SPEED
@@ -274,10 +281,11 @@ def _solve_chunk(model, objectives, regularizers, seeds, cfg, solver, K, deadlin
         deadline = deadline - min(_CHUNK_COST.reserve(P, K), 0.5 * max(deadline - t_lm, 0.0))
 
     def run_lm(start, act):
-        if fast_plan is not None:
+        if fast_plan is not None:  # (rows_seed: the kernel may build the rows itself)
             return fast_plan.solve(start, problem_idx, cfg, deadline=deadline, active=act,
                                    first_per_problem=speed, num_problems=P,
-                                   should_stop=poll)
+                                   should_stop=poll, expanded=(start is rows_seed
+                                                               and movable_ok))
         return lm_solve_rows(model, all_obj, start, rows_seed, problem_idx, cfg,
                              deadline=deadline, active=act, first_per_problem=speed,
                              num_problems=P, should_stop=poll, movable=movable)
@@ -396,11 +404,14 @@ def _select(model, objectives, cfg, q, rows_seed, problem_idx, conv, iters, pe, 
             invalid, msgs, P, K, t0, fast_plan=None, *, cancelled: bool = False) -> IKResult:
     xp = get_xp(q)
     # continuous joints within pi of the problem's seed (not of a restart row's random seed),
-    # as ChainSolver and the GPU kernels return them
-    q = finalize_q(model, q, xp.repeat(rows_seed[::K], K, axis=0))
+    # as ChainSolver and the GPU kernels return them; finalize_q works row by row, so in speed
+    # mode (a key of convergence and iterations alone) only the winning rows are finalized
+    speed = cfg.solve_mode is SolveMode.SPEED
+    if not speed:
+        q = finalize_q(model, q, xp.repeat(rows_seed[::K], K, axis=0))
     conv_n = to_numpy(conv).reshape(P, K)
     iters_n = to_numpy(iters).reshape(P, K)
-    if cfg.solve_mode is SolveMode.SPEED:
+    if speed:
         key = np.where(conv_n, iters_n * K + np.arange(K), np.iinfo(np.int64).max)
     elif cfg.solve_mode is SolveMode.DISTANCE:
         d = to_numpy(seed_distance(model, q, xp.repeat(rows_seed[::K], K, axis=0))).reshape(P, K)
@@ -418,6 +429,8 @@ def _select(model, objectives, cfg, q, rows_seed, problem_idx, conv, iters, pe, 
     win = np.where(any_conv, np.argmin(key, axis=1), np.argmin(err, axis=1))
     rows = np.arange(P) * K + win
     q_best = q[xp.asarray(rows)]
+    if speed:
+        q_best = finalize_q(model, q_best, rows_seed[::K])
     # Honest verification: FK at the returned q against the caller's tolerances and limits.
     if fast_plan is not None:  # FK along the compiled chains (tested equal to fk())
         pe_f, re_f = fast_plan.verify(q_best)

@@ -43,7 +43,7 @@ from .api import (SEED_LIMIT_SLACK, _check_seeds, apply_group, check_call_option
                   check_seed_shape, solve_pose)
 from . import cxx
 from .common import (INVALID_GOAL_MESSAGE, IKConfig, IKResult, SolveMode, Status,
-                     clip_to_limits, expand_seeds, movable_coordinates, restart_seeds,
+                     clip_to_limits, movable_coordinates, restart_seeds,
                      unsolved_message, wide_revolute)
 from .objectives import OrientationObjective, PoseObjective, PositionObjective, _weights
 
@@ -379,8 +379,11 @@ class ChainPlan:
         return pe, re
 
     def solve(self, rows_seed, problem_idx, cfg, *, deadline=None, active=None,
-              first_per_problem=False, num_problems=None, should_stop=None):
-        """Same contract as :func:`.dls.lm_solve_rows` for rows laid out problem-major (P*K)."""
+              first_per_problem=False, num_problems=None, should_stop=None, expanded=False):
+        """Same contract as :func:`.dls.lm_solve_rows` for rows laid out problem-major (P*K).
+        ``expanded``: the rows are :func:`.common.expand_seeds`' of their problems' seeds
+        (rows_seed[::K]) with this plan's tips' movable coordinates and ``cfg.rng_seed``, so
+        the compiled CPU rows, which build them so themselves, may solve them."""
         k = _get_kernels()
         P = int(num_problems)
         N = rows_seed.shape[0]
@@ -397,7 +400,8 @@ class ChainPlan:
             deadline_ns = -1
         else:
             deadline_ns = time.monotonic_ns() + int((deadline - time.perf_counter()) * 1e9)
-        host = self._host_rows(rows_seed, active, P, K, cfg, can_wait=deadline is None)
+        host = (self._host_rows(rows_seed, active, P, K, cfg, can_wait=deadline is None)
+                if expanded else None)
         if host is not None:
             rows, seeds_p, rnd, active_p = host
             with _stop_flag(should_stop) as stop:
@@ -429,9 +433,9 @@ class ChainPlan:
 
     def _host_rows(self, rows_seed, active, P, K, cfg, *, can_wait=True):
         """The compiled CPU rows (:mod:`.cxx`) when they are built and compute exactly what
-        the Numba kernel would here: rows laid out as :func:`.common.expand_seeds` lays them
-        (the kernel builds them itself from the problems' seeds and the restart seeds), and
-        every problem's rows all active or all inactive. Else None."""
+        the Numba kernel would here: the rows are :func:`.common.expand_seeds`' (the caller
+        says so; the kernel builds them itself from the problems' seeds and the restart seeds)
+        and every problem's rows are all active or all inactive. Else None."""
         if P * K < cxx.MIN_ROWS:
             return None
         rows = cxx.rows_solver(self.model, self.tips, can_wait=can_wait)
@@ -442,12 +446,9 @@ class ChainPlan:
         if not np.array_equal(a.all(axis=1), a.any(axis=1)):
             return None
         m = self.model
-        movable = movable_coordinates(m, self.tips)
         seeds_p = np.ascontiguousarray(rows_seed[::K], dtype=np.float64)
         if K > 1:
-            if not np.array_equal(expand_seeds(m, seeds_p, K, cfg.rng_seed, np, movable),
-                                  rows_seed):
-                return None
+            movable = movable_coordinates(m, self.tips)
             rnd = np.ascontiguousarray(restart_seeds(m, K, cfg.rng_seed, movable)[0])
         else:
             rnd = np.zeros((1, m.nq))
