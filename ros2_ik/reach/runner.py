@@ -10,9 +10,11 @@ in between do not change the results: each shard's columns are a function of its
 
 from __future__ import annotations
 
+import concurrent.futures as cf
 import platform
 import threading
 import time
+from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator
@@ -42,19 +44,37 @@ class StudyResult:
 
 
 class LocalExecutor:
-    """Solves shards one after the other in this process (the solver uses every core)."""
+    """Solves shards in this process (the solver uses every core), two in flight: while one
+    shard's Python work runs (checks, selection, manipulability, the caller writing it), the
+    next one's kernels keep the cores busy. Shards are answered in order."""
 
     name = "local"
+    IN_FLIGHT = 2
 
     def run(self, spec: ShardSpec, poses: np.ndarray, todo: list[tuple[int, int, int]],
             should_stop: Callable[[], bool] | None) -> Iterator[tuple[int, dict]]:
-        for i, a, b in todo:
-            if should_stop is not None and should_stop():
-                return
-            cols = solve_shard(spec, poses[a:b], should_stop)
-            if not cols["complete"]:
-                return
-            yield i, cols
+        pending: deque = deque()
+        jobs = iter(todo)
+        with cf.ThreadPoolExecutor(self.IN_FLIGHT, thread_name_prefix="ros2_ik-shard") as ex:
+            try:
+                while True:
+                    while len(pending) < self.IN_FLIGHT:
+                        job = next(jobs, None)
+                        if job is None or (should_stop is not None and should_stop()):
+                            break
+                        i, a, b = job
+                        pending.append((i, ex.submit(solve_shard, spec, poses[a:b],
+                                                     should_stop)))
+                    if not pending:
+                        return
+                    i, fut = pending.popleft()
+                    cols = fut.result()
+                    if not cols["complete"]:
+                        return
+                    yield i, cols
+            finally:
+                for _, fut in pending:  # stopped early: shards not started are dropped
+                    fut.cancel()
 
     def close(self) -> None:
         pass
