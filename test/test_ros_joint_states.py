@@ -107,6 +107,10 @@ def test_joint_states_at_1khz_do_not_starve_the_node():
         assert pub_proc.returncode == 0, err[-2000:]
         published = json.loads(out.strip().splitlines()[-1])
         assert node.alive()
+    except TimeoutError as exc:  # lost or late: what the node says it took and answered
+        node.stop()
+        raise AssertionError(f"{exc}; the node's log ends with:\n"
+                             f"{node.log_text()[-3000:]}") from exc
     finally:
         if pub_proc is not None and pub_proc.poll() is None:
             pub_proc.kill()
