@@ -221,6 +221,18 @@ def test_chain_solver_input_forms_give_one_answer(models):
         assert np.isnan(r.position_error[0]) and np.all(np.isfinite(r.q))
     with pytest.raises(ShapeError):
         cs.solve(T, seed=seed[:3])
+    # read-only inputs (message buffers) are answered by the compiled kernel already loaded,
+    # not by a new compilation of it for read-only arrays (seconds, inside a request)
+    kernel = fast._get_kernels().solve_one
+    n_sig = len(kernel.signatures)
+    T_ro, seed_ro = T.copy(), seed.copy()
+    T_ro.setflags(write=False)
+    seed_ro.setflags(write=False)
+    r = cs.solve(T_ro, seed=seed_ro)
+    np.testing.assert_array_equal(r.q, ref.q)
+    r = cs.solve(np.frombuffer(pose_to_pq(T).tobytes()), seed=np.frombuffer(seed.tobytes()))
+    assert r.success[0] and np.abs(r.q - ref.q).max() < 1e-6
+    assert len(kernel.signatures) == n_sig, kernel.signatures
     # the results are the caller's own arrays: one call's answer does not change the next's
     a, b = cs.solve(T, seed=seed), cs.solve(far, seed=seed)
     assert a.status[0] == Status.CONVERGED and b.status[0] == Status.INVALID_INPUT

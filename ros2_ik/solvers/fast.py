@@ -529,19 +529,18 @@ class ChainSolver:
                               config=cfg, seeds=seed, should_stop=should_stop)
         t0 = time.perf_counter()
         if target.shape == (4, 4):
-            T = np.ascontiguousarray(target)
+            T = _kernel_array(target)
         elif target.shape == (7,):
-            T = np.ascontiguousarray(pq_to_pose(target))
+            T = _kernel_array(pq_to_pose(target))
         else:
             raise ShapeError(f"target must have shape (4, 4) or (7,) [x y z qx qy qz qw], "
                              f"got {target.shape}")
         if seed is None:
             s = self._neutral
         elif type(seed) is np.ndarray and seed.dtype == np.float64 and seed.shape == self._nq1:
-            s = np.ascontiguousarray(seed)
+            s = _kernel_array(seed)
         else:
-            s = np.ascontiguousarray(check_seed_shape(self.model, seed, 1, np).reshape(-1),
-                                     dtype=np.float64)
+            s = _kernel_array(check_seed_shape(self.model, seed, 1, np).reshape(-1))
         deadline_ns = -1 if cfg.timeout is None else time.monotonic_ns() + int(cfg.timeout * 1e9)
         q = np.empty(self.model.nq)
         info = np.empty(7)  # per call: one ChainSolver may serve several threads
@@ -585,6 +584,16 @@ class ChainSolver:
                         seed_index=np.zeros(1, np.int64),
                         status=np.array([int(Status.INVALID_INPUT)], dtype=np.int64),
                         messages=[msgs[0]], solve_time=time.perf_counter() - t0)
+
+
+def _kernel_array(a) -> np.ndarray:
+    """``a`` as the compiled kernels take it: float64, C-contiguous and writable. Numba types a
+    read-only array (a message buffer, ``np.frombuffer``) as another type and would compile the
+    kernel again for it, seconds inside a request; so such an array is copied."""
+    if (type(a) is np.ndarray and a.dtype == np.float64 and a.flags.c_contiguous
+            and a.flags.writeable):
+        return a
+    return np.array(a, dtype=np.float64, order="C")
 
 
 #: prepared solvers kept per model for :func:`solve_pose`'s one-goal calls (least recently used
