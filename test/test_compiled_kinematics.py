@@ -134,3 +134,21 @@ def test_ensure_compiled_makes_ready(monkeypatch):
     assert not compiled.ready()
     compiled.ensure_compiled()
     assert compiled.ready()
+
+
+def test_read_only_q_uses_the_loaded_kernels(models, rng):
+    """A read-only q (a message buffer) gives the same answer without a new compilation of the
+    kernels for read-only arrays (seconds, inside a node's request)."""
+    compiled.ensure_compiled()
+    m = models["panda"]
+    q = m.random_q(rng, 3)
+    want_T = fk_frames(m, q, ["panda_link8"])
+    want_J = jacobian(m, q, "panda_link8")
+    kernels = [f for f in vars(compiled._kernels).values() if hasattr(f, "signatures")]
+    before = {id(f): len(f.signatures) for f in kernels}
+    ro = np.frombuffer(q.tobytes()).reshape(q.shape)
+    assert not ro.flags.writeable
+    np.testing.assert_array_equal(fk_frames(m, ro, ["panda_link8"]), want_T)
+    np.testing.assert_array_equal(jacobian(m, ro, "panda_link8"), want_J)
+    np.testing.assert_array_equal(fk_frames(m, ro[0], ["panda_link8"])[0], want_T[0])
+    assert {id(f): len(f.signatures) for f in kernels} == before

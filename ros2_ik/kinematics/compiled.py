@@ -249,7 +249,11 @@ def as_q(model: Model, q):
         q = q[None]
     if q.ndim != 2 or q.shape[1] != model.nq or not 0 < q.shape[0] <= MAX_BATCH:
         return None
-    return np.ascontiguousarray(q)
+    if not (q.flags.c_contiguous and q.flags.writeable):
+        # a read-only array (a message buffer) is another type to Numba: copied, so that the
+        # kernels are not compiled again for it (seconds, inside a request)
+        q = np.array(q, order="C")
+    return q
 
 
 def link_poses(model: Model, q, selection, check: bool = True):
