@@ -70,8 +70,6 @@ class HostRows:
         ch = codegen.chain_of(model, tips)
         if ch is None:
             raise ValueError("the generator does not cover these tips")
-        self.nq = model.nq
-        self.T = len(tips)
         src = codegen.solve_source(ch, "float64", host=True)
         key = codegen.source_hash(src)
         if key not in _sources and len(_sources) >= MAX_BUILDS:

@@ -402,34 +402,26 @@ class ChainPlan:
             deadline_ns = time.monotonic_ns() + int((deadline - time.perf_counter()) * 1e9)
         host = (self._host_rows(rows_seed, active, P, K, cfg, can_wait=deadline is None)
                 if expanded else None)
-        if host is not None:
-            rows, seeds_p, rnd, active_p = host
-            with _stop_flag(should_stop) as stop:
+        with _stop_flag(should_stop) as stop:
+            if host is not None:  # the compiled CPU rows: the same rows, computed faster
+                rows, seeds_p, rnd, active_p = host
                 q, conv, iters, pe, re, tout = rows.solve(
                     seeds_p, rnd, self.targets, self.weights, active_p, K, _fparams(cfg),
                     int(cfg.max_iterations), int(bool(first_per_problem)), deadline_ns, stop)
-            cancelled = bool(stop[0])
-            timed_out = bool(tout.any()) and not cancelled
-            if deadline is not None and not timed_out:
-                timed_out = time.perf_counter() >= deadline and bool(np.any(active & ~conv))
-            self.last_path = "cxx"
-            return q, conv, iters, pe, re, timed_out
-        self.last_path = "numba"
-        c = self.chain
-        args = (c["starts"], c["pre"], c["axis"], c["typ"], c["qi"], c["mult"], c["off"],
-                c["col"], c["post"], c["colq"], self.targets, self.weights,
-                np.array(m.lower, dtype=np.float64), np.array(m.upper, dtype=np.float64),
-                wide_revolute(m), _fparams(cfg),
-                int(cfg.max_iterations), int(K), bool(first_per_problem), int(deadline_ns))
-        with _stop_flag(should_stop) as stop:
-            fn = k.solve_parallel if P >= PARALLEL_MIN else k.solve_serial
-            fn(0, P, q, active, conv, iters, pe, re, tout, *args, stop)
+            else:
+                c = self.chain
+                fn = k.solve_parallel if P >= PARALLEL_MIN else k.solve_serial
+                fn(0, P, q, active, conv, iters, pe, re, tout, c["starts"], c["pre"],
+                   c["axis"], c["typ"], c["qi"], c["mult"], c["off"], c["col"], c["post"],
+                   c["colq"], self.targets, self.weights,
+                   np.array(m.lower, dtype=np.float64), np.array(m.upper, dtype=np.float64),
+                   wide_revolute(m), _fparams(cfg), int(cfg.max_iterations), int(K),
+                   bool(first_per_problem), int(deadline_ns), stop)
         cancelled = bool(stop[0])
         timed_out = bool(tout.any()) and not cancelled
         if deadline is not None and not timed_out:
             timed_out = time.perf_counter() >= deadline and bool(np.any(active & ~conv))
         return q, conv, iters, pe, re, timed_out
-
 
     def _host_rows(self, rows_seed, active, P, K, cfg, *, can_wait=True):
         """The compiled CPU rows (:mod:`.cxx`) when they are built and compute exactly what
