@@ -18,6 +18,7 @@ import sys
 import tempfile
 import threading
 import time
+import traceback
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
@@ -145,6 +146,13 @@ class Client:
 
     def __init__(self, domain_id: int, server_name: str = "ros2_ik",
                  node_name: str = "ros2_ik_client", executor: str = "multi"):
+        self._args = (domain_id, node_name, executor)
+        self.ns = "/" + server_name.strip("/")
+        self.reopened = 0  # times wait_for_server made a new participant (see there)
+        self._open()
+
+    def _open(self) -> None:
+        domain_id, node_name, executor = self._args
         self.context = rclpy.Context()
         rclpy.init(context=self.context, domain_id=domain_id)
         self.node = rclpy.create_node(node_name, context=self.context)
@@ -155,13 +163,12 @@ class Client:
         else:
             self.executor = MultiThreadedExecutor(num_threads=4, context=self.context)
         self.executor.add_node(self.node)
+        self.spin_error: str | None = None
         self._thread = threading.Thread(target=self._spin, daemon=True)
         self._thread.start()
-        ns = "/" + server_name.strip("/")
-        self.ns = ns
         self._make_service_clients()
-        self.traj = ActionClient(self.node, TrajectorySeed, f"{ns}/trajectory_seed")
-        self._pubs: dict = {}
+        self.traj = ActionClient(self.node, TrajectorySeed, f"{self.ns}/trajectory_seed")
+        self._pubs = {}
 
     def _make_service_clients(self) -> None:
         ns = self.ns
@@ -173,8 +180,13 @@ class Client:
     def _spin(self):
         try:
             self.executor.spin()
-        except Exception:  # noqa: BLE001  (context shut down)
-            pass
+        except Exception:  # noqa: BLE001  (context shut down; kept for the error messages)
+            self.spin_error = traceback.format_exc()
+
+    def state(self) -> str:
+        """The spinning thread's state, for error messages."""
+        return (f"client spin thread alive: {self._thread.is_alive()}; "
+                f"its error: {self.spin_error or 'none'}")
 
     # ------------------------------------------------------------------ waiting
     def wait_for_server(self, timeout: float = 20.0) -> None:
@@ -188,9 +200,10 @@ class Client:
         # reply path (the node's reply writer -> this client's reader) may be matched later, and
         # a reply sent before that is lost (seen: the very first request of one client in
         # 8 x 500, the node's own count showing it answered). Make one round trip first.
-        # Seen once in a long test session: a client whose reply path never matched (15 of 15
-        # replies lost over 30 s, the node's log showing every request taken and answered).
-        # After 5 unanswered tries the service clients are made again (new DDS endpoints).
+        # Seen about once in 20 node starts (Fast DDS 3.2 on loopback): a client whose reply
+        # path never matched, every reply lost for 30 s while the node logged each request
+        # taken and answered; new service clients in the same participant did not help.
+        # After 5 unanswered tries this client is made again in a new participant.
         for name in ("ik", "fk", "jac"):
             misses = 0
             while True:
@@ -201,14 +214,17 @@ class Client:
                 except TimeoutError:
                     if time.monotonic() > end:
                         raise TimeoutError(f"no reply from {client.srv_name} within "
-                                           f"{timeout} s") from None
+                                           f"{timeout} s ({self.state()}; made again "
+                                           f"{self.reopened} times)") from None
                     misses += 1
                     if misses % 5 == 0:
+                        print(f"[ros_testing] no reply from {client.srv_name} after {misses} "
+                              f"tries: a new client participant", file=sys.stderr, flush=True)
+                        self.close()
+                        self._open()
+                        self.reopened += 1
                         for c in (self.ik, self.fk, self.jac):
-                            self.node.destroy_client(c)
-                        self._make_service_clients()
-                        getattr(self, name).wait_for_service(
-                            timeout_sec=max(0.1, end - time.monotonic()))
+                            c.wait_for_service(timeout_sec=max(0.1, end - time.monotonic()))
 
     @staticmethod
     def wait_future(fut, timeout: float):

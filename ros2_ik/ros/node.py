@@ -27,6 +27,7 @@ reference; every request reads the model and a parameter snapshot once, when it 
 
 from __future__ import annotations
 
+import faulthandler
 import signal
 import sys
 import threading
@@ -73,6 +74,7 @@ __all__ = ["KinematicsNode", "main", "make_executor", "ROBOT_DESCRIPTION_QOS", "
 ROBOT_DESCRIPTION_QOS = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
                                    reliability=ReliabilityPolicy.RELIABLE)
 WARM_UP_BATCH = 512  # problems in the second warm-up solve
+WARM_UP_JOIN_S = 10.0  # how long shutdown waits for warm-up threads
 FEEDBACK_PERIOD = 0.05  # [s] fewest seconds between two action feedback messages (last always)
 #: QoS of the services: reliable, with a history deep enough that a response is never
 #: replaced in the writer's history before a slow client has taken it (the default depth 10 is
@@ -113,6 +115,10 @@ class KinematicsNode(Node):
         super().__init__(node_name, **kwargs)
         self._stats = Stats()
         self._model_lock = threading.Lock()
+        # one per warm-up thread, set when its solves are over (waited for at shutdown)
+        self._warm_solved: list[threading.Event] = []
+        self._bg_lock = threading.Lock()  # background threads' log calls vs destroy_node
+        self._destroyed = False
         # the model and planning groups in use (parameters and topics; see .model_source)
         self._source = ModelSource(self.get_logger(), self._stats, self._after_swap)
         self._stopping = False
@@ -223,46 +229,64 @@ class KinematicsNode(Node):
     def _after_swap(self, robot: LoadedRobot) -> None:
         """A new model is in use: warm the solver up for it in the background."""
         self._warm.clear()
-        threading.Thread(target=self._warm_up, args=(robot,), daemon=True,
+        solved = threading.Event()
+        self._warm_solved = [e for e in self._warm_solved if not e.is_set()] + [solved]
+        threading.Thread(target=self._warm_up, args=(robot, solved), daemon=True,
                          name="ros2_ik-warm-up").start()
 
     def _log_ready(self) -> None:
         if not self._ready_logged:
             self._ready_logged = True
-            self.get_logger().info(f"ready: {self._ready_text}")
+            self._bg_log("info", f"ready: {self._ready_text}")
 
-    def _warm_up(self, robot: LoadedRobot) -> None:
+    def _bg_log(self, level: str, text: str) -> None:
+        """Log from a background thread: never once the node is being destroyed (a log call
+        publishes on /rosout, whose publisher goes away with the node)."""
+        with self._bg_lock:
+            if not self._destroyed:
+                getattr(self.get_logger(), level)(text)
+
+    def _warm_up(self, robot: LoadedRobot, solved: threading.Event) -> None:
         """Load the compiled kernels (from Numba's cache; compiled in a child process if the
         cache is empty), then one small solve right after a model is loaded, so that one-time
         costs do not land on a request (requests meanwhile take the reference path)."""
         t0 = time.perf_counter()
         try:
-            fast.warm_up(wait=False)
-            while not fast.is_warm() and fast.available() and not self._stopping:
-                time.sleep(0.05)
-            q = robot.model.random_q(0, WARM_UP_BATCH)
-            T = fk_frames(robot.model, q, [robot.default_tip])[:, 0]
-            # one problem and a batch: solvers may take different code paths for the two
-            for n in (1, WARM_UP_BATCH):
-                solvers.solve_pose(robot.model, self._xp.asarray(T[:n]),
-                                   tips=[robot.default_tip], seeds=robot.model.neutral_q(),
-                                   config=IKConfig(num_seeds=2, max_iterations=3))
-        except Exception as exc:  # noqa: BLE001  (a failed warm-up only costs time later)
-            self.get_logger().warning(f"solver warm-up for {robot.name!r} failed: {exc}")
-        else:
-            self.get_logger().info(f"solver warmed up for {robot.name!r} "
-                                   f"in {time.perf_counter() - t0:.2f} s")
-        if self._source.robot is robot:
-            self._warm.set()
-            if self._ready_text:
-                self._log_ready()
+            try:
+                self._warm_solves(robot)
+            except Exception as exc:  # noqa: BLE001  (a failed warm-up only costs time later)
+                self._bg_log("warning", f"solver warm-up for {robot.name!r} failed: {exc}")
+            else:
+                if not self._stopping:
+                    self._bg_log("info", f"solver warmed up for {robot.name!r} "
+                                         f"in {time.perf_counter() - t0:.2f} s")
+            if self._source.robot is robot:
+                self._warm.set()
+                if self._ready_text:
+                    self._log_ready()
+        finally:
+            solved.set()
         # then, serving already, the compiled rows for large CPU batches (g++, about 2 s once
         # per robot and machine; until they are built the Numba kernel solves those)
         if self._xp is np and not self._stopping and self._source.robot is robot:
             try:
                 cxx.build(robot.model, [robot.default_tip])
             except Exception as exc:  # noqa: BLE001 - the Numba kernel keeps solving
-                self.get_logger().warning(f"compiled CPU rows for {robot.name!r}: {exc}")
+                self._bg_log("warning", f"compiled CPU rows for {robot.name!r}: {exc}")
+
+    def _warm_solves(self, robot: LoadedRobot) -> None:
+        fast.warm_up(wait=False)
+        while not fast.is_warm() and fast.available() and not self._stopping:
+            time.sleep(0.05)
+        q = robot.model.random_q(0, WARM_UP_BATCH)
+        T = fk_frames(robot.model, q, [robot.default_tip])[:, 0]
+        # one problem and a batch: solvers may take different code paths for the two
+        for n in (1, WARM_UP_BATCH):
+            if self._stopping:
+                return
+            solvers.solve_pose(robot.model, self._xp.asarray(T[:n]),
+                               tips=[robot.default_tip], seeds=robot.model.neutral_q(),
+                               config=IKConfig(num_seeds=2, max_iterations=3))
 
     # ================================================================== joint states (seed)
     def _on_joint_states(self, msg: JointState) -> None:
@@ -615,6 +639,15 @@ class KinematicsNode(Node):
 
     def destroy_node(self):
         self.stop()
+        # Wait for the warm-up solves (they run Numba's OpenMP threads: a process that exits
+        # under a running parallel region can crash in the runtime's teardown). They check
+        # _stopping between steps; a g++ build of the compiled rows afterwards is not waited for.
+        end = time.monotonic() + WARM_UP_JOIN_S
+        for solved in self._warm_solved:
+            solved.wait(max(0.0, end - time.monotonic()))
+        fast.join_warm_up(max(0.0, end - time.monotonic()))
+        with self._bg_lock:
+            self._destroyed = True
         self.get_logger().info(f"service requests: {self._taken} taken, {self._answered} "
                                f"answered; joint_states: {self._js_version} messages, "
                                f"{self.joint_state_sources} name sets kept")
@@ -641,6 +674,8 @@ def _set_failure(response, message: str) -> None:
 
 def main(args=None) -> int:
     """Run the node on its :class:`NodeExecutor` until Ctrl-C / SIGTERM / ros shutdown."""
+    # a crash in native code (a kernel, the middleware) prints every thread's stack to stderr
+    faulthandler.enable()
     rclpy.init(args=args)
     try:
         node = KinematicsNode()

@@ -47,8 +47,8 @@ from .common import (INVALID_GOAL_MESSAGE, IKConfig, IKResult, SolveMode, Status
                      unsolved_message, wide_revolute)
 from .objectives import OrientationObjective, PoseObjective, PositionObjective, _weights
 
-__all__ = ["plan", "available", "ensure_compiled", "warm_up", "is_warm", "ChainPlan",
-           "ChainSolver"]
+__all__ = ["plan", "available", "ensure_compiled", "warm_up", "join_warm_up", "is_warm",
+           "ChainPlan", "ChainSolver"]
 
 _POSE_TYPES = (PoseObjective, PositionObjective, OrientationObjective)
 # problems: below these counts one thread solves / verifies them (no thread hand-off)
@@ -222,6 +222,14 @@ def warm_up(wait: bool = True) -> float:
                                             name="ros2_ik-numba-warm-up")
             _warm_thread.start()
     return 0.0
+
+
+def join_warm_up(timeout: float | None = None) -> None:
+    """Wait (at most ``timeout`` s) for a background warm-up started by ``warm_up(wait=False)``
+    (a process about to exit waits for it: its kernels run on Numba's OpenMP threads)."""
+    thread = _warm_thread
+    if thread is not None:
+        thread.join(timeout)
 
 
 def _warm_in_background() -> None:
