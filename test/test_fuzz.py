@@ -39,7 +39,7 @@ from ros2_ik.errors import IKError  # noqa: E402
 from ros2_ik.kinematics import fk, fk_frames, jacobian, maximal_to_generalized  # noqa: E402
 from ros2_ik.model import MAX_VALUE, JointType  # noqa: E402
 from ros2_ik.solvers import IKConfig, Status, solve_pose, trajectory_seed  # noqa: E402
-from ros2_ik.solvers.fast import ChainSolver  # noqa: E402
+from ros2_ik.solvers.prepared import ChainSolver  # noqa: E402
 
 LONG = int(os.environ.get("FUZZ_EXAMPLES", "0"))
 EXAMPLES = LONG or 60

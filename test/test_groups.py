@@ -18,7 +18,7 @@ from ros2_ik.kinematics.fk import fk_frames
 from ros2_ik.kinematics.se3 import pose_error
 from ros2_ik.model import Group, parse_srdf
 from ros2_ik.solvers import IKConfig, solve_pose
-from ros2_ik.solvers.fast import ChainSolver
+from ros2_ik.solvers.prepared import ChainSolver
 from ros2_ik.solvers.trajectory import trajectory_seed
 
 SRDF = """<?xml version="1.0"?>

@@ -15,7 +15,7 @@ import pytest
 from ros2_ik import load_robot
 from ros2_ik.kinematics import fk_frames
 from ros2_ik.solvers import IKConfig, Status, solve_pose, trajectory_seed
-from ros2_ik.solvers.fast import ChainSolver
+from ros2_ik.solvers.prepared import ChainSolver
 
 SLACK = 0.5  # [s] allowed overrun on this noisy shared machine (the goal is ~20 ms)
 

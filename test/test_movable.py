@@ -20,7 +20,7 @@ from ros2_ik.kinematics.se3 import pose_error
 from ros2_ik.solvers import IKConfig, PoseObjective, solve_ik, solve_pose
 from ros2_ik.solvers import fast
 from ros2_ik.solvers.common import clip_to_limits, expand_seeds, movable_coordinates, restart_seeds
-from ros2_ik.solvers.fast import ChainSolver
+from ros2_ik.solvers.prepared import ChainSolver
 from ros2_ik.solvers.objectives import Objective
 from ros2_ik.solvers.trajectory import trajectory_seed
 

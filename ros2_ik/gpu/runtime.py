@@ -286,13 +286,13 @@ class GpuSolver:
         if P * K > MAX_BATCH:
             raise InvalidInputError(f"{P} problems x {K} seeds = {P * K} rows exceeds the limit "
                                     f"{MAX_BATCH}; split the batch or use fewer seeds")
-        from ..solvers.api import _check_seeds  # noqa: PLC0415
+        from ..solvers.checks import check_seeds  # noqa: PLC0415
 
         if seeds is None:  # one shared seed: stride 0, nothing copied per problem
             sd, stride, seed_ok = self._neutral_d, 0, None
             bad_seed, msgs = np.zeros(P, dtype=bool), {}
         else:
-            sd, bad_seed, msgs = _check_seeds(m, seeds, P, cp)
+            sd, bad_seed, msgs = check_seeds(m, seeds, P, cp)
             sd, stride = cp.ascontiguousarray(sd, dtype=cp.float64), m.nq
             seed_ok = cp.asarray((~bad_seed).astype(np.uint8)) if bad_seed.any() else None
         wk = None  # host weights, one set for all problems: a key for the cached upload

@@ -24,7 +24,7 @@ __all__ = ["LoadedRobot", "build_robot", "default_tip_of"]
 
 #: [rad or m] a joint value from a message (a seed, a robot state: measured values that may sit
 #: just past a limit) this far past a limit is clipped into it; further out is an error. Wider
-#: than the core's ``solvers.api.SEED_LIMIT_SLACK`` (1e-6, for seeds computed by a program).
+#: than the core's ``solvers.checks.SEED_LIMIT_SLACK`` (1e-6, for seeds computed by a program).
 STATE_LIMIT_SLACK = 1e-3
 MULTI_DOF_KINDS = {int(JointType.FLOATING): "floating", int(JointType.PLANAR): "planar"}
 

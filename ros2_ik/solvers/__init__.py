@@ -2,7 +2,8 @@
 
 from .api import SOLVERS, solve_ik, solve_pose
 from .common import IKConfig, IKResult, SolveMode, Status
-from .fast import ChainSolver, warm_up
+from .fast import warm_up
+from .prepared import ChainSolver
 from .trajectory import MODES, TrajectoryResult, interpolate_keyframes, trajectory_seed
 from .objectives import (EvalContext, JointLimitObjective, Objective, OrientationObjective,
                          PoseObjective, PositionObjective, PostureObjective)

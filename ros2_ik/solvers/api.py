@@ -16,82 +16,21 @@ import numpy as np
 from ..backend import get_xp, to_numpy
 from ..errors import InputTypeError, InvalidInputError, ShapeError
 from ..kinematics.jacobian import jacobians_all
-from ..model import MAX_BATCH, MAX_VALUE, Model
+from ..model import MAX_BATCH, Model
 from .common import (INVALID_GOAL_MESSAGE, IKConfig, IKResult, SolveMode, Status,
                      expand_seeds, finalize_q, movable_coordinates, seed_distance,
                      unsolved_message)
+from . import fast
 from .ccd import ccd_solve_rows
-from .dls import evaluate, goal_errors, lm_solve_rows
+from .checks import SOLVERS, apply_group, check_call_options, check_seed_shape, check_seeds
+from .dls import lm_solve_rows
+from .residuals import evaluate, goal_errors
 from .objectives import Objective, PoseObjective
 from ..validate import as_float_array, check_memory, check_names, describe
 
 __all__ = ["solve_ik", "solve_pose", "SOLVERS"]
 
-SOLVERS = ("dls", "ccd", "ccd+dls")
 CCD_POLISH_SWEEPS = 10  # "ccd+dls": CCD sweeps before the LM polish
-SEED_LIMIT_SLACK = 1e-6  # a seed this far outside a limit is clipped; further out is invalid
-
-
-def check_call_options(config, solver, should_stop) -> IKConfig:
-    """The options every solve takes, checked at the top of the call; returns the config."""
-    if config is None:
-        config = IKConfig()
-    elif not isinstance(config, IKConfig):
-        raise InputTypeError(f"config must be an IKConfig or None, got {describe(config)}")
-    if not isinstance(solver, str) or solver not in SOLVERS:
-        raise InvalidInputError(f"unknown solver {describe(solver)}: solver must be one of "
-                                f"{SOLVERS}")
-    if should_stop is not None and not callable(should_stop):
-        raise InputTypeError(f"should_stop must be a callable returning bool, or None, got "
-                             f"{describe(should_stop)}")
-    return config
-
-
-def check_seed_shape(model: Model, seeds, P: int, xp):
-    """``seeds`` as an array of shape (nq,) or (P, nq) (values are checked per problem later)."""
-    seeds = as_float_array(seeds, "seeds", f"shape ({model.nq},) or ({P}, {model.nq})", xp)
-    if seeds.shape not in ((model.nq,), (P, model.nq)):
-        raise ShapeError(f"seeds must have shape ({model.nq},) or ({P}, {model.nq}) "
-                         f"(coordinates {list(model.q_names)}), got {tuple(seeds.shape)}")
-    return seeds
-
-
-def _check_seeds(model: Model, seeds, P: int, xp):
-    if seeds is None:
-        return xp.asarray(np.tile(model.neutral_q(), (P, 1))), np.zeros(P, dtype=bool), {}
-    s = as_float_array(seeds, "seeds", f"shape ({model.nq},) or ({P}, {model.nq})",
-                       xp).astype(xp.float64, copy=False)
-    if s.ndim == 1:
-        s = xp.broadcast_to(s, (P, s.shape[0]))
-    if s.ndim != 2 or s.shape != (P, model.nq):
-        raise ShapeError(f"seeds must have shape ({model.nq},) or ({P}, {model.nq}) "
-                         f"(coordinates {list(model.q_names)}), "
-                         f"got {tuple(s.shape)}")
-    s = s.copy()
-    sn = to_numpy(s)
-    finite = np.all(np.isfinite(sn), axis=1)
-    # a coordinate without limits (continuous, planar, floating) still has the model's value
-    # bound (+-MAX_VALUE, as every q the kinematics take)
-    lo, hi = np.maximum(model.lower, -MAX_VALUE), np.minimum(model.upper, MAX_VALUE)
-    with np.errstate(invalid="ignore"):
-        outside = (sn < lo - SEED_LIMIT_SLACK) | (sn > hi + SEED_LIMIT_SLACK)
-    bad = ~finite | np.any(outside, axis=1)
-    with np.errstate(invalid="ignore"):  # (NaN rows are bad already)
-        zero_quat = model.zero_quaternion_rows(sn)  # no rotation can be read from it
-    bad |= zero_quat
-    msgs = {}
-    for p in np.nonzero(bad)[0][:1000]:
-        if not finite[p]:
-            msgs[int(p)] = "seed contains NaN or infinity"
-        elif zero_quat[p]:
-            msgs[int(p)] = ("seed has a zero quaternion for a floating joint; give a unit "
-                            "quaternion (qx qy qz qw)")
-        else:
-            i = int(np.nonzero(outside[p])[0][0])
-            msgs[int(p)] = (f"seed {model.q_names[i]}={sn[p, i]:.6g} is outside its limits "
-                            f"[{lo[i]:.6g}, {hi[i]:.6g}]; give a seed within limits")
-    s[xp.asarray(bad)] = xp.asarray(model.neutral_q())
-    return s, bad, msgs
 
 
 def solve_ik(model: Model, objectives: Sequence[Objective], *, seeds=None,
@@ -146,8 +85,6 @@ def solve_ik(model: Model, objectives: Sequence[Objective], *, seeds=None,
     regularizers = list(regularizers)
     if solver != "dls" and regularizers:
         raise InvalidInputError("CCD does not take regularizers; use solver='dls'")
-    from . import fast  # noqa: PLC0415
-
     # which coordinates this solve may move, decided once (goal objectives' links; a goal
     # without a link, e.g. a custom objective: all); every other one stays at the seed
     movable = goal_movable(model, objectives)
@@ -243,11 +180,9 @@ def goal_movable(model: Model, objectives) -> np.ndarray:
 def _solve_chunk(model, objectives, regularizers, seeds, cfg, solver, K, deadline, stop, t0,
                  xp, movable=None) -> IKResult:
     """One chunk of P problems: check seeds and goals, expand seeds, solve, select, verify."""
-    from . import fast  # noqa: PLC0415
-
     t_start = time.perf_counter()
     P = objectives[0].num_problems
-    seeds_p, bad_seed, msgs = _check_seeds(model, seeds, P, xp)
+    seeds_p, bad_seed, msgs = check_seeds(model, seeds, P, xp)
     invalid = bad_seed.copy()
     for o in objectives:
         m = o.invalid_problems()
@@ -460,21 +395,6 @@ def _select(model, objectives, cfg, q, rows_seed, problem_idx, conv, iters, pe, 
                     solve_time=time.perf_counter() - t0)
 
 
-def apply_group(model: Model, group, tips):
-    """The model a solve for ``group`` runs on (every joint outside it frozen) and the tips
-    (the group's chain tip when ``tips`` is None)."""
-    from ..model.srdf import Group  # noqa: PLC0415
-
-    if not isinstance(group, Group):
-        raise InputTypeError(f"group must be a ros2_ik.model.Group (Srdf.group(model, name)) "
-                             f"or None, got {describe(group)}")
-    if tips is None:
-        if group.tip is None:
-            raise InvalidInputError(f"group {group.name!r} has no single chain tip; give tips")
-        tips = group.tip
-    return group.restrict(model), tips
-
-
 def solve_pose(model: Model, targets, *, tips: Sequence[str] | str | None = None,
                weights=(1, 1, 1, 1, 1, 1), seeds=None, config: IKConfig | None = None,
                solver: str = "dls", regularizers: Sequence[Objective] = (),
@@ -522,9 +442,8 @@ def solve_pose(model: Model, targets, *, tips: Sequence[str] | str | None = None
     cfg = check_call_options(config, solver, should_stop)
     if (xp is np and t.shape[0] == 1 and len(tips) == 1 and solver == "dls" and not regularizers
             and cfg.use_fast_path and cfg.solve_mode is SolveMode.SPEED):
-        from .fast import solve_single  # noqa: PLC0415 - one goal: a prepared ChainSolver
-
-        r = solve_single(model, tips[0], t[0, 0], weights, seeds, cfg, should_stop)
+        # one goal: a prepared compiled chain (the one ChainSolver runs)
+        r = fast.solve_single(model, tips[0], t[0, 0], weights, seeds, cfg, should_stop)
         if r is not None:
             return r
     if (xp is not np and solver == "dls" and not regularizers and cfg.use_fast_path

@@ -34,7 +34,7 @@ from ..errors import InvalidInputError
 from ..kinematics.fk import fk
 from ..model import JointType, Model
 from .common import IKConfig, clip_to_limits
-from .dls import evaluate, goal_errors
+from .residuals import evaluate, goal_errors
 from .objectives import PoseObjective
 
 __all__ = ["ccd_solve_rows", "ORIENTATION_SCALE", "DEFAULT_RTOL"]

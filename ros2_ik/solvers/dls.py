@@ -26,37 +26,9 @@ from ..backend import const, get_xp, to_numpy
 from ..kinematics.fk import integrate
 from ..model import JointType, Model
 from .common import IKConfig, clip_to_limits, wide_revolute
-from .objectives import EvalContext
+from .residuals import evaluate, goal_errors
 
-__all__ = ["lm_solve_rows", "evaluate", "goal_errors"]
-
-
-def evaluate(model: Model, objectives, q, seed_q, problem_idx, *, need_jacobian: bool = True):
-    """Stacked residual (N, m), Jacobian (N, m, nv_active), cost (N,), and the context."""
-    xp = get_xp(q)
-    ctx = EvalContext(model, q, seed_q)
-    rs, Js = [], []
-    for obj in objectives:
-        r, J = obj.residual(ctx, problem_idx)
-        rs.append(r)
-        Js.append(J)
-    r = xp.concatenate(rs, axis=1)
-    J = xp.concatenate(Js, axis=1) if need_jacobian else None
-    return r, J, 0.5 * xp.sum(r * r, axis=1), ctx
-
-
-def goal_errors(objectives, ctx, problem_idx):
-    """Largest position and orientation error over the goal objectives, (N,) each."""
-    xp = ctx.xp
-    N = ctx.q.shape[0]
-    pe = xp.zeros(N)
-    re = xp.zeros(N)
-    for obj in objectives:
-        e = obj.errors(ctx, problem_idx)
-        if e is not None:
-            pe = xp.maximum(pe, e[0])
-            re = xp.maximum(re, e[1])
-    return pe, re
+__all__ = ["lm_solve_rows"]
 
 
 def _limited_columns(model: Model):

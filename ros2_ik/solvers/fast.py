@@ -39,16 +39,15 @@ from ..validate import as_float_array
 from ..kinematics import compiled as compiled_kinematics
 from ..kinematics.se3 import pq_to_pose
 from ..model import MAX_VALUE, JointType, Model
-from .api import (SEED_LIMIT_SLACK, _check_seeds, apply_group, check_call_options,
-                  check_seed_shape, solve_pose)
 from . import cxx
+from .checks import SEED_LIMIT_SLACK, check_call_options, check_seed_shape, check_seeds
 from .common import (INVALID_GOAL_MESSAGE, IKConfig, IKResult, SolveMode, Status,
                      clip_to_limits, movable_coordinates, restart_seeds,
                      unsolved_message, wide_revolute)
 from .objectives import OrientationObjective, PoseObjective, PositionObjective, _weights
 
 __all__ = ["plan", "available", "ensure_compiled", "warm_up", "join_warm_up", "is_warm",
-           "ChainPlan", "ChainSolver"]
+           "ChainPlan", "PreparedChain", "solve_single"]
 
 _POSE_TYPES = (PoseObjective, PositionObjective, OrientationObjective)
 # problems: below these counts one thread solves / verifies them (no thread hand-off)
@@ -455,24 +454,22 @@ class ChainPlan:
         return rows, seeds_p, rnd, active_p.astype(np.uint8)
 
 
-class ChainSolver:
-    """Prepared low-latency IK for one problem at a time (a robot's control loop).
+class PreparedChain:
+    """The compiled part of a prepared one-goal solve (:class:`.prepared.ChainSolver`, and
+    :func:`solve_pose`'s one-goal calls through :func:`solve_single`).
 
     Everything that does not depend on the target is done once here (chain arrays, limits, the
     random restart seeds, the solver options); :meth:`solve` then makes one compiled call that
     validates the target, runs LM from the seed and then from each restart seed in order until
     one converges (speed mode), wraps continuous joints near the seed and re-checks the answer by
-    FK. Where the compiled path does not cover the model, the tips or the options (Numba missing,
-    planar/floating joints on the chain, a solve mode other than ``speed``), :meth:`solve` calls
-    :func:`solve_pose` instead, with the same results contract. With a planning ``group``
-    (:meth:`ros2_ik.model.Srdf.group`) only the group's joints move, and its chain tip is the
-    default tip.
+    FK. ``compiled`` is False where the compiled path does not cover the model, the tip or the
+    options (Numba missing, planar/floating joints on the chain, a solve mode other than
+    ``speed``); :meth:`solve` then answers by :meth:`_fallback` (here: an error; the public
+    :class:`.prepared.ChainSolver` calls :func:`solve_pose`).
     """
 
     def __init__(self, model: Model, tip: str | None = None, config=None,
-                 weights=(1, 1, 1, 1, 1, 1), group=None):
-        if group is not None:  # only the group's joints move; its chain tip is the default
-            model, tip = apply_group(model, group, tip)
+                 weights=(1, 1, 1, 1, 1, 1)):
         self.model = model
         self.tip = tip or (model.tips[0] if model.tips else None)
         if self.tip is None:
@@ -501,8 +498,8 @@ class ChainSolver:
         self._chain_args = (c["starts"], c["pre"], c["axis"], c["typ"], c["qi"], c["mult"],
                             c["off"], c["col"], c["post"], c["colq"])
         self._neutral = np.ascontiguousarray(model.neutral_q())
-        # a seed within these passes _check_seeds (finite, at most SEED_LIMIT_SLACK outside)
-        # (coordinates without limits: the model's value bound, as _check_seeds)
+        # a seed within these passes check_seeds (finite, at most SEED_LIMIT_SLACK outside)
+        # (coordinates without limits: the model's value bound, as check_seeds)
         self._lo_slack = np.maximum(self._lower, -MAX_VALUE) - SEED_LIMIT_SLACK
         self._hi_slack = np.minimum(self._upper, MAX_VALUE) + SEED_LIMIT_SLACK
         self._nq1 = (model.nq,)
@@ -523,10 +520,7 @@ class ChainSolver:
             target = as_float_array(target, "target", "shape (4, 4) or (7,)", np).astype(
                 np.float64, copy=False)
         if not self.compiled:
-            if seed is not None:
-                seed = as_float_array(seed, "seed", f"shape ({self.model.nq},)", np)[None]
-            return solve_pose(self.model, target[None], tips=self.tip, weights=self.weights,
-                              config=cfg, seeds=seed, should_stop=should_stop)
+            return self._fallback(target, seed, should_stop)
         t0 = time.perf_counter()
         if target.shape == (4, 4):
             T = _kernel_array(target)
@@ -573,10 +567,16 @@ class ChainSolver:
                         iterations=ints[0:1], seed_index=ints[1:2], status=ints[2:3],
                         messages=[msg], solve_time=time.perf_counter() - t0)
 
+    def _fallback(self, target, seed, should_stop) -> IKResult:
+        """The answer where the compiled path does not cover this solver (``compiled`` False);
+        ``target`` is a float64 array, ``seed`` as given."""
+        raise NotImplementedError(f"the compiled path does not cover tip {self.tip!r} of model "
+                                  f"{self.model.name!r} with these options; use ChainSolver")
+
     def _invalid_seed(self, s, t0) -> IKResult:
         """As solve_pose: a problem whose seed is not finite or outside the limits is not
-        solved; the message is :func:`.api._check_seeds`'s."""
-        s, _, msgs = _check_seeds(self.model, s, 1, np)
+        solved; the message is :func:`.checks.check_seeds`'."""
+        s, _, msgs = check_seeds(self.model, s, 1, np)
         nan = np.array([np.nan])
         return IKResult(q=np.array(clip_to_limits(self.model, s[0][None])),
                         success=np.array([False]), position_error=nan,
@@ -602,7 +602,7 @@ PREPARED_MAX = 32
 
 
 def solve_single(model: Model, tip: str, target, weights, seeds, cfg: IKConfig, should_stop):
-    """:func:`solve_pose` for one goal and one tip, by a prepared :class:`ChainSolver` kept per
+    """:func:`solve_pose` for one goal and one tip, by a :class:`PreparedChain` kept per
     model, tip, options and weights; None when the compiled path does not take it (not loaded
     yet, a chain it does not cover), and the general path answers. The arguments are checked
     as :func:`solve_pose` checks them (weights, then the seeds' shape, then their values)."""
@@ -616,7 +616,7 @@ def solve_single(model: Model, tip: str, target, weights, seeds, cfg: IKConfig, 
         if cs is not None:
             cache.move_to_end(key)
     if cs is None:
-        cs = ChainSolver(model, tip, cfg, weights=w if type(w) is tuple else w[0])
+        cs = PreparedChain(model, tip, cfg, weights=w if type(w) is tuple else w[0])
         with _prepared_lock:
             cache[key] = cs
             while len(cache) > PREPARED_MAX:

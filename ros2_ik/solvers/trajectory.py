@@ -26,7 +26,8 @@ from ..errors import InputTypeError, InvalidInputError, ShapeError
 from ..validate import MEMORY_BUDGET, as_float_array, check_memory, check_name, describe
 from ..kinematics.se3 import matrix_to_quat, pq_to_pose, quat_to_matrix, slerp
 from ..model import MAX_BATCH, Model
-from .api import apply_group, check_call_options, solve_pose
+from .api import solve_pose
+from .checks import apply_group, check_call_options
 from .common import IKConfig, SolveMode, Status, seed_distance
 
 __all__ = ["trajectory_seed", "interpolate_keyframes", "TrajectoryResult", "MODES"]
