@@ -4,6 +4,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 
 def test_core_imports_without_rclpy_and_cupy():
     code = textwrap.dedent("""
@@ -28,8 +30,6 @@ def test_core_imports_without_rclpy_and_cupy():
 
 
 def test_cupy_backend_request_without_gpu_is_a_clear_error():
-    import pytest
-
     from ros2_ik.backend import cupy_available, get_backend
     from ros2_ik.errors import BackendUnavailableError
 
@@ -117,3 +117,9 @@ def test_solvers_import_graph_has_no_cycle():
 def test_cycle_finder_sees_a_circle():
     assert _find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert _find_cycle({"a": {"b"}, "b": set()}) is None
+
+
+@pytest.mark.parametrize("package", ["ros2_ik.kinematics", "ros2_ik.model"])
+def test_kinematics_and_model_import_graphs_have_no_cycle(package):
+    graph = _import_graph(package)
+    assert _find_cycle(graph) is None, " -> ".join(_find_cycle(graph))

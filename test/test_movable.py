@@ -213,7 +213,8 @@ def test_gpu_lm_kernel_rows_keep_off_path_seed_and_equal_numba(dual, tip):
     fast._get_kernels().solve_serial(
         0, P, q, np.ones(N, bool), conv, iters, pe, re, tout, ch["starts"], ch["pre"],
         ch["axis"], ch["typ"], ch["qi"], ch["mult"], ch["off"], ch["col"], ch["post"],
-        ch["colq"], T4, W, np.array(m.lower), np.array(m.upper), fast.wide_revolute(m),
+        ch["colq"], T4, W, np.array(m.lower), np.array(m.upper),
+        np.array(fast.wide_revolute(m)),
         fast._fparams(cfg), int(cfg.max_iterations), K, True, -1, np.zeros(1, np.int64))
     # the generated kernel on the host
     src = codegen.solve_source(codegen.chain_of(m, [tip]), "float64", host=True)

@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from ..backend import get_xp
-from ..model import MAX_BATCH, MAX_VALUE, JointType, Model
+from ..model import MAX_BATCH, MAX_VALUE, Model
 from ..validate import as_float_array, check_names
 
 __all__ = ["available", "ready", "ensure_compiled", "as_q", "frames_selection", "pairs_selection",
@@ -125,45 +125,6 @@ _WARM_URDF = """<robot name="warm">
 </robot>"""
 
 
-def _table(model: Model) -> dict:
-    """The model as the kernels read it (see :mod:`._compiled_kernels`), cached on the model."""
-    tab = model._cache.get("compiled_table")
-    if tab is not None:
-        return tab
-    from .jacobian import _contributions  # noqa: PLC0415
-
-    L = model.num_links
-    ints = np.zeros((L, 3), dtype=np.int64)
-    fl = np.zeros((L, 23))
-    for l in range(L):
-        t = int(model.joint_type[l])
-        ints[l, 0] = max(int(model.link_parent[l]), 0)
-        ints[l, 1] = t
-        mimic = int(model.mimic_q[l]) >= 0 and t in (JointType.REVOLUTE, JointType.CONTINUOUS,
-                                                      JointType.PRISMATIC)
-        ints[l, 2] = int(model.mimic_q[l]) if mimic else int(model.q_start[l])
-        fl[l, :12] = model.origin[l][:3].ravel()
-        fl[l, 12:15] = model.axis[l]
-        fl[l, 15:18] = model.planar_e1[l]
-        fl[l, 18:21] = model.planar_e2[l]
-        fl[l, 21] = float(model.mimic_multiplier[l]) if mimic else 1.0
-        fl[l, 22] = float(model.mimic_offset[l]) if mimic else 0.0
-    c = _contributions(model)
-    S = c["scatter"]                                       # (C, nv): one entry per row
-    col = np.argmax(np.abs(S), axis=1) if S.size else np.zeros(0, dtype=np.int64)
-    active = np.full(model.nv, -1, dtype=np.int64)
-    active[np.asarray(model.v_active)] = np.arange(model.nv_active)
-    C = len(c["link"])
-    cint = np.stack([c["link"], c["rot"].astype(np.int64), active[col] if C else col],
-                    axis=1).astype(np.int64).reshape(C, 3)
-    cfl = np.concatenate([c["dir"], S[np.arange(C), col][:, None]], axis=1).reshape(C, 4)
-    floating = list(model.floating_q_starts)
-    tab = dict(ints=ints, fl=fl, cint=np.ascontiguousarray(cint), cfl=np.ascontiguousarray(cfl),
-               floating=np.array(floating, dtype=np.int64))
-    model._cache["compiled_table"] = tab
-    return tab
-
-
 def _links(model: Model, frames) -> np.ndarray:
     """The links whose poses frames need (themselves and their ancestors), ascending."""
     need = set()
@@ -176,33 +137,24 @@ def _links(model: Model, frames) -> np.ndarray:
 
 
 def _selection(model: Model, key, build):
-    """``build()`` (which validates the names and raises the reference's errors), cached per
+    """``build()`` (which validates the names and raises the reference's errors), kept per
     model and ``key`` (names that passed once pass again)."""
-    cache = model._cache.setdefault("compiled_selections", {})
-    try:
-        hit = cache.get(key)
-    except TypeError:  # unhashable names: not cached (build() raises for them)
-        return build()
-    if hit is None:
-        hit = build()
-        if len(cache) < 1024:
-            cache[key] = hit
-    return hit
+    return model.memo("kinematics.compiled.selection", key, build, max_keys=1024)
 
 
 def _pack(model: Model, links, sel, express: int = 0):
     """The table, the needed links and the selection (frames, or pairs) as the two arrays
     (int64, float64) the kernels unpack (see :func:`._compiled_kernels._unpack`)."""
-    tab = _table(model)
+    tab = model.tables.packed
     sel = np.asarray(sel, dtype=np.int64)
     nk = sel.shape[0]
-    C = tab["cint"].shape[0]
-    head = [model.num_links, len(links), nk, len(tab["floating"]), C, express, 0, 0]
+    C = tab.cint.shape[0]
+    head = [model.num_links, len(links), nk, len(tab.floating), C, express, 0, 0]
     padded = np.zeros(2 * nk, dtype=np.int64)
     padded[:sel.size] = sel.ravel()
-    idata = np.concatenate([np.array(head, dtype=np.int64), tab["ints"].ravel(),
-                            tab["floating"], links, padded, tab["cint"].ravel()])
-    fdata = np.concatenate([tab["fl"].ravel(), tab["cfl"].ravel()])
+    idata = np.concatenate([np.array(head, dtype=np.int64), tab.ints.ravel(),
+                            tab.floating, links, padded, tab.cint.ravel()])
+    fdata = np.concatenate([tab.fl.ravel(), tab.cfl.ravel()])
     return idata.astype(np.int64), fdata.astype(np.float64)
 
 

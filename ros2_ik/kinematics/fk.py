@@ -25,64 +25,29 @@ __all__ = ["joint_motion", "fk", "fk_frames", "integrate", "difference",
            "wrap_q", "maximal_to_generalized", "check_link_poses"]
 
 
-def _groups(model: Model) -> dict:
-    """Per-joint-type index arrays (cached on the model)."""
-    g = model._cache.get("fk_groups")
-    if g is not None:
-        return g
-    rot_l, rot_q, rot_m, rot_o = [], [], [], []
-    pri_l, pri_q, pri_m, pri_o = [], [], [], []
-    planar, floating = [], []
-    for l in range(1, model.num_links):
-        t = model.joint_type[l]
-        if model.mimic_q[l] >= 0:
-            qi, m, o = int(model.mimic_q[l]), float(model.mimic_multiplier[l]), float(
-                model.mimic_offset[l])
-        else:
-            qi, m, o = int(model.q_start[l]), 1.0, 0.0
-        if t in (JointType.REVOLUTE, JointType.CONTINUOUS):
-            rot_l.append(l), rot_q.append(qi), rot_m.append(m), rot_o.append(o)
-        elif t == JointType.PRISMATIC:
-            pri_l.append(l), pri_q.append(qi), pri_m.append(m), pri_o.append(o)
-        elif t == JointType.PLANAR:
-            planar.append(l)
-        elif t == JointType.FLOATING:
-            floating.append(l)
-    I = lambda a: np.array(a, dtype=np.int64)  # noqa: E731
-    F = lambda a: np.array(a, dtype=float)  # noqa: E731
-    qv = np.asarray(model.q_to_v)
-    simple = np.nonzero(qv >= 0)[0]
-    g = dict(rot_l=I(rot_l), rot_q=I(rot_q), rot_m=F(rot_m), rot_o=F(rot_o),
-             pri_l=I(pri_l), pri_q=I(pri_q), pri_m=F(pri_m), pri_o=F(pri_o),
-             planar=I(planar), floating=I(floating),
-             simple_q=I(simple), simple_v=I(qv[simple]))  # coordinates that add directly
-    model._cache["fk_groups"] = g
-    return g
-
-
 def joint_motion(model: Model, q):
     """Joint motion transforms ``M (B, L, 4, 4)`` (identity for fixed joints and the root)."""
     xp = get_xp(q)
     B = q.shape[0]
-    g = _groups(model)
+    g = model.tables.motion
     arr = model.xp_arrays(xp, q.dtype)
     M = xp.zeros((B, model.num_links, 4, 4), dtype=q.dtype)
     M[:, :, 0, 0] = M[:, :, 1, 1] = M[:, :, 2, 2] = M[:, :, 3, 3] = 1.0
-    if g["rot_l"].size:
-        rl = const(xp, g["rot_l"])
-        ang = q[:, const(xp, g["rot_q"])] * const(xp, g["rot_m"], q.dtype) + const(
-            xp, g["rot_o"], q.dtype)
+    if g.rot_l.size:
+        rl = const(xp, g.rot_l)
+        ang = q[:, const(xp, g.rot_q)] * const(xp, g.rot_m, q.dtype) + const(
+            xp, g.rot_o, q.dtype)
         M[:, rl, :3, :3] = axis_angle_matrix(arr["axis"][rl][None], ang)
-    if g["pri_l"].size:
-        pl = const(xp, g["pri_l"])
-        d = q[:, const(xp, g["pri_q"])] * const(xp, g["pri_m"], q.dtype) + const(
-            xp, g["pri_o"], q.dtype)
+    if g.pri_l.size:
+        pl = const(xp, g.pri_l)
+        d = q[:, const(xp, g.pri_q)] * const(xp, g.pri_m, q.dtype) + const(
+            xp, g.pri_o, q.dtype)
         M[:, pl, :3, 3:4] = (arr["axis"][pl][None] * d[..., None])[..., None]
-    for l in g["planar"]:
+    for l in g.planar:
         s = int(model.q_start[l])
         M[:, l, :3, :3] = axis_angle_matrix(arr["axis"][l], q[:, s + 2])
         M[:, l, :3, 3] = q[:, s:s + 1] * arr["e1"][l] + q[:, s + 1:s + 2] * arr["e2"][l]
-    for l in g["floating"]:
+    for l in g.floating:
         s = int(model.q_start[l])
         M[:, l, :3, 3] = q[:, s:s + 3]
         M[:, l, :3, :3] = quat_to_matrix(q[:, s + 3:s + 7])
@@ -199,10 +164,10 @@ def integrate(model: Model, q, v):
     """
     xp = get_xp(q, v)
     q = xp.array(q, copy=True)
-    g = _groups(model)
-    if g["simple_q"].size:
-        q[..., const(xp, g["simple_q"])] += v[..., const(xp, g["simple_v"])]
-    for l in _groups(model)["floating"]:
+    g = model.tables.motion
+    if g.simple_q.size:
+        q[..., const(xp, g.simple_q)] += v[..., const(xp, g.simple_v)]
+    for l in model.tables.motion.floating:
         s, vs = int(model.q_start[l]), int(model.v_start[l])
         R = so3_exp(v[..., vs + 3:vs + 6])
         dq = matrix_to_quat(R)
@@ -225,7 +190,7 @@ def difference(model: Model, q0, q1):
         v[..., xp.asarray(qv[simple])] = d
     from .se3 import so3_log  # noqa: PLC0415
 
-    for l in _groups(model)["floating"]:
+    for l in model.tables.motion.floating:
         s, vs = int(model.q_start[l]), int(model.v_start[l])
         R0 = quat_to_matrix(q0[..., s + 3:s + 7])
         R1 = quat_to_matrix(q1[..., s + 3:s + 7])

@@ -41,49 +41,6 @@ __all__ = ["jacobian", "jacobians_all", "numerical_jacobian", "jacobian_dot", "p
 _EXPRESS = ("world", "local", "reference")
 
 
-def _contributions(model: Model) -> dict:
-    """Elementary screw contributions (one per 1-D motion of a joint), cached on the model.
-
-    Each has: link l (the joint's child), local direction (3,) in the joint frame, is_rot, and a
-    row of the (C, nv) matrix that scatters it (times a factor) into velocity columns.
-    """
-    c = model._cache.get("jac_contrib")
-    if c is not None:
-        return c
-    links, dirs, rot, cols, fac = [], [], [], [], []
-    ex = np.eye(3)
-    for l in range(1, model.num_links):
-        t = model.joint_type[l]
-        ax = model.axis[l]
-        if model.mimic_q[l] >= 0:
-            col, f = int(model.q_to_v[model.mimic_q[l]]), float(model.mimic_multiplier[l])
-        else:
-            col, f = int(model.v_start[l]), 1.0
-        if t in (JointType.REVOLUTE, JointType.CONTINUOUS, JointType.PRISMATIC):
-            links.append(l), dirs.append(ax), rot.append(t != JointType.PRISMATIC)
-            cols.append(col), fac.append(f)
-        elif t == JointType.PLANAR:
-            for k, (d, r) in enumerate(((model.planar_e1[l], False), (model.planar_e2[l], False),
-                                        (ax, True))):
-                links.append(l), dirs.append(d), rot.append(r), cols.append(col + k)
-                fac.append(1.0)
-        elif t == JointType.FLOATING:
-            for k in range(6):
-                links.append(l), dirs.append(ex[k % 3]), rot.append(k >= 3)
-                cols.append(col + k), fac.append(1.0)
-    C = len(links)
-    S = np.zeros((C, model.nv))
-    for i in range(C):
-        S[i, cols[i]] += fac[i]
-    link = np.array(links, dtype=np.int64)
-    c = dict(link=link, dir=np.array(dirs, dtype=float).reshape(C, 3),
-             rot=np.array(rot, dtype=bool), scatter=S,
-             parent=np.asarray(model.link_parent)[link],     # each contribution's parent link
-             support={})                                     # frames tuple -> (F, C) mask
-    model._cache["jac_contrib"] = c
-    return c
-
-
 def q_active(model: Model) -> np.ndarray:
     """Indices of q coordinates not frozen (columns of :func:`pose_gradient`)."""
     frozen_links = {model.joint_index(n) for n in model.frozen}
@@ -94,12 +51,12 @@ def q_active(model: Model) -> np.ndarray:
 def _screws(model: Model, T):
     """World axes a (B, C, 3), points p (B, C, 3) of every contribution, for link poses T."""
     xp = get_xp(T)
-    c = _contributions(model)
-    cl = const(xp, c["link"])
-    parent = const(xp, c["parent"])
+    c = model.tables.screws
+    cl = const(xp, c.link)
+    parent = const(xp, c.parent)
     origin = model.xp_arrays(xp, T.dtype)["origin"][cl]            # (C, 4, 4)
     R_jf = T[:, parent, :3, :3] @ origin[None, :, :3, :3]           # joint frame (parent side)
-    a = (R_jf @ const(xp, c["dir"], T.dtype)[None, :, :, None])[..., 0]
+    a = (R_jf @ const(xp, c.dir, T.dtype)[None, :, :, None])[..., 0]
     p = T[:, cl][..., :3, 3]                                            # child origin
     return a, p
 
@@ -107,26 +64,23 @@ def _screws(model: Model, T):
 def _world_jac_from_screws(model: Model, T, a, p, frames):
     """Full-column (nv) world Jacobians (B, F, 6, nv) of link indices ``frames``."""
     xp = get_xp(T)
-    c = _contributions(model)
+    c = model.tables.screws
     B, F = T.shape[0], len(frames)
     if a.shape[1] == 0:
         return xp.zeros((B, F, 6, model.nv), dtype=T.dtype)
     key = tuple(int(f) for f in frames)
-    if key not in c["support"]:
-        if len(c["support"]) >= 1024:
-            c["support"].clear()
-        c["support"][key] = (np.array(key, dtype=np.int64),
-                             model.support_mask()[np.asarray(key)][:, c["link"]])
-    fr, sup = c["support"][key]
+    fr, sup = model.memo("kinematics.jacobian.support", key, lambda: (
+        np.array(key, dtype=np.int64), model.support_mask()[np.asarray(key)][:, c.link]),
+        max_keys=1024)                                                  # (F,), (F, C)
     fi = const(xp, fr)
     pf = T[:, fi][..., :3, 3]                                           # (B, F, 3)
     S = const(xp, sup, T.dtype)                                         # (F, C)
-    rot = const(xp, c["rot"])[None, None, :, None]
+    rot = const(xp, c.rot)[None, None, :, None]
     aa = xp.broadcast_to(a[:, None], (B, F) + a.shape[1:])
     lin = xp.where(rot, xp.cross(aa, pf[:, :, None] - p[:, None]), aa)      # (B, F, C, 3)
     ang = xp.where(rot, aa, 0.0)
     contrib = xp.concatenate([lin, ang], axis=-1) * S[None, :, :, None]    # (B, F, C, 6)
-    scatter = const(xp, c["scatter"], T.dtype)                               # (C, nv)
+    scatter = const(xp, c.scatter, T.dtype)                               # (C, nv)
     return xp.swapaxes(contrib, -1, -2) @ scatter                          # (B, F, 6, nv)
 
 
@@ -330,19 +284,19 @@ def jacobian_dot(model: Model, q, qd, link: str):
     L = model.num_links
     Jl = _world_jac_from_screws(model, T, a, p, list(range(L)))      # (B, L, 6, nv)
     V = (Jl @ v[:, None, :, None])[..., 0]                           # (B, L, 6) link twists
-    c = _contributions(model)
-    cl = c["link"]
+    c = model.tables.screws
+    cl = c.link
     w_par = V[:, xp.asarray(model.link_parent[cl]), 3:]              # (B, C, 3)
     v_c = V[:, xp.asarray(cl), :3]
     adot = xp.cross(w_par, a)
     pf = T[:, f, :3, 3][:, None]
     vf = V[:, f, :3][:, None]
-    rot = xp.asarray(c["rot"])[None, :, None]
+    rot = xp.asarray(c.rot)[None, :, None]
     lin = xp.where(rot, xp.cross(adot, pf - p) + xp.cross(a, vf - v_c), adot)
     ang = xp.where(rot, adot, 0.0)
     S = xp.asarray(model.support_mask()[f][cl], dtype=q.dtype)[None, :, None]
     contrib = xp.concatenate([lin, ang], axis=-1) * S                # (B, C, 6)
-    Jd = xp.swapaxes(contrib, -1, -2) @ xp.asarray(c["scatter"], dtype=q.dtype)
+    Jd = xp.swapaxes(contrib, -1, -2) @ xp.asarray(c.scatter, dtype=q.dtype)
     return Jd[:, :, xp.asarray(model.v_active)]
 
 

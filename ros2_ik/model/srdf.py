@@ -53,13 +53,8 @@ class Group:
 
     def restrict(self, model: Model) -> Model:
         """``model`` with every joint outside the group frozen (cached on ``model``)."""
-        key = ("group_model", self.name, self.joints)
-        hit = model._cache.get(key)
-        if hit is None:
-            hit = model.lock(self._frozen) if self._frozen else model
-            if len(model._cache) < 10_000:
-                model._cache[key] = hit
-        return hit
+        return model.memo("model.srdf.group_model", (self.name, self.joints),
+                          lambda: model.lock(self._frozen) if self._frozen else model)
 
 
 class Srdf:

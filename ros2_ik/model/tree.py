@@ -22,10 +22,9 @@ Units: metres, radians. Continuous joints are unbounded (limits +-inf); use
 
 from __future__ import annotations
 
-import enum
 import math
 from dataclasses import dataclass, field
-from typing import Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -33,18 +32,11 @@ from ..backend import get_xp
 from ..errors import (InputTypeError, InvalidInputError, ShapeError, UnknownJointError,
                       UnknownLinkError)
 from ..validate import check_int, check_name, check_names, describe
+from .joint_types import JointType
+from .tables import ModelTables, build_tables
 from .urdf import MAX_VALUE, JointDesc, RobotDesc, parse_urdf
 
 __all__ = ["JointType", "Model"]
-
-
-class JointType(enum.IntEnum):
-    FIXED = 0
-    REVOLUTE = 1
-    CONTINUOUS = 2
-    PRISMATIC = 3
-    PLANAR = 4
-    FLOATING = 5
 
 
 _NQ = {JointType.FIXED: 0, JointType.REVOLUTE: 1, JointType.CONTINUOUS: 1,
@@ -57,6 +49,8 @@ _BY_NAME = {"fixed": JointType.FIXED, "revolute": JointType.REVOLUTE,
 
 #: Largest batch any core entry point accepts in one call.
 MAX_BATCH = 50_000_000
+
+_MISSING = object()  # Model.memo: no value kept for a key (None is a value)
 
 
 def _rpy_xyz_to_matrix(xyz, rpy) -> np.ndarray:
@@ -118,6 +112,8 @@ class Model:
     frozen: frozenset = field(default=frozenset())    # joint names excluded from the Jacobian
     v_active: np.ndarray = field(repr=False, default=None)  # (nv_active,) int
     tips: tuple[str, ...] = ()
+    # what this module keeps per model: the tables, link names -> index, arrays per backend
+    # and the memos (Model.memo); no other module writes into it
     _cache: dict = field(default_factory=dict, repr=False, compare=False)
 
     # ------------------------------------------------------------------ construction
@@ -369,6 +365,42 @@ class Model:
         return self._build(self.desc, base=self.link_names[0], tips=self.tips,
                            frozen=self.frozen | joints)
 
+    # ------------------------------------------------------------------ derived data
+    @property
+    def tables(self) -> ModelTables:
+        """The model-wide derived tables (:class:`ros2_ik.model.tables.ModelTables`: read-only
+        arrays for FK, the Jacobians, the compiled kernels and the solvers), built on first
+        access and the same object ever after."""
+        t = self._cache.get("tables")
+        if t is None:  # (two threads may both build them; one object is kept and returned)
+            t = self._cache.setdefault("tables", build_tables(self))
+        return t
+
+    def memo(self, owner: str, key, build: Callable[[], Any], *, max_keys: int = 10_000):
+        """A value derived from this model and ``key`` (a tip set, a seed count, a selection of
+        frames), computed by ``build()`` the first time and kept with the model (it goes when
+        the model goes; a model never changes, so the value stays right).
+
+        ``owner`` names the caller's memo (by convention its module and what it keeps, e.g.
+        ``"solvers.fast.chain"``): keys of different owners never meet. Once an owner holds
+        ``max_keys`` keys for this model, new keys are computed on each call and not kept. An
+        unhashable key is not kept either (``build()`` decides what such a key means). Model-wide
+        tables are :attr:`tables`, not memos. Thread safe: two threads that build the same key
+        at once both get the value kept first."""
+        per = self._cache.get(("memo", owner))
+        if per is None:
+            per = self._cache.setdefault(("memo", owner), {})
+        try:
+            hit = per.get(key, _MISSING)
+        except TypeError:  # unhashable key
+            return build()
+        if hit is not _MISSING:
+            return hit
+        value = build()
+        if len(per) < max_keys:
+            value = per.setdefault(key, value)
+        return value
+
     # ------------------------------------------------------------------ look-ups
     @property
     def num_links(self) -> int:
@@ -448,31 +480,13 @@ class Model:
     def support_mask(self) -> np.ndarray:
         """``S[f, l]`` is True when the joint into link ``l`` moves link ``f`` (l is an ancestor
         of f or f itself); shape (L, L)."""
-        S = self._cache.get("support")
-        if S is None:
-            L = self.num_links
-            S = np.zeros((L, L), dtype=bool)
-            for f in range(L):
-                S[f, self.ancestors(f)] = True
-            S.setflags(write=False)
-            self._cache["support"] = S
-        return S
+        return self.tables.support
 
     # ------------------------------------------------------------------ configurations
     def neutral_q(self) -> np.ndarray:
         """Mid-range configuration (nq,): bounded joints at the middle of their limits, others 0,
         floating quaternions identity."""
-        q = self._cache.get("neutral_q")
-        if q is None:
-            bounded = np.isfinite(self.lower) & np.isfinite(self.upper)
-            q = np.zeros(self.nq)
-            q[bounded] = 0.5 * (self.lower[bounded] + self.upper[bounded])
-            # a limit on one side only: 0 when allowed, else that limit
-            q = np.clip(q, self.lower, self.upper)
-            for s in self.floating_q_starts:
-                q[s + 6] = 1.0
-            self._cache["neutral_q"] = q
-        return q.copy()
+        return self.tables.neutral_q.copy()
 
     def random_q(self, rng: np.random.Generator | int | None, batch: int = 1) -> np.ndarray:
         """Uniform random configurations within limits, shape (batch, nq).

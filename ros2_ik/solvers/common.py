@@ -11,7 +11,7 @@ import numpy as np
 from ..backend import const, get_xp
 from ..errors import InputTypeError, InvalidInputError
 from ..kinematics.fk import difference, wrap_angle
-from ..model import JointType, Model
+from ..model import Model
 from ..validate import MAX_TIMEOUT, check_int, check_number, describe
 
 #: Largest ``max_iterations`` / ``stall_iterations`` accepted.
@@ -145,10 +145,10 @@ def movable_coordinates(model: Model, links=None) -> np.ndarray:
         return np.ones(model.nq, dtype=bool)
     ids = tuple(sorted({int(model.link_index(l)) if isinstance(l, str) else int(l)
                         for l in links}))
-    key = ("movable", ids)
-    hit = model._cache.get(key)
-    if hit is not None:
-        return hit.copy()
+    return model.memo("solvers.common.movable", ids, lambda: _movable(model, ids)).copy()
+
+
+def _movable(model: Model, ids) -> np.ndarray:
     on_path = set()
     leaders = set()
     for l in ids:
@@ -160,9 +160,7 @@ def movable_coordinates(model: Model, links=None) -> np.ndarray:
     m = np.array([int(j) in on_path for j in model.q_joint], dtype=bool)
     for qi in leaders:
         m[qi] = True
-    if len(model._cache) < 10_000:
-        model._cache[key] = m
-    return m.copy()
+    return m
 
 
 def restart_seeds(model: Model, num_seeds: int, rng_seed: int, movable=None):
@@ -174,22 +172,21 @@ def restart_seeds(model: Model, num_seeds: int, rng_seed: int, movable=None):
     mov = None if movable is None else np.asarray(movable, dtype=bool)
     if mov is not None and mov.shape != (model.nq,):
         raise InvalidInputError(f"movable must have shape ({model.nq},), got {mov.shape}")
-    key = ("restart_seeds", int(num_seeds), int(rng_seed))
-    hit = model._cache.get(key)
-    if hit is not None:
-        rnd, keep = hit[0].copy(), hit[1].copy()
-    else:
-        rnd = model.random_q(np.random.default_rng(rng_seed), max(int(num_seeds) - 1, 0))
-        keep = ~(np.isfinite(model.lower) & np.isfinite(model.upper)) & ~model.q_continuous
-        frozen_links = {model.joint_index(n) for n in model.frozen}
-        keep |= np.array([int(l) in frozen_links for l in model.q_joint], dtype=bool)
-        for s in model.floating_q_starts:
-            keep[s:s + 7] = True
-        if len(model._cache) < 10_000:  # cached per model, seed count and rng seed
-            model._cache[key] = (rnd, keep)
-        rnd, keep = rnd.copy(), keep.copy()
+    rnd, keep = model.memo("solvers.common.restart_seeds", (int(num_seeds), int(rng_seed)),
+                           lambda: _restart_seeds(model, int(num_seeds), int(rng_seed)))
+    rnd, keep = rnd.copy(), keep.copy()
     if mov is not None:
         keep |= ~mov
+    return rnd, keep
+
+
+def _restart_seeds(model: Model, num_seeds: int, rng_seed: int):
+    rnd = model.random_q(np.random.default_rng(rng_seed), max(num_seeds - 1, 0))
+    keep = ~(np.isfinite(model.lower) & np.isfinite(model.upper)) & ~model.q_continuous
+    frozen_links = {model.joint_index(n) for n in model.frozen}
+    keep |= np.array([int(l) in frozen_links for l in model.q_joint], dtype=bool)
+    for s in model.floating_q_starts:
+        keep[s:s + 7] = True
     return rnd, keep
 
 
@@ -216,16 +213,9 @@ def expand_seeds(model: Model, seeds, num_seeds: int, rng_seed: int, xp, movable
 def wide_revolute(model: Model) -> np.ndarray:
     """(nq,) bool: revolute coordinates whose limits span 2 pi or more. A step past one of their
     limits is moved back by 2 pi (the same pose) before clipping, so a joint with limits like
-    +-2 pi is not pinned at a limit it could go around."""
-    m = model._cache.get("wide_revolute")
-    if m is None:
-        rev = np.array([model.joint_type[int(l)] == JointType.REVOLUTE for l in model.q_joint],
-                       dtype=bool)
-        with np.errstate(invalid="ignore"):
-            m = rev & np.isfinite(model.lower) & (model.upper - model.lower >= 2 * math.pi)
-        m = np.ascontiguousarray(m)
-        model._cache["wide_revolute"] = m
-    return m
+    +-2 pi is not pinned at a limit it could go around. (Read-only: a kernel that needs a
+    writable array takes a copy.)"""
+    return model.tables.wide_revolute
 
 
 def clip_to_limits(model: Model, q):

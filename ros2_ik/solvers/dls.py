@@ -24,33 +24,11 @@ import numpy as np
 
 from ..backend import const, get_xp, to_numpy
 from ..kinematics.fk import integrate
-from ..model import JointType, Model
-from .common import IKConfig, clip_to_limits, wide_revolute
+from ..model import Model
+from .common import IKConfig, clip_to_limits
 from .residuals import evaluate, goal_errors
 
 __all__ = ["lm_solve_rows"]
-
-
-def _limited_columns(model: Model):
-    """Active Jacobian columns of bounded 1-DOF coordinates (not the +-2 pi wide revolute ones,
-    which go around), and their q indices (cached on the model)."""
-    hit = model._cache.get("limited_columns")
-    if hit is not None:
-        return hit
-    wide = wide_revolute(model)
-    one_dof = (JointType.REVOLUTE, JointType.CONTINUOUS, JointType.PRISMATIC)
-    cols, qs = [], []
-    for c, v in enumerate(model.v_active):
-        l = int(model.v_joint[v])
-        if int(model.joint_type[l]) not in one_dof or model.mimic_q[l] >= 0:
-            continue
-        qi = int(model.q_start[l])
-        if np.isfinite(model.lower[qi]) and np.isfinite(model.upper[qi]) and not wide[qi]:
-            cols.append(c)
-            qs.append(qi)
-    out = np.array(cols, dtype=np.int64), np.array(qs, dtype=np.int64)
-    model._cache["limited_columns"] = out
-    return out
 
 
 def _fixed_columns(model: Model, movable):
@@ -121,8 +99,8 @@ def lm_solve_rows(model: Model, objectives, q0, seed_q, problem_idx, cfg: IKConf
     pe, re = goal_errors(objectives, ctx, problem_idx)
     converged = (pe <= cfg.position_tolerance) & (re <= cfg.orientation_tolerance)
     timed_out = False
-    lim_cols, lim_q = _limited_columns(model)
-    lim_cols, lim_q = const(xp, lim_cols), const(xp, lim_q)
+    lim_cols = const(xp, model.tables.limited_columns)
+    lim_q = const(xp, model.tables.limited_q)
     lower, upper = const(xp, model.lower), const(xp, model.upper)
     stall = xp.zeros(N, dtype=xp.int64)
     K = N // num_problems if num_problems else 1

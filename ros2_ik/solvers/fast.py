@@ -296,11 +296,13 @@ def plan(model, objectives, regularizers, cfg, solver, xp):
 
 
 def _chain_arrays(model: Model, tips: tuple[int, ...]):
-    """Flat per-joint arrays for the base->tip paths (cached per model and tip set); the GPU
+    """Flat per-joint arrays for the base->tip paths (kept per model and tip set, writable: the
+    kernels take them as they are), or None when a joint on a path is not 1-DOF; the GPU
     generator (:func:`ros2_ik.gpu.codegen.chain_of`) reads the same table."""
-    key = ("fast_chain", tips)
-    if key in model._cache:
-        return model._cache[key]
+    return model.memo("solvers.fast.chain", tuple(tips), lambda: _build_chain(model, tips))
+
+
+def _build_chain(model: Model, tips):
     active_v = set(int(v) for v in model.v_active)
     pre, axis, typ, qi, mult, off, colq_of, links = [], [], [], [], [], [], [], []
     starts, posts = [0], []
@@ -340,7 +342,6 @@ def _chain_arrays(model: Model, tips: tuple[int, ...]):
         posts.append(acc)
         starts.append(len(pre))
     if not ok:
-        model._cache[key] = None
         return None
     colq = np.array(sorted({c for c in colq_of if c >= 0}), dtype=np.int64)
     col_index = {int(c): i for i, c in enumerate(colq)}
@@ -357,7 +358,6 @@ def _chain_arrays(model: Model, tips: tuple[int, ...]):
         colq=colq,
         link=np.array(links, dtype=np.int64),   # each joint's child link
     )
-    model._cache[key] = out
     return out
 
 
@@ -422,7 +422,7 @@ class ChainPlan:
                    c["axis"], c["typ"], c["qi"], c["mult"], c["off"], c["col"], c["post"],
                    c["colq"], self.targets, self.weights,
                    np.array(m.lower, dtype=np.float64), np.array(m.upper, dtype=np.float64),
-                   wide_revolute(m), _fparams(cfg), int(cfg.max_iterations), int(K),
+                   np.array(wide_revolute(m)), _fparams(cfg), int(cfg.max_iterations), int(K),
                    bool(first_per_problem), int(deadline_ns), stop)
         cancelled = bool(stop[0])
         timed_out = bool(tout.any()) and not cancelled
@@ -492,7 +492,7 @@ class PreparedChain:
         self._cont = np.array(model.q_continuous, dtype=bool)
         self._lower = np.array(model.lower, dtype=np.float64)
         self._upper = np.array(model.upper, dtype=np.float64)
-        self._wide = wide_revolute(model)
+        self._wide = np.array(wide_revolute(model))
         self._fparams = _fparams(cfg)
         c = chain
         self._chain_args = (c["starts"], c["pre"], c["axis"], c["typ"], c["qi"], c["mult"],
@@ -610,7 +610,7 @@ def solve_single(model: Model, tip: str, target, weights, seeds, cfg: IKConfig, 
         return None
     w = _checked_weights(weights)
     key = (tip, cfg, w if type(w) is tuple else w.tobytes())
-    cache = model._cache.setdefault("prepared_chain_solvers", OrderedDict())
+    cache = model.memo("solvers.fast.prepared", "least recently used first", OrderedDict)
     with _prepared_lock:
         cs = cache.get(key)
         if cs is not None:
