@@ -21,10 +21,13 @@ import numbers
 from typing import Iterable
 
 
+import numpy as np
+
 from .errors import InputTypeError, InvalidInputError, ShapeError
 
 __all__ = ["as_float_array", "check_memory", "MEMORY_BUDGET", "check_number", "check_int",
-           "check_names", "check_name", "describe", "MAX_TIMEOUT"]
+           "check_names", "check_name", "describe", "MAX_TIMEOUT", "QUAT_NORM_TOL",
+           "ROTATION_TOL", "check_poses", "describe_bad_pose", "bad_rotations"]
 
 #: Largest ``timeout`` accepted [s] (about 11.6 days): larger values overflow the monotonic
 #: clock's nanosecond deadline. Use ``None`` for "no limit".
@@ -161,3 +164,59 @@ def check_names(value, name: str, *, allow_empty: bool = False, kind: str = "lin
     if not out and not allow_empty:
         raise InvalidInputError(f"{name} is empty; give at least one {kind} name")
     return out
+
+
+# ---------------------------------------------------------------------- poses
+#: A quaternion (x y z w) whose norm differs from 1 by more than this is not a rotation: the
+#: goal or keyframe is invalid (INVALID_GOAL in the node); within it, it is normalized.
+QUAT_NORM_TOL = 1e-3
+#: A rotation matrix ``R`` with an entry of ``R^T R`` off the identity by more than this, or
+#: with ``det R < 0``, is not a rotation (an invalid goal or keyframe). The compiled goal checks
+#: test the same bound (``solvers/_fast_kernels.py``, ``gpu/codegen.py``; a test keeps them
+#: equal).
+ROTATION_TOL = 1e-6
+
+
+def check_poses(pq: np.ndarray, *, position_only: bool = False
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Validate and normalize poses (..., 7), vectorized.
+
+    Returns ``(pq_clean, ok, reason)``: ``pq_clean`` has unit quaternions (identity where the
+    pose is invalid or ``position_only``), ``ok`` (...) bool, ``reason`` (...) int8 with
+    0 = ok, 1 = non-finite value, 2 = quaternion norm not 1 (beyond :data:`QUAT_NORM_TOL`).
+    """
+    pq = np.array(pq, dtype=np.float64)  # own copy
+    pos_ok = np.all(np.isfinite(pq[..., :3]), axis=-1)
+    if position_only:
+        ok = pos_ok
+        reason = np.where(pos_ok, 0, 1).astype(np.int8)
+        pq[..., 3:] = (0.0, 0.0, 0.0, 1.0)
+    else:
+        quat = pq[..., 3:]
+        fin = pos_ok & np.all(np.isfinite(quat), axis=-1)
+        with np.errstate(invalid="ignore"):
+            norm = np.sqrt(np.einsum("...i,...i->...", quat, quat))
+            unit = fin & (np.abs(norm - 1.0) <= QUAT_NORM_TOL)
+        ok = unit
+        reason = np.where(~fin, 1, np.where(~unit, 2, 0)).astype(np.int8)
+        safe = np.where(ok, norm, 1.0)
+        pq[..., 3:] = np.where(ok[..., None], quat / safe[..., None], (0.0, 0.0, 0.0, 1.0))
+    pq[..., :3] = np.where(ok[..., None], pq[..., :3], 0.0)
+    return pq, ok, reason
+
+
+def describe_bad_pose(pq_raw: np.ndarray, reason: int) -> str:
+    """Why one pose (7,) was rejected, and what to do."""
+    if reason == 1:
+        return "pose contains NaN or infinity; give finite position and orientation values"
+    n = float(np.linalg.norm(np.asarray(pq_raw, dtype=float)[3:7]))
+    return (f"orientation quaternion (x y z w) {np.round(np.asarray(pq_raw)[3:7], 6).tolist()} "
+            f"has norm {n:.6g}, not 1; send a unit quaternion (normalize it)")
+
+
+def bad_rotations(R, xp):
+    """(N,) bool: the matrices of ``R`` (N, 3, 3) on backend ``xp`` that are not rotations
+    (:data:`ROTATION_TOL`; a NaN matrix is not flagged here: test finiteness first)."""
+    ortho = xp.abs(xp.swapaxes(R, 1, 2) @ R - xp.eye(3)).max(axis=(1, 2)) > ROTATION_TOL
+    return ortho | (xp.linalg.det(R) < 0)
+

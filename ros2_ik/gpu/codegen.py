@@ -46,11 +46,15 @@ import numpy as np
 from ..errors import InvalidInputError
 from ..model import Model
 from ..solvers.common import movable_coordinates, restart_seeds, wide_revolute
+from ..validate import ROTATION_TOL
 
 __all__ = ["Chain", "chain_of", "solve_source", "frames_source", "host_variant", "HOST_SHIM",
            "DTYPES", "source_hash"]
 
 DTYPES = {"float32": "float", "float64": "double"}
+#: the goal check's rotation bound (validate.ROTATION_TOL) as the generated code writes it
+ROTATION_TOL_C = "1e-6"
+assert float(ROTATION_TOL_C) == ROTATION_TOL
 
 # What the generated text sees: CUDA (nvcc / NVRTC) or the host (g++ through this shim). Only the
 # few names below differ; everything else in the source is plain C++ shared by both.
@@ -802,9 +806,9 @@ def _emit_select_kernel(e: _Emit, ch: Chain, scalar: str):
 
 def _emit_prep_kernel(e: _Emit, ch: Chain, scalar: str):
     """Per problem: goal check in float64 (finite, position within MAX_VALUE, rotation
-    orthonormal within 1e-6 and right-handed, as PoseObjective.invalid_problems), targets and
-    weights cast to S (an invalid goal becomes the identity, so the batch math stays finite),
-    active = valid && seed_ok."""
+    orthonormal within :data:`ROTATION_TOL_C` and right-handed, as
+    PoseObjective.invalid_problems), targets and weights cast to S (an invalid goal becomes the
+    identity, so the batch math stays finite), active = valid && seed_ok."""
     from ..model import MAX_VALUE  # noqa: PLC0415
 
     T = ch.T
@@ -829,7 +833,7 @@ def _emit_prep_kernel(e: _Emit, ch: Chain, scalar: str):
               f"fabs(m[11]) > {MAX_VALUE!r}) ok = false;")
             e("for (int a = 0; a < 3; ++a) for (int b = 0; b < 3; ++b) {")
             e("  const double d = m[a] * m[b] + m[4 + a] * m[4 + b] + m[8 + a] * m[8 + b];")
-            e("  if (fabs(d - (a == b ? 1.0 : 0.0)) > 1e-6) ok = false; }")
+            e(f"  if (fabs(d - (a == b ? 1.0 : 0.0)) > {ROTATION_TOL_C}) ok = false; }}")
             e("const double det = m[0] * (m[5] * m[10] - m[6] * m[9]) - m[1] * (m[4] * m[10] - "
               "m[6] * m[8]) + m[2] * (m[4] * m[9] - m[5] * m[8]);")
             e("if (!(det > 0)) ok = false;")

@@ -20,14 +20,12 @@ from typing import Sequence
 
 import numpy as np
 
+# pose validity has one definition for the core and the node (re-exported here)
+from ..validate import QUAT_NORM_TOL, check_poses, describe_bad_pose
+
 __all__ = ["QUAT_NORM_TOL", "f64_array", "i32_array", "u32_array", "as_f64", "pose_msg_to_pq",
            "poses_to_pq", "pq_to_pose_msg", "pq_to_pose_stamped", "check_poses",
            "describe_bad_pose", "duration_to_sec", "sec_to_duration", "joint_states"]
-
-#: A goal quaternion whose norm differs from 1 by more than this is rejected (INVALID_GOAL);
-#: within it, the quaternion is normalized.
-QUAT_NORM_TOL = 1e-3
-
 
 # ---------------------------------------------------------------------- flat array fields
 def f64_array(a) -> array.array:
@@ -103,43 +101,6 @@ def pq_to_pose_stamped(pq: np.ndarray, frame_id: str, stamp=None) -> list:
         pq_to_pose_msg(row, ps.pose)
         out.append(ps)
     return out
-
-
-def check_poses(pq: np.ndarray, *, position_only: bool = False
-                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Validate and normalize poses (..., 7), vectorized.
-
-    Returns ``(pq_clean, ok, reason)``: ``pq_clean`` has unit quaternions (identity where the
-    pose is invalid or ``position_only``), ``ok`` (...) bool, ``reason`` (...) int8 with
-    0 = ok, 1 = non-finite value, 2 = quaternion norm not 1 (beyond :data:`QUAT_NORM_TOL`).
-    """
-    pq = np.array(pq, dtype=np.float64)  # own copy
-    pos_ok = np.all(np.isfinite(pq[..., :3]), axis=-1)
-    if position_only:
-        ok = pos_ok
-        reason = np.where(pos_ok, 0, 1).astype(np.int8)
-        pq[..., 3:] = (0.0, 0.0, 0.0, 1.0)
-    else:
-        quat = pq[..., 3:]
-        fin = pos_ok & np.all(np.isfinite(quat), axis=-1)
-        with np.errstate(invalid="ignore"):
-            norm = np.sqrt(np.einsum("...i,...i->...", quat, quat))
-            unit = fin & (np.abs(norm - 1.0) <= QUAT_NORM_TOL)
-        ok = unit
-        reason = np.where(~fin, 1, np.where(~unit, 2, 0)).astype(np.int8)
-        safe = np.where(ok, norm, 1.0)
-        pq[..., 3:] = np.where(ok[..., None], quat / safe[..., None], (0.0, 0.0, 0.0, 1.0))
-    pq[..., :3] = np.where(ok[..., None], pq[..., :3], 0.0)
-    return pq, ok, reason
-
-
-def describe_bad_pose(pq_raw: np.ndarray, reason: int) -> str:
-    """Why one pose (7,) was rejected, and what to do."""
-    if reason == 1:
-        return "pose contains NaN or infinity; give finite position and orientation values"
-    n = float(np.linalg.norm(np.asarray(pq_raw, dtype=float)[3:7]))
-    return (f"orientation quaternion (x y z w) {np.round(np.asarray(pq_raw)[3:7], 6).tolist()} "
-            f"has norm {n:.6g}, not 1; send a unit quaternion (normalize it)")
 
 
 # ---------------------------------------------------------------------- time

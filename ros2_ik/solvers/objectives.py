@@ -19,7 +19,7 @@ import numpy as np
 
 from ..backend import const, get_xp, to_numpy
 from ..errors import InvalidInputError, ShapeError
-from ..validate import as_float_array
+from ..validate import as_float_array, bad_rotations
 from ..kinematics.jacobian import _screws, _world_jac_from_screws
 from ..kinematics.se3 import so3_log
 from ..model import MAX_VALUE, Model
@@ -146,10 +146,8 @@ class PoseObjective(Objective):
         T = self.targets
         bad = ~xp.all(xp.isfinite(T.reshape(T.shape[0], -1)), axis=1)
         R = xp.where(bad[:, None, None], xp.eye(3), T[:, :3, :3])
-        ortho = xp.abs(xp.swapaxes(R, 1, 2) @ R - xp.eye(3)).max(axis=(1, 2)) > 1e-6
-        det = xp.linalg.det(R)
         far = xp.any(xp.abs(xp.where(bad[:, None], 0.0, T[:, :3, 3])) > MAX_VALUE, axis=1)
-        return bad | ortho | (det < 0) | far
+        return bad | bad_rotations(R, xp) | far
 
     def take(self, start, stop):
         o = object.__new__(type(self))

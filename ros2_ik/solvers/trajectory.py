@@ -23,7 +23,8 @@ from typing import Callable, Sequence
 import numpy as np
 
 from ..errors import InputTypeError, InvalidInputError, ShapeError
-from ..validate import MEMORY_BUDGET, as_float_array, check_memory, check_name, describe
+from ..validate import (MEMORY_BUDGET, as_float_array, bad_rotations, check_memory, check_name,
+                        check_poses, describe)
 from ..kinematics.se3 import matrix_to_quat, pq_to_pose, quat_to_matrix, slerp
 from ..model import MAX_BATCH, Model
 from .api import solve_pose
@@ -73,13 +74,14 @@ def _keyframes(keyframes) -> np.ndarray:
     if k.ndim >= 1 and k.shape[0] == 0:
         raise InvalidInputError("keyframes is empty; give at least one keyframe pose")
     if k.ndim == 2 and k.shape[1] == 7:
-        if not np.all(np.isfinite(k)):
-            bad = int(np.nonzero(~np.all(np.isfinite(k), axis=1))[0][0])
+        _, _, reason = check_poses(k)
+        if np.any(reason == 1):
+            bad = int(np.nonzero(reason == 1)[0][0])
             raise InvalidInputError(f"keyframe {bad} contains NaN or infinity")
-        n = np.linalg.norm(k[:, 3:], axis=1)
-        if np.any(np.abs(n - 1.0) > 1e-3):
-            bad = int(np.nonzero(np.abs(n - 1.0) > 1e-3)[0][0])
-            raise InvalidInputError(f"keyframe {bad} has a quaternion of norm {n[bad]:.6g}; "
+        if np.any(reason == 2):
+            bad = int(np.nonzero(reason == 2)[0][0])
+            n = float(np.linalg.norm(k[bad, 3:]))
+            raise InvalidInputError(f"keyframe {bad} has a quaternion of norm {n:.6g}; "
                                     f"give a unit quaternion (x y z w)")
         return pq_to_pose(k)
     if k.ndim != 3 or k.shape[1:] != (4, 4):
@@ -87,10 +89,9 @@ def _keyframes(keyframes) -> np.ndarray:
                          f"got {k.shape}")
     if not np.all(np.isfinite(k)):
         raise InvalidInputError("keyframes contain NaN or infinity")
-    R = k[:, :3, :3]
-    err = np.abs(R @ np.swapaxes(R, 1, 2) - np.eye(3)).max(axis=(1, 2))
-    if np.any(err > 1e-6) or np.any(np.linalg.det(R) < 0):
-        bad = int(np.nonzero((err > 1e-6) | (np.linalg.det(R) < 0))[0][0])
+    not_rotation = bad_rotations(k[:, :3, :3], np)
+    if np.any(not_rotation):
+        bad = int(np.nonzero(not_rotation)[0][0])
         raise InvalidInputError(f"keyframe {bad} has a rotation that is not orthonormal")
     return k
 

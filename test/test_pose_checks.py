@@ -1,0 +1,77 @@
+"""Pose validity has one definition (``ros2_ik.validate``: :func:`check_poses`,
+:func:`bad_rotations`, :data:`QUAT_NORM_TOL`, :data:`ROTATION_TOL`), and every place that
+checks goals or keyframes uses it: the node's conversions, PoseObjective (the reference path),
+trajectory keyframes, and the compiled goal checks (same bound, tested here)."""
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ros2_ik.errors import InvalidInputError
+from ros2_ik.kinematics.se3 import axis_angle_matrix
+from ros2_ik.model import load_robot
+from ros2_ik.solvers import PoseObjective, interpolate_keyframes
+from ros2_ik.validate import QUAT_NORM_TOL, ROTATION_TOL, bad_rotations, check_poses
+
+
+def _rotations(off):
+    """Identity and a rotation with one entry moved by ``off`` (R^T R off I by about that)."""
+    R = np.stack([np.eye(3), axis_angle_matrix(np.array([0.0, 0.0, 1.0]), 0.3)])
+    R[:, 0, 0] += off
+    return R
+
+
+def test_one_rotation_bound():
+    assert not bad_rotations(_rotations(0.4 * ROTATION_TOL), np).any()
+    assert bad_rotations(_rotations(2.0 * ROTATION_TOL), np).all()
+    mirror = np.diag([1.0, 1.0, -1.0])[None]
+    assert bad_rotations(mirror, np).all()
+
+
+def test_pose_objective_and_keyframes_use_it():
+    m = load_robot("panda")
+    T = np.tile(np.eye(4), (2, 1, 1))
+    T[:, :3, 3] = 0.3
+    T[0, :3, :3] = _rotations(0.4 * ROTATION_TOL)[1]
+    T[1, :3, :3] = _rotations(2.0 * ROTATION_TOL)[1]
+    obj = PoseObjective(m, "panda_link8", T)
+    assert obj.invalid_problems().tolist() == [False, True]
+    interpolate_keyframes(T[:1], [0])
+    with pytest.raises(InvalidInputError, match="keyframe 1 has a rotation that is not "
+                                                "orthonormal"):
+        interpolate_keyframes(T, [0, 5])
+
+
+def test_one_quaternion_bound_for_keyframes_and_messages():
+    pq = np.array([[0.1, 0.2, 0.3, 0, 0, 0, 1 + 0.5 * QUAT_NORM_TOL],
+                   [0.1, 0.2, 0.3, 0, 0, 0, 1 + 2.0 * QUAT_NORM_TOL],
+                   [np.nan, 0, 0, 0, 0, 0, 1]])
+    _, ok, reason = check_poses(pq)
+    assert ok.tolist() == [True, False, False] and reason.tolist() == [0, 2, 1]
+    interpolate_keyframes(pq[:1], [0])
+    with pytest.raises(InvalidInputError, match=r"keyframe 1 has a quaternion of norm 1\.002; "
+                                                r"give a unit quaternion \(x y z w\)"):
+        interpolate_keyframes(pq[:2], [0, 5])
+    with pytest.raises(InvalidInputError, match="keyframe 1 contains NaN or infinity"):
+        interpolate_keyframes(pq[[0, 2, 1]], [0, 5, 9])   # a NaN is named before a bad norm
+
+
+def test_compiled_goal_checks_use_the_same_bound():
+    from ros2_ik.gpu import codegen
+
+    assert float(codegen.ROTATION_TOL_C) == ROTATION_TOL
+    src = Path(codegen.__file__).parents[1].joinpath("solvers", "_fast_kernels.py").read_text()
+    bounds = re.findall(r"if abs\(d - \(1\.0 if a == b else 0\.0\)\) > ([0-9.e-]+):", src)
+    assert bounds and all(float(b) == ROTATION_TOL for b in bounds)
+
+
+def test_the_node_conversions_reexport_the_same_objects():
+    pytest.importorskip("rclpy")
+    from ros2_ik import validate
+    from ros2_ik.ros import conversions
+
+    assert conversions.check_poses is validate.check_poses
+    assert conversions.describe_bad_pose is validate.describe_bad_pose
+    assert conversions.QUAT_NORM_TOL == validate.QUAT_NORM_TOL
