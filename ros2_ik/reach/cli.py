@@ -18,6 +18,7 @@ import os
 import signal
 import sys
 
+from .. import robots
 from ..errors import IKError, InvalidInputError
 from .study import StudyConfig
 
@@ -36,7 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     m = p.add_argument_group("robot")
     src = m.add_mutually_exclusive_group()
-    src.add_argument("--robot", default=None, help="bundled robot (panda, ur, dual_arm, misc); "
+    src.add_argument("--robot", default=None, help=f"bundled robot ({', '.join(robots.ROBOTS)}); "
                      "the default when no --urdf is given is panda")
     src.add_argument("--urdf", default=None, metavar="FILE", help="URDF file of the robot")
     m.add_argument("--base", default=None, metavar="LINK", help="base link (default: the root)")
