@@ -25,6 +25,8 @@ from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 from launch_ros.parameter_descriptions import ParameterValue
 
+from ros2_ik import robots
+
 
 def _have_package(name):
     try:
@@ -68,7 +70,7 @@ def _nodes(context):
 def generate_launch_description():
     return LaunchDescription([
         DeclareLaunchArgument('robot', default_value='panda',
-                              description='bundled robot: panda, ur, dual_arm, misc'),
+                              description='bundled robot: ' + ', '.join(robots.names())),
         DeclareLaunchArgument('use_rsp', default_value='true',
                               description='publish robot_description with robot_state_publisher'),
         DeclareLaunchArgument('rviz', default_value='false', description='start rviz2'),

@@ -18,6 +18,8 @@ from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 from launch_ros.parameter_descriptions import ParameterValue
 
+from ros2_ik import robots
+
 
 def generate_launch_description():
     default_params = os.path.join(get_package_share_directory('ros2_ik'), 'config',
@@ -27,7 +29,8 @@ def generate_launch_description():
                               description="URDF file to load ('' = use the robot_description "
                                           'topic, or the robot argument)'),
         DeclareLaunchArgument('robot', default_value='',
-                              description="bundled robot (panda, ur, dual_arm, misc); '' = none"),
+                              description=f"bundled robot ({', '.join(robots.names())}); "
+                                          "'' = none"),
         DeclareLaunchArgument('params_file', default_value=default_params,
                               description='parameter YAML of the node'),
         DeclareLaunchArgument('namespace', default_value='',

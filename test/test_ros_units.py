@@ -256,8 +256,9 @@ def test_readme_parameter_table_is_generated_from_the_declarations():
 
 
 def test_bundled_robot_lists_name_every_bundled_robot():
-    """The copies of the bundled-robot list (parameter YAML, launch file, README) say the same
-    as ``ros2_ik.robots`` (the parameter's description is generated from it)."""
+    """The bundled-robot list: the launch files' argument descriptions and the parameter's are
+    built from ``ros2_ik.robots``; the copies that cannot be (the parameter YAML's comment, the
+    README) say the same."""
     import re
 
     from ros2_ik import robots
@@ -265,10 +266,12 @@ def test_bundled_robot_lists_name_every_bundled_robot():
     names = robots.names()
     yaml_line = next(l for l in (ROOT / "config" / "ros2_ik.yaml").read_text().splitlines()
                      if l.strip().startswith("robot:"))
-    launch = (ROOT / "launch" / "ros2_ik.launch.py").read_text()
-    launch_line = next(l for l in launch.splitlines() if "bundled robot (" in l)
+    for launch in ("ros2_ik.launch.py", "demo.launch.py"):
+        line = next(l for l in (ROOT / "launch" / launch).read_text().splitlines()
+                    if "description=" in l and "bundled robot" in l)
+        assert "robots.names()" in line and not re.search(r"\bpanda\b", line), (launch, line)
     readme_rows = re.findall(r"^\| `(\w+)` \| .* \|$", (ROOT / "README.md").read_text(), re.M)
-    for text in (yaml_line, launch_line, SPECS["robot"].description):
+    for text in (yaml_line, SPECS["robot"].description):
         assert sorted(re.findall(r"\b(" + "|".join(names) + r")\b", text)) == names, text
     assert sorted(n for n in readme_rows if n in names) == names
 
