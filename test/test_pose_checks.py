@@ -75,3 +75,41 @@ def test_the_node_conversions_reexport_the_same_objects():
     assert conversions.check_poses is validate.check_poses
     assert conversions.describe_bad_pose is validate.describe_bad_pose
     assert conversions.QUAT_NORM_TOL == validate.QUAT_NORM_TOL
+
+
+def _one_pose_cases():
+    rng = np.random.default_rng(0)
+    q = rng.normal(size=(300, 4))
+    q /= np.linalg.norm(q, axis=1, keepdims=True)
+    cases = [rng.normal(size=7) for _ in range(300)]
+    cases += [np.r_[rng.normal(size=3), qq] for qq in q]
+    cases += [np.r_[rng.normal(size=3), qq * (1 + s * QUAT_NORM_TOL)]
+              for qq, s in zip(q[:60], np.linspace(0.5, 1.5, 60))]
+    nan, inf = np.nan, np.inf
+    cases += [np.array(c, dtype=float) for c in (
+        [nan, 0, 0, 0, 0, 0, 1], [0, 0, 0, 0, 0, 0, 0], [0, 0, 0, inf, 0, 0, 1],
+        [1, 2, 3, 0, 0, 0, nan], [inf, 0, 0, 0, 0, 0, 1], [0, 0, 0, 1e308, 1e308, 0, 0])]
+    return cases
+
+
+def test_one_pose_paths_equal_the_array_paths():
+    """check_poses and pq_to_pose take a Python-float path for a single pose (a one-goal
+    request's hot path): the same verdicts and reasons as the array code on two copies, and the
+    same values to the last bit or two (the norm's sum runs in another order)."""
+    import warnings
+
+    from ros2_ik.kinematics.se3 import pq_to_pose
+
+    for c in _one_pose_cases():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            two = pq_to_pose(np.stack([c, c]))
+        np.testing.assert_allclose(pq_to_pose(c), two[0], rtol=1e-15, atol=1e-15)
+        for position_only in (False, True):
+            for shape in ((7,), (1, 7), (1, 1, 7)):
+                one = check_poses(c.reshape(shape), position_only=position_only)
+                both = check_poses(np.stack([c, c]).reshape((2,) + shape),
+                                   position_only=position_only)
+                for a, b in zip(one, both):
+                    assert a.shape == b.shape[1:] and a.dtype == b.dtype
+                    np.testing.assert_allclose(a, b[0], rtol=1e-15, atol=1e-15)

@@ -8,6 +8,8 @@ table and the validation are testable without ROS.
 
 from __future__ import annotations
 
+import functools
+
 import math
 from dataclasses import dataclass, fields
 from typing import Any, Mapping
@@ -206,7 +208,17 @@ def ik_config(s: Settings, *, position_tolerance: float = 0.0, orientation_toler
               timeout: float = 0.0, num_seeds: int = 0, solve_mode: str = "",
               rng_seed: int = -1) -> IKConfig:
     """The one mapping from parameters (+ a request's overrides; 0 / '' / -1 = the parameter)
-    to :class:`IKConfig`. ``timeout`` 0 takes the parameter, whose 0 means no limit."""
+    to :class:`IKConfig`. ``timeout`` 0 takes the parameter, whose 0 means no limit.
+
+    Kept per snapshot and overrides (both immutable): requests mostly repeat them, and
+    building and validating an IKConfig costs tens of microseconds of a one-goal request."""
+    return _ik_config(s, float(position_tolerance), float(orientation_tolerance),
+                      float(timeout), int(num_seeds), str(solve_mode), int(rng_seed))
+
+
+@functools.lru_cache(maxsize=256)
+def _ik_config(s: Settings, position_tolerance: float, orientation_tolerance: float,
+               timeout: float, num_seeds: int, solve_mode: str, rng_seed: int) -> IKConfig:
     t = timeout if timeout > 0 else s.timeout
     return IKConfig(
         position_tolerance=position_tolerance if position_tolerance > 0 else s.position_tolerance,

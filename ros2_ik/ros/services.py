@@ -143,11 +143,13 @@ def _config(s: Settings, *, position_tolerance, orientation_tolerance, timeout, 
                      rng_seed=int(rng_seed))
 
 
-def _weights(axis_weights, position_only: bool) -> np.ndarray:
+def _weights(axis_weights, position_only: bool) -> tuple[float, ...]:
+    """The request's axis weights, checked, as a tuple (the solvers keep the check of a tuple
+    they have seen: a request's default weights cost nothing after the first)."""
+    if len(axis_weights) == 0:
+        return (1.0, 1.0, 1.0, 0.0, 0.0, 0.0) if position_only else (1.0,) * 6
     w = as_f64(axis_weights).copy()
-    if w.size == 0:
-        w = np.ones(6)
-    elif w.size != 6 or not np.all(np.isfinite(w)) or np.any(w < 0):
+    if w.size != 6 or not np.all(np.isfinite(w)) or np.any(w < 0):
         raise RequestError(codes.INVALID_REQUEST,
                            f"axis_weights must be empty or 6 finite values >= 0 (x y z rx ry rz), "
                            f"got {np.round(w, 6).tolist()}")
@@ -157,7 +159,7 @@ def _weights(axis_weights, position_only: bool) -> np.ndarray:
         raise RequestError(codes.INVALID_REQUEST,
                            "every axis weight is 0 (after position_only), so nothing would be "
                            "solved; give at least one positive weight")
-    return w
+    return tuple(w.tolist())
 
 
 def _to_base(robot: LoadedRobot, pq: np.ndarray, frames: list[str] | str, seed: np.ndarray,
