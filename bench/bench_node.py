@@ -32,7 +32,7 @@ import numpy as np
 
 from common import banner, timeit
 from ros2_ik import load_robot
-from ros2_ik.kinematics import fk_frames, pose_to_pq
+from ros2_ik.kinematics import fk_frames, pose_error, pose_to_pq
 from ros2_ik.ros.robot import default_tip_of
 from ros2_ik.ros.params import Settings, ik_config
 from ros2_ik.solvers import ChainSolver, solve_pose, warm_up
@@ -147,6 +147,31 @@ def main(argv=None) -> int:
                                args.calls)
         floor = _median_call(lambda: client.call(client.jac, ComputeJacobian.Request()),
                              args.calls)
+        # the baseline: the simplest rclpy ComputeIK server around the same prepared solve,
+        # in its own process, called by the same client
+        import subprocess
+
+        bare_env = dict(os.environ, ROS_DOMAIN_ID=str(domain))
+        bare_proc = subprocess.Popen([sys.executable, os.path.join(os.path.dirname(__file__),
+                                                                   "bare_ik_server.py"),
+                                      args.robot], env=bare_env, stdout=subprocess.DEVNULL)
+        try:
+            d_bare = direct.create_client(ComputeIK, "/bare_ik/compute_ik",
+                                          qos_profile=CLIENT_QOS)
+            if not d_bare.wait_for_service(timeout_sec=60):
+                raise TimeoutError("bench/bare_ik_server.py did not come up")
+            rb = direct_call(d_bare, req_c)
+            qb = np.asarray(rb.compact_solutions).reshape(1, -1)
+            pe_b, re_b = pose_error(T1, np.asarray(fk_frames(model, qb, [tip]))[:, 0])
+            bare_ok = bool(pe_b[0] <= cfg1.position_tolerance
+                           and re_b[0] <= cfg1.orientation_tolerance)
+            for _ in range(20):
+                direct_call(d_bare, req_c)
+            bare_srv = _median_call(lambda: direct_call(d_bare, req_c), args.calls)
+            node_d2 = _median_call(lambda: direct_call(d_ik, req_c), args.calls)
+        finally:
+            bare_proc.terminate()
+            bare_proc.wait(timeout=10)
         r = client.call(client.ik, req_c)
         print(f"\n1. single goal ({tip}, the node's default {cfg1.num_seeds} seeds), median of "
               f"{args.calls} calls; status {codes.name_of(r.status[0])}")
@@ -160,6 +185,13 @@ def main(argv=None) -> int:
         print(f"   node ComputeIK, compact           {1e3 * node_d:8.3f} ms   "
               f"(round trip - prepared solve = {1e3 * (node_d - bare_p):+.3f} ms, ratio "
               f"{node_d / bare_p:.1f}; goal <= +1 ms)")
+        print(f"   bare rclpy ComputeIK server, same prepared solve {1e3 * bare_srv:8.3f} ms "
+              f"(answer {'verified by FK' if bare_ok else 'NOT within tolerance'}; "
+              "bench/bare_ik_server.py)")
+        print(f"   node ComputeIK, compact, right after {1e3 * node_d2:8.3f} ms   (node - bare "
+              f"server = {1e3 * (node_d2 - bare_srv):+.3f} ms: what the node adds; the round "
+              f"trip of rclpy and the middleware is the bare server's "
+              f"{1e3 * (bare_srv - bare_p):.3f} ms beyond the solve)")
         print(f"   node ComputeJacobian (the floor)  {1e3 * floor_d:8.3f} ms")
         print(f"   node ComputeJacobian (no solve: the service round-trip floor) "
               f"{1e3 * floor:.3f} ms")
@@ -169,7 +201,6 @@ def main(argv=None) -> int:
         pub_script = os.path.join(os.path.dirname(__file__), "..", "test",
                                   "joint_states_publisher.py")
         if args.robot == "panda" and os.path.exists(pub_script):
-            import subprocess
 
             pub = subprocess.Popen([sys.executable, pub_script, str(domain), "8", "1000"],
                                    stdout=subprocess.PIPE, text=True)
