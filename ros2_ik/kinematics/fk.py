@@ -167,7 +167,7 @@ def integrate(model: Model, q, v):
     g = model.tables.motion
     if g.simple_q.size:
         q[..., const(xp, g.simple_q)] += v[..., const(xp, g.simple_v)]
-    for l in model.tables.motion.floating:
+    for l in g.floating:
         s, vs = int(model.q_start[l]), int(model.v_start[l])
         R = so3_exp(v[..., vs + 3:vs + 6])
         dq = matrix_to_quat(R)

@@ -9,7 +9,6 @@ table and the validation are testable without ROS.
 from __future__ import annotations
 
 import functools
-
 import math
 from dataclasses import dataclass, fields
 from typing import Any, Mapping
