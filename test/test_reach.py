@@ -4,6 +4,7 @@ the voxel index, the study folder (resume, byte-identical files), the command li
 from __future__ import annotations
 
 import json
+import math
 import os
 import signal
 import subprocess
@@ -15,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ros2_ik import load_robot
+from ros2_ik import load_robot, robots
 from ros2_ik.errors import InvalidInputError, UnknownLinkError
 from ros2_ik.kinematics import (fk_frames, numerical_jacobian, pose_error, pose_to_pq,
                                 pq_to_pose, quat_to_matrix)
@@ -197,27 +198,49 @@ def test_study_on_the_gpu_reaches_what_the_cpu_reaches():
     assert np.all(gpu["q"][ok] >= model.lower) and np.all(gpu["q"][ok] <= model.upper)
 
 
-def test_reach_bound_holds_for_random_configurations():
-    for robot, tip in (("panda", "panda_hand_tcp"), ("ur", "tool0"),
-                       ("dual_arm", "left_tool")):
-        model = load_robot(robot)
+@pytest.mark.parametrize("robot", robots.names())
+def test_reach_bound_holds_for_random_configurations(robot):
+    """No configuration puts the tip (or the wrist point) beyond the bound, on every bundled
+    robot's tips; and the bound is tight where it can be checked by hand."""
+    model = load_robot(robot)
+    q = model.random_q(np.random.default_rng(1), 20000)
+    for tip in model.tips:
         bound = reach_bound(model, tip)
-        assert bound is not None and bound.wrist is not None
-        q = model.random_q(np.random.default_rng(1), 20000)
+        if bound is None:
+            continue
         T = np.asarray(fk_frames(model, q, [tip]))[:, 0]
         d = np.linalg.norm(T[:, :3, 3] - bound.anchor, axis=1)
-        assert d.max() <= bound.radius
-        assert d.max() > 0.5 * bound.radius  # and it is not absurdly loose
-        assert not bound.unreachable(np.asarray(pose_to_pq(T)), 0.0, 0.0).any()
-        # the wrist test is the tighter one where the tip sits off the last joint (panda's
-        # flange + hand: 0.21 m): it rules out poses the sphere alone allows
-        if robot != "panda":
-            continue
-        assert np.linalg.norm(bound.wrist) == pytest.approx(0.2104)
-        far = np.asarray(pose_to_pq(T))
-        far[:, :3] += 0.15 * T[:, :3, 2]  # pushed along the tool axis
-        inside = np.linalg.norm(far[:, :3] - bound.anchor, axis=1) <= bound.radius
-        assert bound.unreachable(far[inside], 1e-4, 1e-3).any()
+        assert d.max() <= bound.radius + 1e-12
+        assert d.max() >= 0.5 * bound.radius  # and it is not absurdly loose
+        pq = np.asarray(pose_to_pq(T))
+        assert not bound.unreachable(pq, 0.0, 0.0).any()
+        if bound.wrist is not None:  # the wrist point too, on its own
+            w = T[:, :3, 3] - np.einsum("bij,j->bi", T[:, :3, :3], bound.wrist)
+            anchor = bound.anchor if bound.wrist_anchor is None else bound.wrist_anchor
+            assert np.linalg.norm(w - anchor, axis=1).max() <= bound.wrist_radius + 1e-12
+
+
+def test_reach_bound_is_the_hand_computed_one_on_the_panda():
+    """Points on the joint axes, not the frame origins: the shoulder (axes 1-3 meet there),
+    the elbow axis 0.316 m up and 0.0825 m out, the wrist (axes 5 and 6 meet) 0.384 m along
+    the forearm and 0.0825 m back, the last axis 0.088 m beside it, the TCP on that axis
+    0.2104 m out (flange 0.107 + hand TCP 0.1034): the wrist point's bound is the sum of the
+    three hops, and the tip's is the distance of a straight arm."""
+    model = load_robot("panda")
+    bound = reach_bound(model, "panda_hand_tcp")
+    hops = math.hypot(0.316, 0.0825) + math.hypot(0.384, 0.0825) + 0.088
+    assert bound.wrist_radius == pytest.approx(hops, abs=1e-6)
+    assert bound.radius == pytest.approx(math.hypot(0.316, 0.0825) + math.hypot(
+        0.384, 0.0825) + math.hypot(0.088, 0.2104), abs=1e-6)
+    np.testing.assert_allclose(bound.anchor, [0, 0, 0.333], atol=1e-6)
+    assert np.linalg.norm(bound.wrist) == pytest.approx(0.2104, abs=1e-6)
+    # it rules out poses the sphere alone allows: pushed along the tool axis
+    q = model.random_q(np.random.default_rng(1), 20000)
+    T = np.asarray(fk_frames(model, q, ["panda_hand_tcp"]))[:, 0]
+    far = np.asarray(pose_to_pq(T))
+    far[:, :3] += 0.15 * T[:, :3, 2]
+    inside = np.linalg.norm(far[:, :3] - bound.anchor, axis=1) <= bound.radius
+    assert bound.unreachable(far[inside], 1e-4, 1e-3).any()
 
 
 def test_voxel_index_matches_a_hand_computed_case():

@@ -80,8 +80,9 @@ class LocalExecutor:
         pass
 
 
-def manifest_of(study: Study) -> dict:
+def manifest_of(study: Study, spec: ShardSpec | None = None) -> dict:
     t = study.targets
+    spec = spec or study.spec()
     return {
         "model": study.model.name,
         "model_digest": model_digest(study.model),
@@ -91,6 +92,9 @@ def manifest_of(study: Study) -> dict:
         "targets_description": t.description,
         "voxels": t.num_voxels,
         "config": study.config.identity(),
+        # which targets are skipped as out of reach (a bound changed by a new version of
+        # ros2_ik must not mix with shards written under the old one)
+        "reach_bound": None if spec.bound is None else spec.bound.identity(),
         "shards": study.num_shards,
     }
 
@@ -125,8 +129,9 @@ def run_study(study: Study, out_dir=None, *, executor=None, progress: Progress |
     n_shards = study.num_shards
     store = None
     done: dict[int, dict] = {}
+    spec = study.spec()
     if out_dir is not None:
-        store = StudyStore(out_dir, manifest_of(study))
+        store = StudyStore(out_dir, manifest_of(study, spec))
         store.open(overwrite=overwrite)
         for i in sorted(store.finished()):
             if i < n_shards:
@@ -141,7 +146,6 @@ def run_study(study: Study, out_dir=None, *, executor=None, progress: Progress |
     if progress is not None:
         progress(count(done), total, reached)
     todo = [(i, *study.shard_range(i)) for i in range(n_shards) if i not in done]
-    spec = study.spec()
     if plots and out_dir is not None and todo:  # import matplotlib (~1 s) while shards solve
         threading.Thread(target=lambda: _import_plots().warm(), daemon=True,
                          name="ros2_ik-reach-plots").start()

@@ -176,15 +176,16 @@ class ReachBound:
     """Proven limits of where a chain can put its tip (see :func:`reach_bound`).
 
     The tip is never farther than ``radius`` [m] from ``anchor``; when ``wrist`` is set (the
-    chain ends in a revolute joint followed by fixed links), the origin of that last joint's
-    frame, ``p_tip - R_tip @ wrist`` for a tip pose ``(p_tip, R_tip)``, is never farther than
-    ``wrist_radius`` from ``anchor`` either.
+    chain ends in a revolute joint followed by fixed links), a point on that last joint's axis,
+    ``p_tip - R_tip @ wrist`` for a tip pose ``(p_tip, R_tip)``, is never farther than
+    ``wrist_radius`` from ``wrist_anchor`` (``anchor`` when None) either.
     """
 
     anchor: np.ndarray
     radius: float
     wrist: np.ndarray | None = None
     wrist_radius: float = math.inf
+    wrist_anchor: np.ndarray | None = None
 
     def unreachable(self, poses: np.ndarray, position_tolerance: float,
                     orientation_tolerance: float) -> np.ndarray:
@@ -196,32 +197,44 @@ class ReachBound:
 
             R = np.asarray(quat_to_matrix(poses[:, 3:]))
             w = poses[:, :3] - R @ self.wrist
+            anchor = self.anchor if self.wrist_anchor is None else self.wrist_anchor
             # an orientation error of theta moves the wrist point by at most theta * |wrist|
             slack_w = slack + orientation_tolerance * float(np.linalg.norm(self.wrist))
-            out |= np.linalg.norm(w - self.anchor, axis=1) > self.wrist_radius + slack_w
+            out |= np.linalg.norm(w - anchor, axis=1) > self.wrist_radius + slack_w
         return out
+
+    def identity(self) -> list:
+        """The numbers that decide which targets are skipped (a resumed study must match)."""
+        return [round(float(self.radius), 12), round(float(self.wrist_radius), 12)]
 
 
 def reach_bound(model: Model, tip: str) -> ReachBound | None:
     """How far the chain to ``tip`` can stretch (None where the argument below does not hold).
 
-    ``anchor`` is the origin of the first moving joint's frame on the way to ``tip`` (fixed in
-    the base frame, and on that joint's axis, as it is revolute). Every later frame is reached
-    through the later joints' fixed origin translations, rotations and prismatic travel, so by
-    the triangle inequality the tip is at most the sum of those translations (plus each
-    prismatic joint's largest travel) away from it. The same sum up to the last moving joint
-    bounds that joint's frame origin, which a revolute last joint leaves where it is: for a tip
-    pose it is ``p_tip - R_tip @ wrist`` with ``wrist = R_rest^T t_rest`` from the fixed
-    transform ``(R_rest, t_rest)`` between that joint's frame and the tip. None for a first
+    A point on a revolute joint's axis stays where it is when that joint turns, so it is fixed
+    in the frame of the link before the joint and in the frame of the link after it. Take one
+    point ``c_k`` on the axis of every moving joint ``k`` on the way to ``tip``: ``c_k`` and
+    ``c_(k+1)`` are both fixed in the link between the two joints, so their distance is the
+    same in every configuration, and by the triangle inequality ``|c_n - c_1|`` is at most the
+    sum of those distances (and the tip, fixed in the last link, at most that sum plus
+    ``|tip - c_n|`` away from ``c_1``). Any choice of points gives a proven bound; the points
+    are chosen to make the sums small (convex: SciPy's L-BFGS-B from the joints' frame
+    origins, never worse than the origins themselves). ``c_1`` (fixed in the base frame) is the
+    anchor; for a tip pose, ``c_n`` is ``p_tip - R_tip @ wrist``, with ``wrist`` fixed in the
+    tip frame. Chains with a prismatic joint use the frame origins instead, adding each
+    prismatic joint's largest travel to the sum (no wrist bound after it). None for a first
     joint that is prismatic, planar or floating, an unbounded prismatic joint or a prismatic
     mimic joint.
     """
     path = [int(l) for l in model.ancestors(model.link_index(tip))][::-1]  # base side first
     moving = [l for l in path if model.joint_type[l] != JointType.FIXED]
-    if not moving or model.joint_type[moving[0]] not in (JointType.REVOLUTE,
-                                                         JointType.CONTINUOUS):
+    if not moving or model.joint_type[moving[0]] not in _REVOLUTE:
         return None
     first, last = moving[0], moving[-1]
+    q0 = model.neutral_q()[None]
+    T = np.asarray(fk_frames(model, q0, [model.link_names[l] for l in moving] + [tip]))[0]
+    if all(model.joint_type[l] in _REVOLUTE for l in moving):
+        return _axis_point_bound(model, moving, T)
     radius, wrist_radius = 0.0, math.inf
     for l in path[path.index(first) + 1:]:
         jt = model.joint_type[l]
@@ -236,14 +249,71 @@ def reach_bound(model: Model, tip: str) -> ReachBound | None:
             return None
         if l == last:
             wrist_radius = radius
-    q0 = model.neutral_q()[None]
-    T = np.asarray(fk_frames(model, q0, [model.link_names[first], model.link_names[last], tip]))[0]
-    anchor = T[0, :3, 3].copy()
     wrist = None
-    if last != first and model.joint_type[last] in (JointType.REVOLUTE, JointType.CONTINUOUS):
-        T_rest = np.linalg.inv(T[1]) @ T[2]  # fixed: only fixed joints lie after `last`
+    if last != first and model.joint_type[last] in _REVOLUTE:
+        T_rest = np.linalg.inv(T[-2]) @ T[-1]  # fixed: only fixed joints lie after `last`
         wrist = T_rest[:3, :3].T @ T_rest[:3, 3]
-    return ReachBound(anchor, radius, wrist, wrist_radius)
+    return ReachBound(T[0, :3, 3].copy(), radius, wrist, wrist_radius)
+
+
+_REVOLUTE = (JointType.REVOLUTE, JointType.CONTINUOUS)
+
+
+def _axis_point_bound(model: Model, moving: list[int], T: np.ndarray) -> ReachBound:
+    """:func:`reach_bound` for a chain of revolute joints: points on the joint axes.
+
+    ``T``: the frames of the moving joints' child links (whose origins lie on the joint axes)
+    and of the tip, at one configuration (distances between axis points do not depend on it).
+    """
+    from scipy.optimize import minimize  # noqa: PLC0415 (SciPy only where needed)
+
+    o = T[:-1, :3, 3]                                                    # (n, 3) on the axes
+    a = np.einsum("kij,kj->ki", T[:-1, :3, :3], model.axis[moving])      # (n, 3) unit axes
+    p_tip = T[-1, :3, 3]
+    n = len(moving)
+    scale = 1.0 + float(np.sum(np.linalg.norm(np.diff(T[:, :3, 3], axis=0), axis=1)))
+
+    def points(t):
+        return o + t[:, None] * a
+
+    def total(t, with_tip: bool) -> float:
+        c = points(t)
+        s = float(np.sum(np.linalg.norm(np.diff(c, axis=0), axis=1)))
+        return s + float(np.linalg.norm(p_tip - c[-1])) if with_tip else s
+
+    def best(with_tip: bool) -> np.ndarray:
+        eps = 1e-9 * scale  # a smooth norm for the search; the bound uses the exact one
+
+        def f(t):
+            c = points(t)
+            d = np.diff(c, axis=0)
+            nd = np.sqrt(np.sum(d * d, axis=1) + eps * eps)
+            g = np.zeros((n, 3))
+            g[1:] += d / nd[:, None]
+            g[:-1] -= d / nd[:, None]
+            val = float(np.sum(nd))
+            if with_tip:
+                e = c[-1] - p_tip
+                ne = math.sqrt(float(e @ e) + eps * eps)
+                val += ne
+                g[-1] += e / ne
+            return val, np.einsum("ki,ki->k", g, a)
+
+        t0 = np.zeros(n)
+        r = minimize(f, t0, jac=True, method="L-BFGS-B", bounds=[(-scale, scale)] * n)
+        t = np.asarray(r.x, dtype=float)
+        return t if total(t, with_tip) < total(t0, with_tip) else t0
+
+    t_tip = best(True)
+    bound = ReachBound(points(t_tip)[0].copy(), total(t_tip, True))
+    if n < 2:
+        return bound
+    t_w = best(False)
+    c = points(t_w)
+    R_tip = T[-1, :3, :3]
+    wrist = R_tip.T @ (p_tip - c[-1])  # c_n = p_tip - R_tip @ wrist, fixed in the tip frame
+    return replace(bound, wrist=wrist, wrist_radius=total(t_w, False),
+                   wrist_anchor=c[0].copy())
 
 
 def manipulability(J: np.ndarray) -> np.ndarray:
