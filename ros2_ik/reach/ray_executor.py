@@ -1,7 +1,8 @@
 """Shard a study over a Ray cluster (optional: ``pip install ray``; nothing else imports it).
 
 One Ray task per shard (:func:`_solve_shard_task`): the model, the options and all targets go
-into Ray's object store once, each task reads its slice and returns its result columns; the
+into Ray's object store once, each task reads its slice and returns its result columns (a
+worker unpickles the model once per study and keeps it for its later shards); the
 driver (:func:`ros2_ik.reach.runner.run_study`) writes each shard as its task finishes, then
 merges in shard order, so the results equal a single-process run's byte for byte. A worker
 process that dies mid-task (killed, out of memory, its node lost) makes Ray run that task again
@@ -13,7 +14,10 @@ Numba threads.
 
 from __future__ import annotations
 
+import hashlib
 import os
+import pickle
+from collections import OrderedDict
 from typing import Callable, Iterator
 
 import numpy as np
@@ -25,6 +29,12 @@ __all__ = ["RayExecutor", "ray_available"]
 
 #: Times Ray re-runs a shard whose worker died before it answered.
 MAX_RETRIES = 4
+
+#: Studies' specs a worker process keeps (by content digest): a worker's later shards of the
+#: same study reuse the model it unpickled for the first one, and with it what the solver
+#: prepared and cached on that model (the compiled chain, the restart seeds).
+_SPECS: OrderedDict = OrderedDict()
+_SPECS_KEPT = 4
 
 
 def ray_available() -> bool:
@@ -46,13 +56,30 @@ def _import_ray():
     return ray
 
 
-def _solve_shard_task(spec: ShardSpec, poses: np.ndarray, start: int, stop: int,
-                      threads: int) -> dict:
+def _worker_spec(key: str, boxed_ref: list) -> ShardSpec:
+    """The study's spec in this worker process: fetched from the object store (``boxed_ref``
+    holds its reference, in a list so that Ray does not fetch it for every task) the first
+    time, then kept under its digest ``key``."""
+    spec = _SPECS.get(key)
+    if spec is None:
+        spec = _import_ray().get(boxed_ref[0])
+        _SPECS[key] = spec
+        while len(_SPECS) > _SPECS_KEPT:
+            _SPECS.popitem(last=False)
+    else:
+        _SPECS.move_to_end(key)
+    return spec
+
+
+def _solve_shard_task(spec_key: str, boxed_spec: list, poses: np.ndarray, start: int,
+                      stop: int, threads: int) -> dict:
     """The body of one Ray task: solve targets ``start:stop`` (see :func:`study.solve_shard`).
 
     With the study's backend "auto" the task solves on the GPU when Ray gave it one (Ray hides
     the GPUs from a task that asked for none) and on the CPU path otherwise."""
     from .study import solve_shard  # noqa: PLC0415
+
+    spec = _worker_spec(spec_key, boxed_spec)
 
     if threads > 0:
         try:
@@ -119,11 +146,13 @@ class RayExecutor:
     def run(self, spec: ShardSpec, poses: np.ndarray, todo: list[tuple[int, int, int]],
             should_stop: Callable[[], bool] | None) -> Iterator[tuple[int, dict]]:
         ray = self._ray
-        spec_ref = ray.put(spec)
+        blob = pickle.dumps(spec)
+        key = hashlib.sha256(blob).hexdigest()
+        boxed_spec = [ray.put(spec)]
         poses_ref = ray.put(np.ascontiguousarray(poses))
         pending = {}
         for i, a, b in todo:
-            ref = self._task.remote(spec_ref, poses_ref, a, b, self.threads)
+            ref = self._task.remote(key, boxed_spec, poses_ref, a, b, self.threads)
             pending[ref] = i
         try:
             while pending:
