@@ -29,6 +29,7 @@ import json
 import math
 import os
 import shutil
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -183,12 +184,15 @@ def part_ray(args, out_root: Path) -> dict:
               flush=True)
         ray.shutdown()
     same = files[1] == files[2]
-    ratio = rows[1]["solve_wall_seconds"] / rows[2]["solve_wall_seconds"]
+    best = rows[1]["solve_wall_seconds"] / rows[2]["solve_wall_seconds"]
+    # each 1-worker run is followed at once by its 2-worker run, so a pair sees the same load;
+    # the median of the pairs' ratios is the figure (the best of each is printed beside it)
     ratios = [a["solve_wall_seconds"] / b["solve_wall_seconds"]
               for a, b in zip(runs[0::2], runs[1::2])]
-    print(f"   1 -> 2 workers: {ratio:.2f}x best of {args.ray_repeats} each (pairs in order: "
-          f"{', '.join(f'{x:.2f}x' for x in ratios)}; goal >= 1.8x: "
-          f"{'met' if ratio >= 1.8 else 'NOT met'}); every results.npz identical: {same}")
+    ratio = statistics.median(ratios)
+    print(f"   1 -> 2 workers: {ratio:.2f}x, the median of {len(ratios)} back-to-back pairs "
+          f"({', '.join(f'{x:.2f}x' for x in ratios)}; best of each {best:.2f}x); goal >= 1.8x: "
+          f"{'met' if ratio >= 1.8 else 'NOT met'}; every results.npz identical: {same}")
     # Scaling estimate. c: mean solving time of a shard inside its task (1 worker, 1 thread);
     # o: the rest of the 1-worker wall time per shard (scheduling, transfer, the driver's
     # handling); d: the driver's own serial work per shard (taking the result and writing the
@@ -218,7 +222,7 @@ def part_ray(args, out_root: Path) -> dict:
               for n, e in est.items()))
     if not same:
         raise SystemExit("FAIL: 1- and 2-worker results differ")
-    return {"runs": runs, "ratio_1_to_2": round(ratio, 3),
+    return {"runs": runs, "ratio_1_to_2": round(ratio, 3), "best_of_each": round(best, 3),
             "ratios_in_order": [round(x, 3) for x in ratios], "identical": same,
             "per_shard_cost": c, "per_shard_overhead": o, "driver_per_shard": d,
             "estimate": est}
@@ -239,7 +243,7 @@ def main() -> int:
                    help="part 1 on the CPU path or on the GPU (fused kernels, float32)")
     p.add_argument("--ray-targets", type=int, default=100_000)
     p.add_argument("--ray-shard", type=int, default=5_000)
-    p.add_argument("--ray-repeats", type=int, default=3, help="1- and 2-worker runs, each")
+    p.add_argument("--ray-repeats", type=int, default=5, help="1- and 2-worker runs, each")
     p.add_argument("--out", default="build/bench-reach", help="study folders (not kept in git)")
     p.add_argument("--json", default=None, help="also write the figures here")
     args = p.parse_args()
