@@ -203,3 +203,31 @@ def test_over_budget_calls_are_refused_up_front_saying_how_to_split(panda):
         jacobians_all(panda, np.broadcast_to(q, (10_000_000, 7)))
     J, T = jacobians_all(panda, np.broadcast_to(q, (1000, 7)))  # within the budget: answered
     assert J.shape[0] == T.shape[0] == 1000
+
+
+def test_a_timeout_shorter_than_writing_the_results_is_refused_at_once(ur, monkeypatch):
+    """A batch whose result rows alone (measured per byte on this machine) would end the call
+    more than 20 ms past its timeout is refused up front, saying what to do; with a timeout
+    long enough, or none, the same batch is solved. The cost is set by hand here (this
+    machine's real one depends on its load), so the test is exact."""
+    from ros2_ik.errors import InvalidInputError
+    from ros2_ik.solvers import api
+
+    tip = ur.tips[0]
+    T = np.broadcast_to(_reachable(ur, tip, 64), (20_000 // 64, 64, 4, 4)).reshape(-1, 4, 4)
+    cost = api._ResultCost()
+    cost.FIRST_GUESS = 5e-7  # [s/byte]: about 1 s for these 20,000 rows
+    monkeypatch.setattr(api, "_RESULT_COST", cost)
+    t0 = time.perf_counter()
+    with pytest.raises(InvalidInputError, match="timeout is too short for 19968 problems") as e:
+        solve_pose(ur, T, tips=tip, config=IKConfig(timeout=0.05, num_seeds=2))
+    assert time.perf_counter() - t0 < 0.05 + SLACK
+    assert "split the batch" in str(e.value) and "give a timeout of at least" in str(e.value)
+    r = solve_pose(ur, T[:2000], tips=tip, config=IKConfig(num_seeds=2))  # no timeout: solved
+    assert r.success.mean() > 0.9
+    _verify(ur, tip, r, T[:2000])
+    # what a batch measured is learnt for its size: half way to the measured cost
+    cost.record(20_000, ur.nq, 0.0)
+    assert cost.estimate(20_000, ur.nq) == pytest.approx(0.5 * 5e-7 * cost.nbytes(20_000, ur.nq))
+    cost.record(5_000, ur.nq, 0.0)  # fewer than MIN_ROWS problems: not learnt
+    assert cost.estimate(5_000, ur.nq) == pytest.approx(5e-7 * cost.nbytes(5_000, ur.nq))

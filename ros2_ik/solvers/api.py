@@ -114,8 +114,14 @@ def solve_ik(model: Model, objectives: Sequence[Objective], *, seeds=None,
                             stop, t0, xp, movable)
     # Every problem starts as "not started" (seed, TIMED_OUT): writing the results of a big
     # batch takes time in proportion to its size, so it is done now, inside the budget, and
-    # a deadline reached between chunks costs nothing more.
+    # a deadline reached between chunks costs nothing more. Where that writing alone would
+    # end the call past the deadline by more than RESULT_OVERRUN, the call is refused at once
+    # (every problem would be TIMED_OUT, later than promised).
+    if deadline is not None:
+        _RESULT_COST.check(P, model.nq, deadline)
+    t_out = time.perf_counter()
     out = _Results(P, model, seeds)
+    _RESULT_COST.record(P, model.nq, time.perf_counter() - t_out)
     for p0 in range(0, P, per_chunk):
         p1 = min(P, p0 + per_chunk)
         if per_chunk < P:
@@ -252,7 +258,7 @@ class _ChunkCost:
     The solve of a chunk stops early by the "after" cost (:meth:`reserve`); a chunk is not
     started when both costs would end it past the deadline (:meth:`fixed`)."""
 
-    FIRST_GUESS = (1e-3, 1e-6)  # [s] fixed, per row: the reserve of a size never seen
+    FIRST_GUESS = (2e-3, 3e-6)  # [s] fixed, per row: the reserve of a size never seen
 
     def __init__(self):
         self._by_size: dict[int, tuple[float, float]] = {}  # size -> (before, after)
@@ -281,6 +287,59 @@ class _ChunkCost:
 
 
 _CHUNK_COST = _ChunkCost()
+
+
+#: How far past its timeout a call may return [s]: a call whose result rows alone would take
+#: longer is refused up front (:class:`_ResultCost`).
+RESULT_OVERRUN = 0.02
+
+
+class _ResultCost:
+    """What writing a chunked batch's "not started" results costs on this machine [s per byte],
+    learnt per size (powers of two of the bytes; small results reuse memory the process already
+    has, large ones touch fresh pages and cost two to three times more per byte) from the
+    batches of at least :attr:`MIN_ROWS` problems, each moving its size's estimate half way to
+    what it measured. A size never measured: :attr:`FIRST_GUESS` (1 GB/s, fresh memory on the
+    2-vCPU machine this project is developed on). A call is refused when :attr:`MARGIN` times
+    the estimate would end it more than :data:`RESULT_OVERRUN` past its deadline: the time of a
+    first touch of fresh memory varies (45 to 170 ms for a million rows there)."""
+
+    FIRST_GUESS = 1e-9
+    MIN_ROWS = 10_000
+    MARGIN = 1.5
+
+    def __init__(self):
+        self._per_byte: dict[int, float] = {}
+
+    @staticmethod
+    def nbytes(P: int, nq: int) -> int:
+        # q (P, nq) float64; errors 2 x float64; iterations, seed index, status int64;
+        # success bool; one message reference
+        return P * (8 * nq + 8 * 2 + 8 * 3 + 1 + 8)
+
+    def estimate(self, P: int, nq: int) -> float:
+        n = self.nbytes(P, nq)
+        return self._per_byte.get(n.bit_length(), self.FIRST_GUESS) * n
+
+    def check(self, P: int, nq: int, deadline: float) -> None:
+        cost = self.estimate(P, nq)
+        left = deadline - time.perf_counter()
+        if self.MARGIN * cost > left + RESULT_OVERRUN:
+            raise InvalidInputError(
+                f"the timeout is too short for {P} problems: writing their results alone takes "
+                f"about {1e3 * cost:.0f} ms on this machine, and {1e3 * max(left, 0.0):.0f} ms "
+                f"of the timeout are left; give a timeout of at least {2 * cost:.2f} s, or "
+                f"split the batch into calls of at most "
+                f"{max(1, int(P * max(left, 0.0) / (2 * cost)))} problems")
+
+    def record(self, P: int, nq: int, seconds: float) -> None:
+        if P >= self.MIN_ROWS:
+            n = self.nbytes(P, nq)
+            k = n.bit_length()
+            self._per_byte[k] = 0.5 * self._per_byte.get(k, self.FIRST_GUESS) + 0.5 * seconds / n
+
+
+_RESULT_COST = _ResultCost()
 
 
 class _Results:
