@@ -215,9 +215,9 @@ def test_a_timeout_shorter_than_writing_the_results_is_refused_at_once(ur, monke
 
     tip = ur.tips[0]
     T = np.broadcast_to(_reachable(ur, tip, 64), (20_000 // 64, 64, 4, 4)).reshape(-1, 4, 4)
-    cost = api._ResultCost()
+    cost = api.ResultCost()
     cost.FIRST_GUESS = 5e-7  # [s/byte]: about 1 s for these 20,000 rows
-    monkeypatch.setattr(api, "_RESULT_COST", cost)
+    monkeypatch.setattr(api, "RESULT_COST", cost)
     t0 = time.perf_counter()
     with pytest.raises(InvalidInputError, match="timeout is too short for 19968 problems") as e:
         solve_pose(ur, T, tips=tip, config=IKConfig(timeout=0.05, num_seeds=2))
@@ -231,3 +231,18 @@ def test_a_timeout_shorter_than_writing_the_results_is_refused_at_once(ur, monke
     assert cost.estimate(20_000, ur.nq) == pytest.approx(0.5 * 5e-7 * cost.nbytes(20_000, ur.nq))
     cost.record(5_000, ur.nq, 0.0)  # fewer than MIN_ROWS problems: not learnt
     assert cost.estimate(5_000, ur.nq) == pytest.approx(5e-7 * cost.nbytes(5_000, ur.nq))
+
+
+def test_a_trajectory_too_long_for_its_timeout_is_refused_at_once(panda, monkeypatch):
+    """The same rule for a trajectory's nodes (one result row each)."""
+    from ros2_ik.errors import InvalidInputError
+    from ros2_ik.solvers import api
+
+    cost = api.ResultCost()
+    cost.FIRST_GUESS = 5e-7
+    monkeypatch.setattr(api, "RESULT_COST", cost)
+    monkeypatch.setattr("ros2_ik.solvers.trajectory.RESULT_COST", cost)
+    K = _reachable(panda, "panda_link8", 2)
+    with pytest.raises(InvalidInputError, match="timeout is too short for 20000 trajectory nodes"):
+        trajectory_seed(panda, K, [0, 19_999], tip="panda_link8",
+                        config=IKConfig(timeout=0.05, solve_mode="distance"))

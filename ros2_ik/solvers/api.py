@@ -118,10 +118,10 @@ def solve_ik(model: Model, objectives: Sequence[Objective], *, seeds=None,
     # end the call past the deadline by more than RESULT_OVERRUN, the call is refused at once
     # (every problem would be TIMED_OUT, later than promised).
     if deadline is not None:
-        _RESULT_COST.check(P, model.nq, deadline)
+        RESULT_COST.check(P, model.nq, deadline)
     t_out = time.perf_counter()
     out = _Results(P, model, seeds)
-    _RESULT_COST.record(P, model.nq, time.perf_counter() - t_out)
+    RESULT_COST.record(P, model.nq, time.perf_counter() - t_out)
     for p0 in range(0, P, per_chunk):
         p1 = min(P, p0 + per_chunk)
         if per_chunk < P:
@@ -290,11 +290,11 @@ _CHUNK_COST = _ChunkCost()
 
 
 #: How far past its timeout a call may return [s]: a call whose result rows alone would take
-#: longer is refused up front (:class:`_ResultCost`).
+#: longer is refused up front (:class:`ResultCost`).
 RESULT_OVERRUN = 0.02
 
 
-class _ResultCost:
+class ResultCost:
     """What writing a chunked batch's "not started" results costs on this machine [s per byte],
     learnt per size (powers of two of the bytes; small results reuse memory the process already
     has, large ones touch fresh pages and cost two to three times more per byte) from the
@@ -321,16 +321,16 @@ class _ResultCost:
         n = self.nbytes(P, nq)
         return self._per_byte.get(n.bit_length(), self.FIRST_GUESS) * n
 
-    def check(self, P: int, nq: int, deadline: float) -> None:
+    def check(self, P: int, nq: int, deadline: float, what: str = "problems") -> None:
         cost = self.estimate(P, nq)
         left = deadline - time.perf_counter()
         if self.MARGIN * cost > left + RESULT_OVERRUN:
             raise InvalidInputError(
-                f"the timeout is too short for {P} problems: writing their results alone takes "
+                f"the timeout is too short for {P} {what}: writing their results alone takes "
                 f"about {1e3 * cost:.0f} ms on this machine, and {1e3 * max(left, 0.0):.0f} ms "
                 f"of the timeout are left; give a timeout of at least {2 * cost:.2f} s, or "
                 f"split the batch into calls of at most "
-                f"{max(1, int(P * max(left, 0.0) / (2 * cost)))} problems")
+                f"{max(1, int(P * max(left, 0.0) / (2 * cost)))} {what}")
 
     def record(self, P: int, nq: int, seconds: float) -> None:
         if P >= self.MIN_ROWS:
@@ -339,7 +339,7 @@ class _ResultCost:
             self._per_byte[k] = 0.5 * self._per_byte.get(k, self.FIRST_GUESS) + 0.5 * seconds / n
 
 
-_RESULT_COST = _ResultCost()
+RESULT_COST = ResultCost()
 
 
 class _Results:

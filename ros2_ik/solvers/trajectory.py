@@ -27,7 +27,7 @@ from ..validate import (MEMORY_BUDGET, as_float_array, bad_rotations, check_memo
                         check_poses, describe)
 from ..kinematics.se3 import matrix_to_quat, pq_to_pose, quat_to_matrix, slerp
 from ..model import MAX_BATCH, Model
-from .api import solve_pose
+from .api import RESULT_COST, solve_pose
 from .checks import apply_group, check_call_options
 from .common import IKConfig, SolveMode, Status, seed_distance
 
@@ -210,6 +210,10 @@ def trajectory_seed(model: Model, keyframes, node_indices: Sequence[int], *,
     # Every node starts unsolved, marked with the way a solve with these options can end early
     # (the timeout when there is one, else a cancel): writing N rows takes time in proportion
     # to N, so it is done now, inside the budget, not after the deadline.
+    # (refused at once where that writing alone would end the call past its timeout + 20 ms)
+    if deadline is not None:
+        RESULT_COST.check(N, model.nq, deadline, "trajectory nodes")
+    t_rows = time.perf_counter()
     q = np.tile(seed, (N, 1))
     success = np.zeros(N, dtype=bool)
     unsolved = (Status.TIMED_OUT, TIMED_OUT_MESSAGE) if deadline is not None else (
@@ -218,6 +222,7 @@ def trajectory_seed(model: Model, keyframes, node_indices: Sequence[int], *,
     pe = np.full(N, np.nan)
     re = np.full(N, np.nan)
     messages = [unsolved[1]] * N
+    RESULT_COST.record(N, model.nq, time.perf_counter() - t_rows)
     done_targets: list = []  # the targets interpolated for the solved chunks
     done = failed = 0
     cancelled = False
