@@ -101,12 +101,15 @@ def test_deadline_and_cancel_are_honoured(monkeypatch):
     r = solve_pose(m, far, tips=tip, config=IKConfig(num_seeds=4, max_iterations=10_000_000,
                                                      timeout=0.1))
     dt = time.perf_counter() - t0
-    assert spy.calls == 2
+    # the rows ran under the deadline: in one chunk of 4,096 rows, or in a second one too where
+    # the first left time for it (each chunk stops early by its measured checking cost)
+    assert spy.calls >= 2
     assert np.all(r.status == Status.TIMED_OUT) and dt < 5.0  # the deadline ended the rows
+    calls = spy.calls
     stop = threading.Event()
     threading.Timer(0.1, stop.set).start()
     r = solve_pose(m, far, tips=tip, config=cfg, should_stop=stop.is_set)
-    assert spy.calls == 3
+    assert spy.calls == calls + 1  # no timeout: one call over every row
     assert np.all(r.status == Status.PREEMPTED)
     assert r.iterations.max() < 10_000_000  # the cancel ended the rows, not the cap
 
