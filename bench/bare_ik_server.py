@@ -6,7 +6,9 @@ bench_node's baseline (not a test, not the product).
 rclpy's SingleThreadedExecutor, one service ``/bare_ik/compute_ik``, one goal per request
 (compact form): ``ChainSolver.solve`` with the node's default options, the answer in
 ``compact_solutions``. No parameters, joint_states, checks or diagnostics: what is left of a
-round trip is rclpy and the middleware, so node minus this is what the node adds.
+round trip is rclpy and the middleware, so node minus this is what the node adds. Beside it,
+``/bare_ik/trigger`` (``std_srvs/Trigger``, answers at once): the round trip of the smallest
+service, rclpy's and the middleware's floor on this machine.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 import rclpy
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from ros2_ik_interfaces.srv import ComputeIK
+from std_srvs.srv import Trigger
 
 from ros2_ik import load_robot
 from ros2_ik.ros.conversions import as_f64, f64_array
@@ -46,6 +49,12 @@ def main() -> int:
     rclpy.init()
     node = rclpy.create_node("bare_ik")
     node.create_service(ComputeIK, "/bare_ik/compute_ik", compute_ik, qos_profile=SERVICE_QOS)
+
+    def trigger(req, resp):
+        resp.success = True
+        return resp
+
+    node.create_service(Trigger, "/bare_ik/trigger", trigger, qos_profile=SERVICE_QOS)
     executor = SingleThreadedExecutor()
     executor.add_node(node)
     print("serving", flush=True)
@@ -53,6 +62,9 @@ def main() -> int:
         executor.spin()
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
+    except Exception:  # a signal shut the context down inside a wait: raised again if not
+        if rclpy.ok():
+            raise
     finally:
         node.destroy_node()
         rclpy.try_shutdown()
