@@ -3,7 +3,7 @@ Ray with 1 vs 2 workers at one thread each; every reached pose verified again he
 
     .venv/bin/python bench/bench_reach.py                 # both parts (make bench-reach)
     .venv/bin/python bench/bench_reach.py --part study --targets 1000000
-    .venv/bin/python bench/bench_reach.py --part ray --ray-targets 100000
+    .venv/bin/python bench/bench_reach.py --part ray --ray-targets 100000 --ray-shard 5000
 
 Part 1 (study): panda, tip panda_hand_tcp, the node's restart settings (32 seeds, 5 stall
 iterations, 100 iterations, 1e-4 m / 1e-3 rad), a box around the robot with 100 orientations
@@ -14,12 +14,13 @@ results + voxels written and the three PNGs drawn, in one `run_study` call, the 
 orientation error within the tolerances, q within the limits): the bench exits non-zero if one
 is not.
 
-Part 2 (ray): one smaller study on a local Ray cluster with 1 and then 2 CPUs (one worker
-process per CPU, one solver thread per task, shards of 5,000 targets: tasks of about 0.15 s,
-as Ray's guidance asks for tasks well above its per-task overhead), wall time without the
-cluster's start and shutdown (printed apart); per-shard solve time measured inside the tasks;
-the results of both runs are compared byte for byte with each other. From the per-shard cost
-and the measured overhead it prints the estimate for 8 and 64 workers.
+Part 2 (ray): the same 1,000,000-target study on a local Ray cluster with 1 and then 2 CPUs
+(one worker process per CPU, one solver thread per task, shards of 20,000 targets: tasks of
+about 0.7 s, well above Ray's per-task overhead; ``--ray-targets`` / ``--ray-shard`` for a
+quicker, smaller one), wall time without the cluster's start and shutdown (printed apart);
+per-shard solve time measured inside the tasks; the results of both runs are compared byte for
+byte with each other. From the per-shard cost and the measured overhead it prints the estimate
+for 8 and 64 workers.
 """
 
 from __future__ import annotations
@@ -241,9 +242,9 @@ def main() -> int:
     p.add_argument("--shard-size", type=int, default=20_000)
     p.add_argument("--backend", choices=("numpy", "cupy"), default="numpy",
                    help="part 1 on the CPU path or on the GPU (fused kernels, float32)")
-    p.add_argument("--ray-targets", type=int, default=100_000)
-    p.add_argument("--ray-shard", type=int, default=5_000)
-    p.add_argument("--ray-repeats", type=int, default=5, help="1- and 2-worker runs, each")
+    p.add_argument("--ray-targets", type=int, default=1_000_000)
+    p.add_argument("--ray-shard", type=int, default=20_000)
+    p.add_argument("--ray-repeats", type=int, default=3, help="1- and 2-worker runs, each")
     p.add_argument("--out", default="build/bench-reach", help="study folders (not kept in git)")
     p.add_argument("--json", default=None, help="also write the figures here")
     args = p.parse_args()

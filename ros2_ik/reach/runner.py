@@ -82,7 +82,7 @@ class LocalExecutor:
 
 def manifest_of(study: Study, spec: ShardSpec | None = None) -> dict:
     t = study.targets
-    spec = spec or study.spec()
+    spec = study.spec() if spec is None else spec
     return {
         "model": study.model.name,
         "model_digest": model_digest(study.model),

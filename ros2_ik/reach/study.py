@@ -205,7 +205,7 @@ class ReachBound:
 
     def identity(self) -> list:
         """The numbers that decide which targets are skipped (a resumed study must match)."""
-        return [round(float(self.radius), 12), round(float(self.wrist_radius), 12)]
+        return [round(float(self.radius), 9), round(float(self.wrist_radius), 9)]  # to 1 nm
 
 
 def reach_bound(model: Model, tip: str) -> ReachBound | None:
