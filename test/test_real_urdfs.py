@@ -92,18 +92,9 @@ def test_reach_bound_holds_on_real_robots(path):
     against: no random configuration puts any leaf's tip, or its wrist point, beyond it.
     (Run here on 2026-11-23: 69 files, 721 chains, 499 with a bound, 0 beyond it with 3,000
     configurations each; the farthest sampled tip at a median 0.998 of its bound.)"""
-    from ros2_ik.kinematics import fk_frames
-    from ros2_ik.reach import reach_bound
+    from test_reach import farthest_from_reach_bounds
 
     m = _load(path)
     q = m.random_q(np.random.default_rng(0), 2000)
-    for tip in m.tips:
-        b = reach_bound(m, tip)
-        if b is None:
-            continue
-        T = np.asarray(fk_frames(m, q, [tip]))[:, 0]
-        assert np.linalg.norm(T[:, :3, 3] - b.anchor, axis=1).max() <= b.radius + 1e-9, tip
-        if b.wrist is not None:
-            w = T[:, :3, 3] - np.einsum("bij,j->bi", T[:, :3, :3], b.wrist)
-            a = b.anchor if b.wrist_anchor is None else b.wrist_anchor
-            assert np.linalg.norm(w - a, axis=1).max() <= b.wrist_radius + 1e-9, tip
+    for tip, d, radius, dw, wrist_radius in farthest_from_reach_bounds(m, q):
+        assert d <= radius + 1e-9 and dw <= wrist_radius + 1e-9, tip
