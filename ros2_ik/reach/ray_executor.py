@@ -58,11 +58,11 @@ def _import_ray():
 
 def _worker_spec(key: str, boxed_ref: list) -> ShardSpec:
     """The study's spec in this worker process: fetched from the object store (``boxed_ref``
-    holds its reference, in a list so that Ray does not fetch it for every task) the first
-    time, then kept under its digest ``key``."""
+    holds the reference to its pickle, in a list so that Ray does not fetch it for every task)
+    and unpickled the first time, then kept under its digest ``key``."""
     spec = _SPECS.get(key)
     if spec is None:
-        spec = _import_ray().get(boxed_ref[0])
+        spec = pickle.loads(_import_ray().get(boxed_ref[0]))
         _SPECS[key] = spec
         while len(_SPECS) > _SPECS_KEPT:
             _SPECS.popitem(last=False)
@@ -146,9 +146,9 @@ class RayExecutor:
     def run(self, spec: ShardSpec, poses: np.ndarray, todo: list[tuple[int, int, int]],
             should_stop: Callable[[], bool] | None) -> Iterator[tuple[int, dict]]:
         ray = self._ray
-        blob = pickle.dumps(spec)
+        blob = pickle.dumps(spec)  # pickled once: its digest is the workers' key
         key = hashlib.sha256(blob).hexdigest()
-        boxed_spec = [ray.put(spec)]
+        boxed_spec = [ray.put(blob)]
         poses_ref = ray.put(np.ascontiguousarray(poses))
         pending = {}
         for i, a, b in todo:
