@@ -118,6 +118,75 @@ def test_compute_ik_handler_compact(panda):
     assert pe.max() <= 1e-4 * 1.0001 and re.max() <= 1e-3 * 1.0001
 
 
+def _ik_answer(ctx, req, one_goal_path: bool, monkeypatch):
+    """compute_ik's response fields (or its RequestError) with the one-goal path on or off."""
+    from ros2_ik_interfaces.srv import ComputeIK
+
+    from ros2_ik.ros import services
+
+    monkeypatch.setattr(services, "ONE_GOAL_PATH", one_goal_path)
+    resp = ComputeIK.Response()
+    try:
+        out = services.compute_ik(ctx, req, resp)
+    except RequestError as exc:
+        return ("error", exc.code, exc.message)
+    sols = [(list(js.name), np.asarray(js.position).tolist()) for js in resp.solutions]
+    return (list(resp.joint_names), np.asarray(resp.compact_solutions).tobytes(), sols,
+            list(resp.status), np.asarray(resp.position_errors).tobytes(),
+            np.asarray(resp.orientation_errors).tobytes(), list(resp.iterations),
+            int(resp.error_code.val), resp.message, out.problems, out.solved,
+            np.asarray(out.targets).tobytes(), np.asarray(out.q).tobytes(), out.code)
+
+
+def test_one_goal_path_answers_as_the_batch_path(panda, monkeypatch):
+    """A one-goal, one-tip request takes its own short path: every response field, the
+    outcome and every rejection equal the batch code's, over reachable, unreachable, invalid
+    (NaN, bad quaternion), position-only, other-frame, unknown-frame, seeded, friendly-form and
+    timed-out requests."""
+    from geometry_msgs.msg import PoseStamped
+
+    from ros2_ik.ros.conversions import pq_to_pose_stamped
+    from ros2_ik_interfaces.srv import ComputeIK
+
+    model = panda.model
+    tip = panda.default_tip
+    rng = np.random.default_rng(11)
+    q = model.random_q(rng, 6)
+    pqs = list(pose_to_pq(np.asarray(fk_frames(model, q, [tip]))[:, 0]))
+    pqs += [np.array([3.0, 0, 0, 0, 0, 0, 1]),                      # out of reach
+            np.array([np.nan, 0, 0.4, 0, 0, 0, 1]),                  # not finite
+            np.array([0.4, 0, 0.4, 0, 0, 0, 0.5])]                   # not a unit quaternion
+    link = model.link_names[3]
+    variants = [dict(), dict(position_only=True), dict(compact_frame_id=panda.base),
+                dict(compact_frame_id=link), dict(compact_frame_id="no_such_frame"),
+                dict(friendly=True), dict(seed=True), dict(num_seeds=2, timeout=1e-6),
+                dict(compact_response=True)]
+    cases = 0
+    for i, pq in enumerate(pqs):
+        for v in variants:
+            req = ComputeIK.Request()
+            if v.get("friendly"):
+                req.goals = [pq_to_pose_stamped(pq[None], panda.base)[0]]
+                assert isinstance(req.goals[0], PoseStamped)
+            else:
+                req.compact_goals = f64_array(pq)
+                req.compact_frame_id = v.get("compact_frame_id", "")
+            req.position_only = v.get("position_only", False)
+            req.compact_response = v.get("compact_response", False)
+            req.num_seeds = v.get("num_seeds", 4)
+            if "timeout" in v:
+                req.timeout.nanosec = 1
+            if v.get("seed"):
+                req.seed.name = list(model.q_names[:3])
+                req.seed.position = f64_array(q[i % len(q), :3])
+            ctx = ctx_for(panda)
+            one = _ik_answer(ctx, req, True, monkeypatch)
+            batch = _ik_answer(ctx, req, False, monkeypatch)
+            assert one == batch, (i, v)
+            cases += 1
+    assert cases == len(pqs) * len(variants)
+
+
 def test_mimic_joints_are_filled_from_their_leader():
     from ros2_ik_interfaces.srv import ComputeIK
 
