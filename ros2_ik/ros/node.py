@@ -41,6 +41,7 @@ import rclpy
 from rclpy.action import CancelResponse, GoalResponse
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.executors import ExternalShutdownException
+from rclpy.logging import LoggingSeverity
 from rclpy.node import Node
 from rclpy.qos import (DurabilityPolicy, QoSProfile, ReliabilityPolicy, qos_profile_sensor_data)
 from rcl_interfaces.msg import SetParametersResult
@@ -482,7 +483,9 @@ class KinematicsNode(Node):
         self._stats.record(kind, code, problems or 0, solved or 0, message=resp.message)
         if code != codes.SUCCESS:
             self.get_logger().info(f"{kind}: {codes.name_of(code)}: {resp.message}")
-        self.get_logger().debug(f"{kind} answered in {1e3 * (time.perf_counter() - t0):.2f} ms")
+        logger = self.get_logger()
+        if logger.is_enabled_for(LoggingSeverity.DEBUG):  # (formatting costs a one-goal call)
+            logger.debug(f"{kind} answered in {1e3 * (time.perf_counter() - t0):.2f} ms")
         return resp, out
 
     def _publish_markers(self, outcome) -> None:
