@@ -4,8 +4,12 @@
 
 1. single goal, the node's default options (32 seeds): median round trip of a one-goal
    ComputeIK call (compact and friendly form) through the node vs the bare prepared solve
-   (``ChainSolver``) and the bare ``solve_pose`` call with the same goal and options, and a
-   ComputeJacobian round trip (no solve: the service floor); the overheads as differences;
+   (``ChainSolver``) and the bare ``solve_pose`` call with the same goal and options; beside it,
+   from the same client in turn: the simplest rclpy ComputeIK server around the same prepared
+   solve (bench/bare_ik_server.py), a Trigger that answers at once (rclpy's and the
+   middleware's floor), and two no-work calls on the node (an empty ComputeJacobian, rclpy's
+   own get_parameters). Round trips are timed by bench/rt_client.py, a lean client process (as
+   a robot's planner is: it solves nothing itself);
 2. joint_states at 1 kHz from another process: 1-goal round trip p50 / p99 idle and under it;
 3. batch: one ComputeIK request of ``--batch`` goals (compact form) end to end vs the bare
    solver on the same goals: wall time and goals/s;
@@ -63,6 +67,24 @@ def _load() -> str:
     return "load average " + " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
+def _round_trips(domain: int, tmpdir: str, calls: int, rounds: int, targets) -> dict:
+    """Round trips (s) per target, timed by bench/rt_client.py in a process of its own."""
+    import json
+    import subprocess
+
+    plan = os.path.join(tmpdir, "plan.json")
+    with open(plan, "w") as f:
+        json.dump({"domain": domain, "calls": calls, "rounds": rounds,
+                   "targets": [dict(name=n, service=s, type=t, request=r)
+                               for n, s, t, r in targets]}, f)
+    out = subprocess.run([sys.executable, os.path.join(os.path.dirname(__file__),
+                                                       "rt_client.py"), plan],
+                         capture_output=True, text=True, timeout=600)
+    if out.returncode != 0:
+        raise RuntimeError(f"bench/rt_client.py failed: {out.stderr[-2000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--robot", default="panda")
@@ -73,7 +95,7 @@ def main(argv=None) -> int:
 
     import rclpy
     from rclpy.serialization import deserialize_message, serialize_message
-    from ros2_ik_interfaces.srv import ComputeIK, ComputeJacobian
+    from ros2_ik_interfaces.srv import ComputeIK
 
     from ros2_ik.ros import codes
     from ros2_ik.ros.conversions import as_f64, check_poses, f64_array, pq_to_pose_stamped
@@ -113,71 +135,51 @@ def main(argv=None) -> int:
         pq1 = pose_to_pq(T1)
         req_c = ik_request(pq1, compact_response=True)
         req_f = ik_request(goals=pq_to_pose_stamped(pq1, model.base))
-        # a client that spins in the calling thread (no cross-thread wake-up on its side)
-        from rclpy.executors import SingleThreadedExecutor
-
-        from ros2_ik.ros.node import CLIENT_QOS
-
-        direct = rclpy.create_node("bench_direct_client", context=client.context)
-        direct_ex = SingleThreadedExecutor(context=client.context)
-        direct_ex.add_node(direct)
-        d_ik = direct.create_client(ComputeIK, "/ros2_ik/compute_ik", qos_profile=CLIENT_QOS)
-        d_jac = direct.create_client(ComputeJacobian, "/ros2_ik/compute_jacobian",
-                                     qos_profile=CLIENT_QOS)
-        d_ik.wait_for_service(timeout_sec=20)
-        d_jac.wait_for_service(timeout_sec=20)
-
-        def direct_call(cli, req):
-            fut = cli.call_async(req)
-            direct_ex.spin_until_future_complete(fut, timeout_sec=30)
-            if not fut.done():
-                raise TimeoutError("no answer within 30 s")
-            return fut.result()
-
         prepared = ChainSolver(model, tip, cfg1)
         bare_p = _median_call(lambda: prepared.solve(pq1[0], seed), args.calls)
         bare1 = _median_call(lambda: solve_pose(model, pq1[:, None], tips=[tip], seeds=seed,
                                                 config=cfg1),
                              args.calls)
-        node_times = _calls(lambda: client.call(client.ik, req_c), args.calls)
-        node_c = statistics.median(node_times)
-        node_f = _median_call(lambda: client.call(client.ik, req_f), args.calls)
-        direct_times = _calls(lambda: direct_call(d_ik, req_c), args.calls)
-        node_d = statistics.median(direct_times)
-        floor_d = _median_call(lambda: direct_call(d_jac, ComputeJacobian.Request()),
-                               args.calls)
-        floor = _median_call(lambda: client.call(client.jac, ComputeJacobian.Request()),
-                             args.calls)
-        # the baseline: the simplest rclpy ComputeIK server around the same prepared solve,
-        # in its own process, called by the same client
+        r = client.call(client.ik, req_c)
+        # the baseline: the simplest rclpy ComputeIK server around the same prepared solve, in
+        # its own process
         import subprocess
+        import tempfile
 
         bare_env = dict(os.environ, ROS_DOMAIN_ID=str(domain))
         bare_proc = subprocess.Popen([sys.executable, os.path.join(os.path.dirname(__file__),
                                                                    "bare_ik_server.py"),
                                       args.robot], env=bare_env, stdout=subprocess.DEVNULL)
+        tmp = tempfile.TemporaryDirectory(prefix="bench_node_")
         try:
-            d_bare = direct.create_client(ComputeIK, "/bare_ik/compute_ik",
-                                          qos_profile=CLIENT_QOS)
-            if not d_bare.wait_for_service(timeout_sec=60):
+            from ros2_ik.ros.node import CLIENT_QOS
+
+            bare_cli = client.node.create_client(ComputeIK, "/bare_ik/compute_ik",
+                                                 qos_profile=CLIENT_QOS)
+            if not bare_cli.wait_for_service(timeout_sec=60):
                 raise TimeoutError("bench/bare_ik_server.py did not come up")
-            rb = direct_call(d_bare, req_c)
+            rb = client.call(bare_cli, req_c)
             qb = np.asarray(rb.compact_solutions).reshape(1, -1)
             pe_b, re_b = pose_error(T1, np.asarray(fk_frames(model, qb, [tip]))[:, 0])
             bare_ok = bool(pe_b[0] <= cfg1.position_tolerance
                            and re_b[0] <= cfg1.orientation_tolerance)
-            for _ in range(20):
-                direct_call(d_bare, req_c)
-            bare_srv = _median_call(lambda: direct_call(d_bare, req_c), args.calls)
-            node_d2 = _median_call(lambda: direct_call(d_ik, req_c), args.calls)
-            from std_srvs.srv import Trigger
-
-            d_trig = direct.create_client(Trigger, "/bare_ik/trigger", qos_profile=CLIENT_QOS)
-            if not d_trig.wait_for_service(timeout_sec=20):
-                raise TimeoutError("bench/bare_ik_server.py's trigger did not come up")
-            for _ in range(20):
-                direct_call(d_trig, Trigger.Request())
-            trig = _median_call(lambda: direct_call(d_trig, Trigger.Request()), args.calls)
+            # With Fast DDS every client of a service reads every reply on its reply topic: this
+            # process's clients would wake for each reply to rt_client (seen: 40 % of a core
+            # here, and every round trip 1-3 ms slower), so they go before the timing.
+            client.node.destroy_client(bare_cli)
+            client.close()
+            files = {}
+            for name, msg in (("ik_compact", req_c), ("ik_pose", req_f)):
+                files[name] = os.path.join(tmp.name, name)
+                with open(files[name], "wb") as f:
+                    f.write(serialize_message(msg))
+            t1 = _round_trips(domain, tmp.name, args.calls, 2, [
+                ("node_ik", "/ros2_ik/compute_ik", "ComputeIK", files["ik_compact"]),
+                ("node_ik_pose", "/ros2_ik/compute_ik", "ComputeIK", files["ik_pose"]),
+                ("node_jac", "/ros2_ik/compute_jacobian", "ComputeJacobian", ""),
+                ("node_params", "/ros2_ik/get_parameters", "GetParameters", ""),
+                ("bare_ik", "/bare_ik/compute_ik", "ComputeIK", files["ik_compact"]),
+                ("trigger", "/bare_ik/trigger", "Trigger", "")])
         finally:
             bare_proc.send_signal(signal.SIGINT)
             try:
@@ -185,57 +187,58 @@ def main(argv=None) -> int:
             except subprocess.TimeoutExpired:
                 bare_proc.kill()
                 bare_proc.wait(timeout=10)
-        r = client.call(client.ik, req_c)
+        med = {k: statistics.median(v) for k, v in t1.items()}
         print(f"\n1. single goal ({tip}, the node's default {cfg1.num_seeds} seeds), median of "
-              f"{args.calls} calls; status {codes.name_of(r.status[0])}")
+              f"{2 * args.calls} calls from a lean client process (bench/rt_client.py; 2 "
+              f"rounds over the services in turn); status {codes.name_of(r.status[0])}")
         print(f"   bare prepared solve (ChainSolver) {1e3 * bare_p:8.3f} ms")
         print(f"   bare solve_pose                   {1e3 * bare1:8.3f} ms")
-        print(f"   node ComputeIK, compact           {1e3 * node_c:8.3f} ms   "
-              f"(round trip - prepared solve = {1e3 * (node_c - bare_p):+.3f} ms; goal <= +1 ms)")
-        print(f"   node ComputeIK, PoseStamped       {1e3 * node_f:8.3f} ms   "
-              f"(round trip - prepared solve = {1e3 * (node_f - bare_p):+.3f} ms)")
-        print("   with a client spinning in the calling thread (no cross-thread wake-up):")
-        print(f"   node ComputeIK, compact           {1e3 * node_d:8.3f} ms   "
-              f"(round trip - prepared solve = {1e3 * (node_d - bare_p):+.3f} ms, ratio "
-              f"{node_d / bare_p:.1f}; goal <= +1 ms)")
-        print(f"   bare rclpy ComputeIK server, same prepared solve {1e3 * bare_srv:8.3f} ms "
-              f"(answer {'verified by FK' if bare_ok else 'NOT within tolerance'}; "
-              "bench/bare_ik_server.py)")
-        print(f"   node ComputeIK, compact, right after {1e3 * node_d2:8.3f} ms   (node - bare "
-              f"server = {1e3 * (node_d2 - bare_srv):+.3f} ms: what the node adds; the round "
-              f"trip of rclpy and the middleware is the bare server's "
-              f"{1e3 * (bare_srv - bare_p):.3f} ms beyond the solve)")
-        print(f"   a std_srvs/Trigger service answering at once (the bare server's process): "
-              f"{1e3 * trig:.3f} ms: rclpy's and the middleware's floor here, against the "
-              f"goal's whole budget of prepared solve + 1 ms = {1e3 * (bare_p + 1e-3):.3f} ms")
-        print(f"   node ComputeJacobian (the floor)  {1e3 * floor_d:8.3f} ms")
-        print(f"   node ComputeJacobian (no solve: the service round-trip floor) "
-              f"{1e3 * floor:.3f} ms")
+        print(f"   node ComputeIK, compact           {1e3 * med['node_ik']:8.3f} ms   "
+              f"(round trip - prepared solve = {1e3 * (med['node_ik'] - bare_p):+.3f} ms; "
+              f"goal <= +1 ms)")
+        print(f"   node ComputeIK, PoseStamped       {1e3 * med['node_ik_pose']:8.3f} ms   "
+              f"(round trip - prepared solve = {1e3 * (med['node_ik_pose'] - bare_p):+.3f} ms)")
+        print(f"   bare rclpy ComputeIK server, same prepared solve "
+              f"{1e3 * med['bare_ik']:8.3f} ms (answer "
+              f"{'verified by FK' if bare_ok else 'NOT within tolerance'}; "
+              "bench/bare_ik_server.py): node - bare server = "
+              f"{1e3 * (med['node_ik'] - med['bare_ik']):+.3f} ms, what the node adds")
+        print(f"   node ComputeJacobian, empty request (no work)  {1e3 * med['node_jac']:8.3f} ms")
+        print(f"   node get_parameters, empty request (rclpy's own service on the node's executor)"
+              f"  {1e3 * med['node_params']:8.3f} ms")
+        print(f"   std_srvs/Trigger answering at once (the bare server's process) "
+              f"{1e3 * med['trigger']:8.3f} ms: rclpy's and the middleware's floor here, against "
+              f"the goal's whole budget of prepared solve + 1 ms = {1e3 * (bare_p + 1e-3):.3f} ms")
         print(f"   {_load()}")
 
         # ---- 2. joint_states at 1 kHz from another process
         pub_script = os.path.join(os.path.dirname(__file__), "..", "test",
                                   "joint_states_publisher.py")
         if args.robot == "panda" and os.path.exists(pub_script):
-
-            pub = subprocess.Popen([sys.executable, pub_script, str(domain), "8", "1000"],
+            n2 = min(args.calls * 2, 1000)
+            only_ik = [("node_ik", "/ros2_ik/compute_ik", "ComputeIK", files["ik_compact"])]
+            idle = _round_trips(domain, tmp.name, n2, 1, only_ik)["node_ik"]
+            pub = subprocess.Popen([sys.executable, pub_script, str(domain), "15", "1000"],
                                    stdout=subprocess.PIPE, text=True)
             time.sleep(2.0)
-            busy = _calls(lambda: direct_call(d_ik, req_c), min(args.calls, 1000))
+            busy = _round_trips(domain, tmp.name, n2, 1, only_ik)["node_ik"]
             out, _ = pub.communicate(timeout=60)
             import json
 
             sent = json.loads(out.strip().splitlines()[-1])
             print(f"\n2. 1-goal ComputeIK with joint_states at {sent['rate']:.0f} Hz from another "
-                  f"process (panda joints + 20 new foreign names per message)")
-            print(f"   idle           p50 {1e3 * node_d:7.3f} ms   p99 "
-                  f"{1e3 * _p99(direct_times):7.3f} ms   (client spinning in the calling "
-                  "thread)")
+                  f"process (panda joints + 20 new foreign names per message), {n2} calls each "
+                  "from a lean client process")
+            print(f"   idle           p50 {1e3 * statistics.median(idle):7.3f} ms   p99 "
+                  f"{1e3 * _p99(idle):7.3f} ms")
             print(f"   joint_states   p50 {1e3 * statistics.median(busy):7.3f} ms   p99 "
                   f"{1e3 * _p99(busy):7.3f} ms   (p99 rise "
-                  f"{1e3 * (_p99(busy) - _p99(direct_times)):+.3f} ms; goal <= +2 ms)")
+                  f"{1e3 * (_p99(busy) - _p99(idle)):+.3f} ms; goal <= +2 ms)")
+        tmp.cleanup()
 
         # ---- 3. batch
+        client = Client(domain, executor="single")
+        client.wait_for_server(30)
         N = args.batch
         qN = model.random_q(rng, N)
         TN = np.asarray(fk_frames(model, qN, [tip]))[:, 0]
@@ -277,8 +280,6 @@ def main(argv=None) -> int:
         print(f"   rclpy deserialize request         {1e3 * t_de:8.2f} ms")
         print(f"\n{_load()} (at the end)")
     finally:
-        if "direct" in locals():
-            direct.destroy_node()
         client.close()
         node.stop()
     if failures:

@@ -230,6 +230,49 @@ def test_ik_seed_from_joint_states_topic(ros):
     pub.publish(joint_state(model.q_names, model.neutral_q()))
 
 
+def test_joint_states_slow_source_outlasts_a_fast_one(ros):
+    """joint_states are taken from DDS by the node (no wait set per message): a source that
+    published once (the last joint) keeps its value in the seed while another floods the topic
+    with more messages than DDS keeps (JOINT_STATES_DEPTH) and no request comes."""
+    from ros2_ik.ros.node import JOINT_STATES_DEPTH
+
+    model = ros.model
+    q = model.neutral_q() + np.linspace(-0.25, 0.2, model.nq)
+    names = list(model.q_names)
+    pub = ros.client.publisher(JointState, "/joint_states", 1000)
+    slow = joint_state(names[-1:], q[-1:])
+    fast = joint_state(names[:-1], q[:-1])
+    T = np.asarray(fk_frames(model, q, [TIP]))[:, 0]
+    req = ik_request(pose_to_pq(T), num_seeds=1, compact_response=True)
+    for _ in range(50):  # the slow source's one message has reached the node
+        pub.publish(slow)
+        pub.publish(fast)
+        resp = ik(ros, req)
+        if list(resp.iterations) == [0] and list(resp.status) == [1]:
+            break
+        threading.Event().wait(0.05)
+    else:
+        pytest.fail("the node never used both joint_states sources as the seed")
+    # the slow source moves once (no request takes it), then the flood: 3x what DDS keeps,
+    # over about 1.5 s, no request meanwhile
+    q2 = q.copy()
+    q2[-1] += 0.3
+    pub.publish(joint_state(names[-1:], q2[-1:]))
+    threading.Event().wait(0.3)
+    for i in range(3 * JOINT_STATES_DEPTH):
+        pub.publish(fast)
+        if i % 100 == 99:
+            threading.Event().wait(0.1)
+    T2 = np.asarray(fk_frames(model, q2, [TIP]))[:, 0]
+    resp = ik(ros, ik_request(pose_to_pq(T2), num_seeds=1, compact_response=True))
+    assert list(resp.status) == [1] and list(resp.iterations) == [0], (
+        "the slow source's last joint_states message was lost behind the fast one's: "
+        f"iterations {list(resp.iterations)}, status {list(resp.status)}")
+    np.testing.assert_allclose(as_f64(resp.compact_solutions), q2, atol=1e-12)
+    # reset the topic seed to mid-range so later tests see the default again
+    pub.publish(joint_state(names, model.neutral_q()))
+
+
 def test_ik_position_only_and_axis_weights(ros):
     model = ros.model
     _, T = reachable(model, 10, seed=4)

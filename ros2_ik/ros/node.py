@@ -39,11 +39,13 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import rclpy
 from rclpy.action import CancelResponse, GoalResponse
-from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
+from rclpy.callback_groups import (CallbackGroup, MutuallyExclusiveCallbackGroup,
+                                   ReentrantCallbackGroup)
 from rclpy.executors import ExternalShutdownException
 from rclpy.logging import LoggingSeverity
 from rclpy.node import Node
-from rclpy.qos import (DurabilityPolicy, QoSProfile, ReliabilityPolicy, qos_profile_sensor_data)
+from rclpy.exceptions import InvalidHandle
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from rcl_interfaces.msg import SetParametersResult
 
 from diagnostic_msgs.msg import DiagnosticArray
@@ -102,6 +104,33 @@ GOAL_QUEUE = 100
 SERVICE_WORKERS = 4  # threads solving service requests (a long one leaves the others free)
 ACTION_WORKERS = 2   # threads running trajectory goals
 JOINT_STATE_SOURCES = 8  # joint_states: latest message kept per set of names, for this many sets
+#: joint_states are not waited on by the executor (at a robot's 500 Hz-1 kHz, a wait set built
+#: per message kept the executor thread busy a third of the time): DDS keeps up to this many
+#: messages, which the node takes whenever a request needs a seed and every
+#: JOINT_STATES_DRAIN_S (so a slow source's latest message outlasts a fast one's stream: up to
+#: JOINT_STATES_DEPTH / JOINT_STATES_DRAIN_S = 5 kHz of messages in all)
+JOINT_STATES_DEPTH = 500
+JOINT_STATES_DRAIN_S = 0.1
+JOINT_STATES_QOS = QoSProfile(depth=JOINT_STATES_DEPTH, reliability=ReliabilityPolicy.BEST_EFFORT,
+                              durability=DurabilityPolicy.VOLATILE)
+
+
+class _Polled(CallbackGroup):
+    """The callback group of an entity no executor waits on: the node takes its data itself
+    (joint_states, see JOINT_STATES_DEPTH)."""
+
+    def can_execute(self, entity) -> bool:
+        return False
+
+    def beginning_execution(self, entity) -> bool:
+        return False
+
+    def ending_execution(self, entity) -> None:
+        pass
+
+
+def _never_called(msg) -> None:  # pragma: no cover - a _Polled subscription's callback
+    raise RuntimeError("joint_states are taken by KinematicsNode._drain_joint_states")
 
 
 def make_executor(context=None) -> NodeExecutor:
@@ -167,8 +196,10 @@ class KinematicsNode(Node):
         self.create_subscription(String, "robot_description_semantic",
                                  self._on_robot_description_semantic, ROBOT_DESCRIPTION_QOS,
                                  callback_group=self._cb_model)
-        self.create_subscription(JointState, "joint_states", self._on_joint_states,
-                                 qos_profile_sensor_data, callback_group=self._cb_joints)
+        self._js_sub = self.create_subscription(JointState, "joint_states", _never_called,
+                                                JOINT_STATES_QOS, callback_group=_Polled())
+        self.create_timer(JOINT_STATES_DRAIN_S, self._drain_joint_states,
+                          callback_group=self._cb_joints)
         self.create_subscription(PoseStamped, "~/goal", self._on_goal, GOAL_QUEUE,
                                  callback_group=self._cb_goal)
         self._solution_pub = self.create_publisher(JointState, "~/solution", GOAL_QUEUE)
@@ -290,22 +321,36 @@ class KinematicsNode(Node):
                                config=IKConfig(num_seeds=2, max_iterations=3))
 
     # ================================================================== joint states (seed)
-    def _on_joint_states(self, msg: JointState) -> None:
-        """Keep the message (latest per set of names, at most JOINT_STATE_SOURCES sets); it is
-        only turned into a seed when a request needs one."""
-        key = tuple(msg.name)
-        if not key:
-            return
+    def _drain_joint_states(self) -> None:
+        """Take every joint_states message DDS holds and keep the latest per set of names (at
+        most JOINT_STATE_SOURCES sets); a message is only turned into a seed when a request
+        needs one. Any thread (the executor's timer, a request's worker): under the lock."""
+        sub = self._js_sub
         with self._js_lock:
             latest = self._js_latest
-            latest.pop(key, None)
-            latest[key] = msg
-            if len(latest) > JOINT_STATE_SOURCES:
-                latest.popitem(last=False)
-            self._js_version += 1
+            taken = 0
+            while taken < JOINT_STATES_DEPTH:
+                try:
+                    with sub.handle:
+                        got = sub.handle.take_message(sub.msg_type, sub.raw)
+                except (InvalidHandle, RuntimeError):  # destroyed, shutting down
+                    return
+                if got is None:
+                    break
+                taken += 1
+                msg = got[0]
+                key = tuple(msg.name)
+                if not key:
+                    continue
+                latest.pop(key, None)
+                latest[key] = msg
+                if len(latest) > JOINT_STATE_SOURCES:
+                    latest.popitem(last=False)
+                self._js_version += 1
 
     def _seed_base(self, robot: LoadedRobot) -> np.ndarray:
         """Mid-range seed overwritten by the kept joint_states (oldest set first), clamped."""
+        self._drain_joint_states()
         with self._js_lock:
             version = self._js_version
             msgs = list(self._js_latest.values())
