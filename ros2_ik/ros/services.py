@@ -186,6 +186,17 @@ def _to_base(robot: LoadedRobot, pq: np.ndarray, frames: list[str] | str, seed: 
     return pose_to_pq(T).reshape(pq.shape)
 
 
+def _fill_solutions(robot: LoadedRobot, req, resp, q: np.ndarray) -> None:
+    """A ComputeIK response's joint names and solutions (N, nq) -> mimic joints added, in the
+    compact or the friendly form the request asked for."""
+    full = robot.full_q(q)
+    resp.joint_names = list(robot.out_names)
+    if req.compact_response:
+        resp.compact_solutions = f64_array(full)
+    else:
+        resp.solutions = joint_states(robot.out_names, full)
+
+
 def overall_code(status: np.ndarray) -> int:
     """Whole-request code from per-problem codes: SUCCESS if all succeeded, else the most
     telling failure (an invalid goal, then a time-out, then no solution)."""
@@ -316,12 +327,7 @@ def compute_ik(ctx: Context, req, resp) -> IKOutcome:
         for j in np.nonzero(~np.asarray(res.success))[0][:100]:
             messages[int(idx[j])] = res.messages[j]
 
-    full = robot.full_q(q)
-    resp.joint_names = list(robot.out_names)
-    if req.compact_response:
-        resp.compact_solutions = f64_array(full)
-    else:
-        resp.solutions = joint_states(robot.out_names, full)
+    _fill_solutions(robot, req, resp, q)
     resp.status = i32_array(status)
     resp.position_errors = f64_array(pe)
     resp.orientation_errors = f64_array(re)
@@ -363,12 +369,7 @@ def _compute_ik_one(ctx: Context, req, resp, robot: LoadedRobot, tips: list[str]
         q = seed[None].copy()
         status, pe, re, iters = codes.INVALID_GOAL, math.nan, math.nan, 0
         messages[0] = f"tip {tips[0]!r}: {describe_bad_pose(raw[0, 0], reason)}"
-    full = robot.full_q(q)
-    resp.joint_names = list(robot.out_names)
-    if req.compact_response:
-        resp.compact_solutions = f64_array(full)
-    else:
-        resp.solutions = joint_states(robot.out_names, full)
+    _fill_solutions(robot, req, resp, q)
     resp.status = array.array("i", (status,))
     resp.position_errors = array.array("d", (pe,))
     resp.orientation_errors = array.array("d", (re,))
