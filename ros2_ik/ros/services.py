@@ -170,10 +170,10 @@ def _to_base(robot: LoadedRobot, pq: np.ndarray, frames: list[str] | str, seed: 
     ``frames`` is one frame for all, or a list with one frame per goal (flattened order).
     """
     uniq = [frames] if isinstance(frames, str) else list(dict.fromkeys(frames))
-    T_frames = robot.frame_transforms(uniq, seed, what=what)
     moving = [f for f in uniq if f not in ("", robot.base)]
-    if not moving:
+    if not moving:  # ('' and the base need no transform, nor a check)
         return pq
+    T_frames = robot.frame_transforms(moving, seed, what=what)
     flat = pq.reshape(-1, 7)
     T = pq_to_pose(flat)
     if isinstance(frames, str):
@@ -349,9 +349,7 @@ def _compute_ik_one(ctx: Context, req, resp, robot: LoadedRobot, tips: list[str]
                     ok: bool, reason: int, frames, what: str, seed, solver: str, cfg, weights,
                     group) -> IKOutcome:
     """:func:`compute_ik` of one goal (raw and checked ``pq`` (1, 1, 7)) for one tip."""
-    frame = frames if isinstance(frames, str) else frames[0]
-    if frame not in ("", robot.base):  # ('' and the base need no transform, nor a check)
-        pq = _to_base(robot, pq, frames, seed, what)
+    pq = _to_base(robot, pq, frames, seed, what)
     messages: dict[int, str] = {}
     solve_time = 0.0
     if ok:
