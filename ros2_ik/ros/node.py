@@ -104,8 +104,8 @@ GOAL_QUEUE = 100
 SERVICE_WORKERS = 4  # threads solving service requests (a long one leaves the others free)
 ACTION_WORKERS = 2   # threads running trajectory goals
 JOINT_STATE_SOURCES = 8  # joint_states: latest message kept per set of names, for this many sets
-#: joint_states are not waited on by the executor (at a robot's 500 Hz-1 kHz, a wait set built
-#: per message kept the executor thread busy a third of the time): DDS keeps up to this many
+#: joint_states are not waited on by the executor (at a robot's 1 kHz, a wait set built per
+#: message took a whole core with no request at all): DDS keeps up to this many
 #: messages, which the node takes whenever a request needs a seed and every
 #: JOINT_STATES_DRAIN_S (so a slow source's latest message outlasts a fast one's stream: up to
 #: JOINT_STATES_DEPTH / JOINT_STATES_DRAIN_S = 5 kHz of messages in all)
