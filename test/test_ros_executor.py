@@ -28,15 +28,27 @@ from ros_testing import random_domain_id  # noqa: E402
 REQUESTS = 150
 
 
-class _Server:
+class _Participant:
+    """A node in its own context and domain on an executor of ``executor_type``."""
+
+    def __init__(self, domain: int, name: str, executor_type):
+        self.context = rclpy.Context()
+        rclpy.init(context=self.context, domain_id=domain)
+        self.node = rclpy.create_node(name, context=self.context)
+        self.executor = executor_type(context=self.context)
+        self.executor.add_node(self.node)
+
+    def close(self):
+        self.executor.shutdown(timeout_sec=2.0)
+        self.node.destroy_node()
+        rclpy.try_shutdown(context=self.context)
+
+
+class _Server(_Participant):
     """A node on a NodeExecutor spinning in its own thread; counts the executor's waits."""
 
     def __init__(self, domain: int):
-        self.context = rclpy.Context()
-        rclpy.init(context=self.context, domain_id=domain)
-        self.node = rclpy.create_node("executor_test_server", context=self.context)
-        self.executor = NodeExecutor(context=self.context)
-        self.executor.add_node(self.node)
+        super().__init__(domain, "executor_test_server", NodeExecutor)
         self.waits = 0
         self._count = False
         self.thread = threading.Thread(target=self._spin, daemon=True, name="executor-under-test")
@@ -54,30 +66,21 @@ class _Server:
         self._count = on
 
     def close(self):
-        self.executor.shutdown(timeout_sec=2.0)
-        self.node.destroy_node()
-        rclpy.try_shutdown(context=self.context)
+        super().close()
         self.thread.join(timeout=5)
 
 
-class _Caller:
+class _Caller(_Participant):
+    """A client node spinning in the calling thread."""
+
     def __init__(self, domain: int):
-        self.context = rclpy.Context()
-        rclpy.init(context=self.context, domain_id=domain)
-        self.node = rclpy.create_node("executor_test_client", context=self.context)
-        self.executor = SingleThreadedExecutor(context=self.context)
-        self.executor.add_node(self.node)
+        super().__init__(domain, "executor_test_client", SingleThreadedExecutor)
 
     def call(self, cli, timeout: float = 10.0):
         fut = cli.call_async(Trigger.Request())
         self.executor.spin_until_future_complete(fut, timeout_sec=timeout)
         assert fut.done(), f"no answer from {cli.srv_name} within {timeout} s"
         return fut.result()
-
-    def close(self):
-        self.executor.shutdown(timeout_sec=2.0)
-        self.node.destroy_node()
-        rclpy.try_shutdown(context=self.context)
 
 
 @pytest.fixture

@@ -205,6 +205,23 @@ def test_ik_goal_at_seed_returns_seed_without_iterations(ros):
     assert_fk_matches(model, [as_f64(resp.compact_solutions)], resp.joint_names, T[:, None])
 
 
+def _ik_once_seeded_by_topic(ros, pub, msgs, T, tries: int):
+    """Publish ``msgs`` on joint_states and ask for the goal ``T`` (the FK of the seed they
+    make) with one seed and no seed of its own, until the answer is the seed itself (status 1
+    in 0 iterations: the node seeded it from the topic); that response. Fails after ``tries``."""
+    req = ik_request(pose_to_pq(T), num_seeds=1, compact_response=True)
+    for _ in range(tries):
+        for msg in msgs:
+            pub.publish(msg)
+        resp = ik(ros, req)
+        if list(resp.iterations) == [0] and list(resp.status) == [1]:
+            return resp
+        threading.Event().wait(0.05)
+    pytest.fail(f"the node never used joint_states as the seed (last: status "
+                f"{list(resp.status)}, iterations {list(resp.iterations)}, code "
+                f"{resp.error_code.val})")
+
+
 def test_ik_seed_from_joint_states_topic(ros):
     """joint_states (partial, with a foreign joint) seeds requests that give no seed."""
     model = ros.model
@@ -213,17 +230,7 @@ def test_ik_seed_from_joint_states_topic(ros):
     pub = ros.client.publisher(JointState, "/joint_states")
     names = list(model.q_names) + ["some_gripper_joint"]
     msg = joint_state(names, list(q) + [0.04])
-    req = ik_request(pose_to_pq(T), num_seeds=1, compact_response=True)
-    for _ in range(100):
-        pub.publish(msg)
-        resp = ik(ros, req)
-        # solved from the topic's seed: converged (status 1) in 0 iterations
-        if list(resp.iterations) == [0] and list(resp.status) == [1]:
-            break
-        threading.Event().wait(0.05)
-    else:
-        pytest.fail(f"the node never used joint_states as the seed (last: status "
-                    f"{list(resp.status)}, code {resp.error_code.val})")
+    resp = _ik_once_seeded_by_topic(ros, pub, [msg], T, 100)
     np.testing.assert_allclose(as_f64(resp.compact_solutions), q, atol=1e-12)
     assert_fk_matches(model, [as_f64(resp.compact_solutions)], resp.joint_names, T[:, None])
     # reset the topic seed to mid-range so later tests see the default again
@@ -239,20 +246,11 @@ def test_joint_states_slow_source_outlasts_a_fast_one(ros):
     model = ros.model
     q = model.neutral_q() + np.linspace(-0.25, 0.2, model.nq)
     names = list(model.q_names)
-    pub = ros.client.publisher(JointState, "/joint_states", 1000)
-    slow = joint_state(names[-1:], q[-1:])
+    pub = ros.client.publisher(JointState, "/joint_states")
     fast = joint_state(names[:-1], q[:-1])
     T = np.asarray(fk_frames(model, q, [TIP]))[:, 0]
-    req = ik_request(pose_to_pq(T), num_seeds=1, compact_response=True)
-    for _ in range(50):  # the slow source's one message has reached the node
-        pub.publish(slow)
-        pub.publish(fast)
-        resp = ik(ros, req)
-        if list(resp.iterations) == [0] and list(resp.status) == [1]:
-            break
-        threading.Event().wait(0.05)
-    else:
-        pytest.fail("the node never used both joint_states sources as the seed")
+    # both sources have reached the node
+    _ik_once_seeded_by_topic(ros, pub, [joint_state(names[-1:], q[-1:]), fast], T, 50)
     # the slow source moves once (no request takes it), then the flood: 3x what DDS keeps,
     # over about 1.5 s, no request meanwhile
     q2 = q.copy()
