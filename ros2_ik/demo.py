@@ -71,14 +71,16 @@ def run(args) -> int:
         client = rclpy.create_node("ros2_ik_demo_client", context=ctx)
         executor.add_node(server)
         executor.add_node(client)
-        spin = threading.Thread(target=executor.spin, daemon=True)
-        spin.start()
         ns = f"/{server.get_name()}"
         ik = client.create_client(ComputeIK, f"{ns}/compute_ik", qos_profile=CLIENT_QOS)
         fk = client.create_client(ComputeFK, f"{ns}/compute_fk", qos_profile=CLIENT_QOS)
         jac = client.create_client(ComputeJacobian, f"{ns}/compute_jacobian",
                                    qos_profile=CLIENT_QOS)
         traj = ActionClient(client, TrajectorySeed, f"{ns}/trajectory_seed")
+        # spun only now: rclpy's ActionClient joins the node's wait sets before its lock
+        # exists, and an executor spinning meanwhile failed on it (seen once in CI)
+        spin = threading.Thread(target=executor.spin, daemon=True)
+        spin.start()
         for c in (ik, fk, jac):
             if not c.wait_for_service(timeout_sec=20.0):
                 raise TimeoutError(f"service {c.srv_name} did not come up")

@@ -145,14 +145,17 @@ class Client:
     clients for the ros2_ik services and action (under ``/<server_name>``)."""
 
     def __init__(self, domain_id: int, server_name: str = "ros2_ik",
-                 node_name: str = "ros2_ik_client", executor: str = "multi"):
-        self._args = (domain_id, node_name, executor)
+                 node_name: str = "ros2_ik_client", executor: str = "multi",
+                 actions: Mapping[str, tuple] | None = None):
+        # actions: more action clients, {key: (action type, name under the server)}, in
+        # self.actions[key]; made here, before the node spins (see _open)
+        self._args = (domain_id, node_name, executor, dict(actions or {}))
         self.ns = "/" + server_name.strip("/")
         self.reopened = 0  # times wait_for_server made a new participant (see there)
         self._open()
 
     def _open(self) -> None:
-        domain_id, node_name, executor = self._args
+        domain_id, node_name, executor, actions = self._args
         self.context = rclpy.Context()
         rclpy.init(context=self.context, domain_id=domain_id)
         self.node = rclpy.create_node(node_name, context=self.context)
@@ -164,11 +167,15 @@ class Client:
             self.executor = MultiThreadedExecutor(num_threads=4, context=self.context)
         self.executor.add_node(self.node)
         self.spin_error: str | None = None
-        self._thread = threading.Thread(target=self._spin, daemon=True)
-        self._thread.start()
         self._make_service_clients()
         self.traj = ActionClient(self.node, TrajectorySeed, f"{self.ns}/trajectory_seed")
+        self.actions = {key: ActionClient(self.node, t, f"{self.ns}/{name}")
+                        for key, (t, name) in actions.items()}
         self._pubs = {}
+        # started last: rclpy's ActionClient joins the node's wait sets before its lock exists,
+        # and an executor spinning meanwhile can fail on it (seen in the demo)
+        self._thread = threading.Thread(target=self._spin, daemon=True)
+        self._thread.start()
 
     def _make_service_clients(self) -> None:
         ns = self.ns
@@ -327,7 +334,8 @@ class Client:
     # ------------------------------------------------------------------ teardown
     def close(self) -> None:
         try:
-            self.traj.destroy()
+            for action in (self.traj, *self.actions.values()):
+                action.destroy()
             self.executor.shutdown(timeout_sec=2.0)
             self.node.destroy_node()
         finally:

@@ -11,7 +11,6 @@ import pytest
 rclpy = pytest.importorskip("rclpy", reason="rclpy (ROS 2 wheels) not installed; run make setup")
 
 from action_msgs.msg import GoalStatus  # noqa: E402
-from rclpy.action import ActionClient  # noqa: E402
 from sensor_msgs.msg import PointCloud2  # noqa: E402
 
 from ros2_ik_interfaces.action import ReachStudy  # noqa: E402
@@ -30,18 +29,15 @@ def ros():
     domain = random_domain_id()
     node = NodeProcess(domain, params={"robot": "panda"})
     client = None
-    action = None
     try:
-        client = Client(domain)
+        client = Client(domain, actions={"reach": (ReachStudy, "reach_study")})
         client.wait_for_server(60)
-        action = ActionClient(client.node, ReachStudy, f"{client.ns}/reach_study")
+        action = client.actions["reach"]
         assert action.wait_for_server(timeout_sec=30), node.log_text()
         maps, cond = client.subscribe(PointCloud2, f"{client.ns}/reach_map", MAP_QOS)
         yield types.SimpleNamespace(node=node, client=client, action=action, maps=maps,
                                     cond=cond, model=load_robot("panda"))
     finally:
-        if action is not None:
-            action.destroy()
         if client is not None:
             client.close()
         node.stop()
