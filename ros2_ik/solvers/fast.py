@@ -199,9 +199,11 @@ def _compile_all(k) -> None:
     for fn in (k.verify, k.verify_serial):
         fn(np.zeros((1, 1)), *chain[:6], chain[6], chain[8], targets, weights, np.zeros(1),
            np.zeros(1))
-    k.solve_one(np.eye(4), np.ones(6), np.zeros(1), np.zeros((0, 1)), np.zeros(1, dtype=bool),
-                np.zeros(1, dtype=bool), *chain, *limits, fparams, 2, -1,
-                np.zeros(1, np.int64), -one, one, 1.0, np.zeros(1), np.zeros(7))
+    keys = ("starts", "pre", "axis", "typ", "qi", "mult", "off", "col", "post", "colq")
+    packed = pack_one(np.ones(6), fparams, np.zeros((0, 1)), np.zeros(1, dtype=bool),
+                      np.zeros(1, dtype=bool), dict(zip(keys, chain)), *limits, -one, one)
+    k.solve_one(np.eye(4), np.zeros(1), *packed, 2, -1, np.zeros(1, np.int64), np.zeros(1),
+                np.zeros(7))
     compiled_kinematics.ensure_compiled()  # fk, fk_frames and jacobian's kernels too
 
 
@@ -498,17 +500,15 @@ class PreparedChain:
         self._upper = np.array(model.upper, dtype=np.float64)
         self._wide = np.array(wide_revolute(model))
         self._fparams = _fparams(cfg)
-        c = chain
-        self._chain_args = (c["starts"], c["pre"], c["axis"], c["typ"], c["qi"], c["mult"],
-                            c["off"], c["col"], c["post"], c["colq"])
         self._neutral = np.ascontiguousarray(model.neutral_q())
         # a seed within these passes check_seeds (finite, at most SEED_LIMIT_SLACK outside)
         # (coordinates without limits: the model's value bound, as check_seeds)
         self._lo_slack = np.maximum(self._lower, -MAX_VALUE) - SEED_LIMIT_SLACK
         self._hi_slack = np.minimum(self._upper, MAX_VALUE) + SEED_LIMIT_SLACK
         self._nq1 = (model.nq,)
-        self._fixed_args = (self._rnd, self._keep, self._cont, *self._chain_args, self._lower,
-                            self._upper, self._wide, self._fparams)
+        self._packed = pack_one(self.weights, self._fparams, self._rnd, self._keep, self._cont,
+                                chain, self._lower, self._upper, self._wide, self._lo_slack,
+                                self._hi_slack)
         ensure_compiled()
 
     def solve(self, target, seed=None, should_stop=None):
@@ -544,14 +544,12 @@ class PreparedChain:
         info = np.empty(7)  # per call: one ChainSolver may serve several threads
         # the target's and the seed's checks are the kernel's (info[6] says which failed)
         if should_stop is None:
-            self._kernels.solve_one(T, self.weights, s, *self._fixed_args,
-                                    int(cfg.max_iterations), deadline_ns, _NO_STOP,
-                                    self._lo_slack, self._hi_slack, MAX_VALUE, q, info)
+            self._kernels.solve_one(T, s, *self._packed, cfg.max_iterations, deadline_ns,
+                                    _NO_STOP, q, info)
         else:
             with _stop_flag(should_stop) as stop:
-                self._kernels.solve_one(T, self.weights, s, *self._fixed_args,
-                                        int(cfg.max_iterations), deadline_ns, stop,
-                                        self._lo_slack, self._hi_slack, MAX_VALUE, q, info)
+                self._kernels.solve_one(T, s, *self._packed, cfg.max_iterations, deadline_ns,
+                                        stop, q, info)
         if info[6] == 2.0:
             return self._invalid_seed(s, t0)
         status = int(info[0])
@@ -588,6 +586,21 @@ class PreparedChain:
                         seed_index=np.zeros(1, np.int64),
                         status=np.array([int(Status.INVALID_INPUT)], dtype=np.int64),
                         messages=[msgs[0]], solve_time=time.perf_counter() - t0)
+
+
+def pack_one(weights, fparams, rnd, keep, cont, chain, lower, upper, wide, seed_lo, seed_hi):
+    """The fixed data of a one-goal solve as the three arrays ``solve_one`` unpacks (fbuf
+    float64, ibuf int64, bbuf uint8; the layout is in its docstring)."""
+    nq = lower.shape[0]
+    c = chain
+    nJ, nT, nc = c["pre"].shape[0], c["post"].shape[0], c["colq"].shape[0]
+    ibuf = np.concatenate([np.array([nq, rnd.shape[0], nJ, nT, nc]), c["starts"], c["typ"],
+                           c["qi"], c["col"], c["colq"]]).astype(np.int64)
+    fbuf = np.concatenate([np.ravel(x) for x in (
+        weights, fparams, [MAX_VALUE], rnd, c["pre"], c["axis"], c["mult"], c["off"], c["post"],
+        lower, upper, seed_lo, seed_hi)]).astype(np.float64)
+    bbuf = np.concatenate([keep, cont, wide]).astype(np.uint8)
+    return fbuf, ibuf, bbuf
 
 
 def _kernel_array(a) -> np.ndarray:
