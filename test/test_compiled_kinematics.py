@@ -152,3 +152,44 @@ def test_read_only_q_uses_the_loaded_kernels(models, rng):
     np.testing.assert_array_equal(jacobian(m, ro, "panda_link8"), want_J)
     np.testing.assert_array_equal(fk_frames(m, ro[0], ["panda_link8"])[0], want_T[0])
     assert {id(f): len(f.signatures) for f in kernels} == before
+
+
+@pytest.mark.parametrize("name", ["panda", "misc", "dual_arm"])
+def test_small_calls_take_the_short_path_and_answer_alike(models, rng, reference, spy, name):
+    """A control loop's calls (one configuration or a few, frames named before) skip the
+    general path's Python (:func:`compiled.small_call`) and give the same answers; layouts the
+    kernels do not take as they are (a strided view, read-only, float32) and bad values still
+    go the general way, with its answers and errors."""
+    m = models[name]
+    tip = m.tips[0]
+    frames = [tip, m.link_names[1]]
+    q = m.random_q(rng, 5)
+    for sel in (frames, tip):  # the selections, made once by the general path
+        fk_frames(m, q, sel), jacobian(m, q, sel)
+    spy.clear()
+    for qq in (q[0], q[:1], q, np.ascontiguousarray(q[::2])):
+        for args in ((fk_frames, frames), (fk_frames, tip), (jacobian, tip),
+                     (jacobian, frames)):
+            fn, sel = args
+            got, want = fn(m, qq, sel), reference(fn, m, qq, sel)
+            assert got.shape == want.shape
+            np.testing.assert_allclose(got, want, rtol=0, atol=1e-12)
+    assert spy == []  # every one of them took the short path
+    a = fk_frames(m, q[0], frames)
+    b = fk_frames(m, q[1], frames)
+    assert not np.shares_memory(a, b)  # each call's answer is its own array
+    for qq in (np.asfortranarray(q), np.frombuffer(q.tobytes()).reshape(q.shape)):
+        assert not (qq.flags.c_contiguous and qq.flags.writeable)
+        np.testing.assert_allclose(fk_frames(m, qq, frames), reference(fk_frames, m, q, frames),
+                                   rtol=0, atol=1e-12)
+    assert spy == ["link_poses", "link_poses"]
+    assert fk_frames(m, q.astype(np.float32), frames).dtype == np.float32
+    bad = q[0].copy()
+    bad[0] = np.nan
+    with pytest.raises(InvalidInputError) as fast:
+        fk_frames(m, bad, frames)
+    with pytest.raises(InvalidInputError) as ref:
+        reference(fk_frames, m, bad, frames)
+    assert str(fast.value) == str(ref.value)
+    with pytest.raises(UnknownLinkError):
+        fk_frames(m, q[0], [tip, "nope"])

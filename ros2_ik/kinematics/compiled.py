@@ -33,7 +33,7 @@ from ..model import MAX_BATCH, MAX_VALUE, Model
 from ..validate import as_float_array, check_names
 
 __all__ = ["available", "ready", "ensure_compiled", "as_q", "frames_selection", "pairs_selection",
-           "link_poses", "jacobians", "cache_current"]
+           "link_poses", "jacobians", "cache_current", "small_call"]
 
 #: rows from which the kernels spread a batch over the cores
 PARALLEL_MIN = 2048
@@ -136,10 +136,55 @@ def _links(model: Model, frames) -> np.ndarray:
     return np.array(sorted(need), dtype=np.int64)
 
 
+_SELECTIONS = "kinematics.compiled.selection"
+
+
 def _selection(model: Model, key, build):
     """``build()`` (which validates the names and raises the reference's errors), kept per
     model and ``key`` (names that passed once pass again)."""
-    return model.memo("kinematics.compiled.selection", key, build, max_keys=1024)
+    return model.memo(_SELECTIONS, key, build, max_keys=1024)
+
+
+_F64 = np.dtype(np.float64)
+#: most output numbers of a :func:`small_call` (larger calls take the checked path)
+SMALL_OUT = 1 << 16
+
+
+def small_call(model: Model, q, key, jac: bool):
+    """The short path of :func:`.fk_frames` (``jac`` False) and :func:`.jacobian` (True) for
+    the calls a control loop makes: q a writable C-contiguous float64 NumPy array of shape
+    (nq,) or (B, nq) with B below :data:`PARALLEL_MIN`, and a selection ``key`` already made
+    (and so checked) by :func:`frames_selection` / :func:`pairs_selection`. Returns the
+    answer, or None when any of that does not hold or q has a value the checks refuse (the
+    general path then answers, or raises the reference's error).
+
+    About 10 us less per call than the general path (the selection's memo, :func:`as_q` and
+    the memory check are Python calls); the kernel and its checks of q are the same."""
+    if not ready():
+        return None
+    per = model._cache.get(("memo", _SELECTIONS))
+    sel = None if per is None else per.get(key)
+    if sel is None or type(q) is not np.ndarray or q.dtype is not _F64:
+        return None
+    flags = q.flags
+    if not (flags.c_contiguous and flags.writeable):
+        return None
+    nq = model.nq
+    if q.ndim == 1 and q.shape[0] == nq:
+        q = q.reshape(1, nq)
+    elif not (q.ndim == 2 and q.shape[1] == nq and 0 < q.shape[0] < PARALLEL_MIN):
+        return None
+    idx, (idata, fdata) = sel
+    F = idx.shape[0]
+    if jac:
+        out = np.empty((q.shape[0], F, 6, model.nv_active))
+        fn = _kernels.jacobians
+    else:
+        out = np.empty((q.shape[0], F, 4, 4))
+        fn = _kernels.frames
+    if out.size > SMALL_OUT or not fn(q, idata, fdata, MAX_VALUE, out):
+        return None
+    return out
 
 
 def _pack(model: Model, links, sel, express: int = 0):
