@@ -15,7 +15,8 @@ clock; FK/Jacobian rates are calls per second of one call in a loop (``common.ti
 ``fk_frames`` / ``jacobian`` of the tip, RTB ``ETS.eval`` (its fastest FK: an ndarray, also for
 a batch) / ``ETS.jacob0``, Pinocchio ``framesForwardKinematics`` / ``computeFrameJacobian``. RTB's
 restarts are its own (``slimit``, random restarts inside its C++ loop); ros2_ik's are the node's
-defaults (32 seeds, stall_iterations 5).
+defaults (32 seeds, stall_iterations 5), through ``solve_pose`` and through the prepared
+``ChainSolver`` (the latter timed call by call interleaved with RTB's).
 """
 
 from __future__ import annotations
@@ -173,6 +174,21 @@ def run_arm(name, args, out):
          f"/ ratio", (1e6 * np.median(tn), 1e6 * np.median(tR), np.median(tn) / np.median(tR)))
     show("restarts: success ros2_ik / rtb",
          (judge(pin, model, targets[:n], qn).mean(), judge(pin, model, targets[:n], qR).mean()))
+    # the same restarts through the prepared solver (the goal's "prepared solver, node's restart
+    # settings"), call by call interleaved with rtb's: drifts of a shared machine hit both alike
+    csN = ChainSolver(model, tip, cfgN)
+    csN.solve(targets[0], seed=mid)
+    qp, tp, tR2 = [], np.empty(n), np.empty(n)
+    for i in range(n):
+        t0 = time.perf_counter()
+        qp.append(csN.solve(targets[i], seed=mid).q[0])
+        t1 = time.perf_counter()
+        rtb_call(rtb, targets[i], mid, slimit=NODE_SEEDS)
+        tp[i], tR2[i] = t1 - t0, time.perf_counter() - t1
+    show(f"restarts, prepared ChainSolver ({NODE_SEEDS} seeds, interleaved with rtb slimit "
+         f"{NODE_SEEDS}): median us ros2_ik / rtb / ratio (goal <= 0.5)",
+         (1e6 * np.median(tp), 1e6 * np.median(tR2), np.median(tp) / np.median(tR2)))
+    show("restarts, prepared: success ros2_ik", judge(pin, model, targets[:n], qp).mean())
 
     seedsB = np.tile(mid, (B, 1))
     for threads in (1, numba.config.NUMBA_NUM_THREADS):
