@@ -16,6 +16,7 @@ import pytest
 
 from ros2_ik import load_robot, robots
 from ros2_ik.kinematics import fk_frames, pose_error, pose_to_pq
+from ros2_ik.model import MAX_VALUE
 from ros2_ik.ros import codes
 from ros2_ik.ros.codes import RequestError
 from ros2_ik.ros.conversions import (QUAT_NORM_TOL, as_f64, check_poses, f64_array, i32_array,
@@ -218,6 +219,26 @@ def test_mimic_joints_are_filled_from_their_leader():
         pos = np.asarray(js.position)
         assert pos[-1] == pytest.approx(pos[lead] * model.mimic_multiplier[l]
                                         + model.mimic_offset[l])
+
+
+def test_joint_state_entries_apply_as_apply_joint_values():
+    """The node reads each kept joint_states message once (``joint_state_entries``) and
+    applies the entries to later seeds; that must be what ``apply_joint_values`` (not strict,
+    no clip) does with the message, for any names and values a topic may carry."""
+    misc = build_robot(robots.urdf_string("misc"), source="test", tip_link="tool")
+    rng = np.random.default_rng(11)
+    pool = list(misc.model.q_names) + ["finger_right_joint", "other_a", "other_b", ""]
+    values = [0.3, -1.2, np.nan, np.inf, -np.inf, 1.5 * MAX_VALUE, -MAX_VALUE, 0.0, 5.0]
+    for case in range(300):
+        names = list(rng.choice(pool, size=rng.integers(0, 12)))  # duplicates too
+        pos = list(rng.choice(values, size=max(0, len(names) + int(rng.integers(-2, 3)))))
+        base = misc.model.random_q(rng, 1)[0]
+        want = misc.apply_joint_values(base, names, pos, what="joint_states", strict=False,
+                                       clip=False)
+        idx, vals = misc.joint_state_entries(names, array.array("d", pos))
+        got = base.copy()
+        got[idx] = vals
+        np.testing.assert_array_equal(got, want, err_msg=f"case {case}: {names} {pos}")
 
 
 def test_no_model_and_max_batch(panda):

@@ -170,6 +170,27 @@ class LoadedRobot:
         mim = q[:, self.mimic_leader] * self.mimic_multiplier + self.mimic_offset
         return np.concatenate([q, mim], axis=1)
 
+    def joint_state_entries(self, names: Sequence[str], positions) -> tuple[np.ndarray,
+                                                                          np.ndarray]:
+        """(q indices, values) of the entries of a joint_states message that
+        :meth:`apply_joint_values` (not ``strict``, no ``clip``) would apply, in order:
+        ``q[idx] = values`` then does what it does. Names the model has no coordinate of
+        (other robots' joints, mimic joints) and non-finite or out-of-range values are left
+        out; with more names than positions (or fewer) the extra ones are."""
+        pos = np.asarray(positions, dtype=np.float64).reshape(-1)
+        n = min(len(names), pos.shape[0])
+        get = self.q_index.get
+        idx = [get(nm, -1) for nm in names[:n]]
+        keep = np.array(idx, dtype=np.intp) if n else np.zeros(0, dtype=np.intp)
+        vals = pos[:n]
+        with np.errstate(invalid="ignore"):
+            ok = (keep >= 0) & np.isfinite(vals) & (np.abs(vals) <= MAX_VALUE)
+        keep, vals = keep[ok], vals[ok]
+        if np.unique(keep).size != keep.size:  # a name given twice: the later value wins
+            last = keep.size - 1 - np.unique(keep[::-1], return_index=True)[1]
+            keep, vals = keep[last], vals[last]
+        return keep, vals.copy()
+
     def apply_joint_values(self, base_q: np.ndarray, names: Sequence[str],
                            positions: Sequence[float], *, what: str, strict: bool,
                            clip: bool, ignore_unknown: bool = False) -> np.ndarray:
