@@ -193,3 +193,9 @@ def test_small_calls_take_the_short_path_and_answer_alike(models, rng, reference
     assert str(fast.value) == str(ref.value)
     with pytest.raises(UnknownLinkError):
         fk_frames(m, q[0], [tip, "nope"])
+    for fn in (fk_frames, jacobian):  # names that are no names: the reference's error
+        with pytest.raises((InputTypeError, InvalidInputError)) as fast:
+            fn(m, q[0], [[tip]])
+        with pytest.raises(type(fast.value)) as ref:
+            reference(fn, m, q[0], [[tip]])
+        assert str(fast.value) == str(ref.value)

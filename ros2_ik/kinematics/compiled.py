@@ -158,12 +158,16 @@ def small_call(model: Model, q, key, jac: bool):
     answer, or None when any of that does not hold or q has a value the checks refuse (the
     general path then answers, or raises the reference's error).
 
-    About 10 us less per call than the general path (the selection's memo, :func:`as_q` and
-    the memory check are Python calls); the kernel and its checks of q are the same."""
+    A few microseconds less per call than the general path (the selection's memo,
+    :func:`as_q` and the memory check are Python calls); the kernel and its checks of q are
+    the same."""
     if not ready():
         return None
     per = model._cache.get(("memo", _SELECTIONS))
-    sel = None if per is None else per.get(key)
+    try:
+        sel = None if per is None else per.get(key)
+    except TypeError:  # unhashable names: the general path says what is wrong
+        return None
     if sel is None or type(q) is not np.ndarray or q.dtype is not _F64:
         return None
     flags = q.flags
