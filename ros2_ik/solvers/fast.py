@@ -544,11 +544,11 @@ class PreparedChain:
         info = np.empty(7)  # per call: one ChainSolver may serve several threads
         # the target's and the seed's checks are the kernel's (info[6] says which failed)
         if should_stop is None:
-            self._kernels.solve_one(T, s, *self._packed, cfg.max_iterations, deadline_ns,
+            self._kernels.solve_one(T, s, *self._packed, int(cfg.max_iterations), deadline_ns,
                                     _NO_STOP, q, info)
         else:
             with _stop_flag(should_stop) as stop:
-                self._kernels.solve_one(T, s, *self._packed, cfg.max_iterations, deadline_ns,
+                self._kernels.solve_one(T, s, *self._packed, int(cfg.max_iterations), deadline_ns,
                                         stop, q, info)
         if info[6] == 2.0:
             return self._invalid_seed(s, t0)
