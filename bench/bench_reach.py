@@ -152,7 +152,11 @@ def part_ray(args, out_root: Path) -> dict:
     rows = {}
     files = {}
     runs = []
-    for workers in (1, 2) * args.ray_repeats:  # alternating: the machine's load drifts
+    # pairs in A B B A order (1, 2, 2, 1, 1, 2, ...): a machine whose speed drifts during the
+    # runs favours neither (in 1, 2 order every pair's 2-worker run came second, on the slower
+    # machine when it slowed)
+    order = [w for i in range(args.ray_repeats) for w in ((1, 2) if i % 2 == 0 else (2, 1))]
+    for workers in order:
         t0 = time.perf_counter()
         ex = RayExecutor(num_workers=workers, threads=1)
         # workers start lazily: one tiny task per worker loads the solver, outside the timing
@@ -186,10 +190,12 @@ def part_ray(args, out_root: Path) -> dict:
         ray.shutdown()
     same = files[1] == files[2]
     best = rows[1]["solve_wall_seconds"] / rows[2]["solve_wall_seconds"]
-    # each 1-worker run is followed at once by its 2-worker run, so a pair sees the same load;
-    # the median of the pairs' ratios is the figure (the best of each is printed beside it)
-    ratios = [a["solve_wall_seconds"] / b["solve_wall_seconds"]
-              for a, b in zip(runs[0::2], runs[1::2])]
+    # the two runs of a pair follow each other, so a pair sees the same load; the median of
+    # the pairs' ratios is the figure (the best of each is printed beside it)
+    ratios = []
+    for a, b in zip(runs[0::2], runs[1::2]):
+        one, two = (a, b) if a["workers"] == 1 else (b, a)
+        ratios.append(one["solve_wall_seconds"] / two["solve_wall_seconds"])
     ratio = statistics.median(ratios)
     print(f"   1 -> 2 workers: {ratio:.2f}x, the median of {len(ratios)} back-to-back pairs "
           f"({', '.join(f'{x:.2f}x' for x in ratios)}; best of each {best:.2f}x); goal >= 1.8x: "
