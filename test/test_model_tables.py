@@ -114,6 +114,10 @@ def test_memo_keeps_one_value_per_owner_and_key():
     m.memo("test.full", 0, build, max_keys=2)   # kept
     assert len(calls) == n + 1
     assert load_robot("ur").memo("test.a", (1, 2), build) is not a          # per model
+    n = len(calls)  # memo_peek: what is kept, never built
+    assert m.memo_peek("test.a", (1, 2)) is a
+    assert m.memo_peek("test.a", (3, 4)) is None and m.memo_peek("test.c", (1, 2)) is None
+    assert m.memo_peek("test.a", [1]) is None and len(calls) == n
 
 
 def test_no_module_outside_the_model_writes_into_a_model():

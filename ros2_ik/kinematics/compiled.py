@@ -163,11 +163,8 @@ def small_call(model: Model, q, key, jac: bool):
     the same."""
     if not ready():
         return None
-    per = model._cache.get(("memo", _SELECTIONS))
-    try:
-        sel = None if per is None else per.get(key)
-    except TypeError:  # unhashable names: the general path says what is wrong
-        return None
+    # None also for names not looked up yet or unhashable: the general path checks them
+    sel = model.memo_peek(_SELECTIONS, key)
     if sel is None or type(q) is not np.ndarray or q.dtype is not _F64:
         return None
     flags = q.flags

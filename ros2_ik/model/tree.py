@@ -524,6 +524,18 @@ class Model:
             value = per.setdefault(key, value)
         return value
 
+    def memo_peek(self, owner: str, key):
+        """The value :meth:`memo` keeps for ``owner`` and ``key``, or None when none is kept
+        (nothing is built; an unhashable key is never kept): for a hot path that takes a
+        shorter way only when the value is already there."""
+        per = self._cache.get(("memo", owner))
+        if per is None:
+            return None
+        try:
+            return per.get(key)
+        except TypeError:
+            return None
+
     # ------------------------------------------------------------------ look-ups
     @property
     def num_links(self) -> int:
