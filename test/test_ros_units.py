@@ -241,6 +241,42 @@ def test_joint_state_entries_apply_as_apply_joint_values():
         np.testing.assert_array_equal(got, want, err_msg=f"case {case}: {names} {pos}")
 
 
+def test_joint_state_fields_read_what_rclpy_reads():
+    """The node reads joint_states from their bytes (names and positions only); over messages
+    of every shape (frame ids and names of every length for the alignment, empty and unicode
+    names, more or fewer positions than names, velocities and efforts) it must read what
+    rclpy's deserialization gives, and give up (None) on bytes it does not know."""
+    from rclpy.serialization import serialize_message
+    from sensor_msgs.msg import JointState
+
+    from ros2_ik.ros.conversions import joint_state_fields
+
+    rng = np.random.default_rng(5)
+    alphabet = list("abcdefghij_/0123456789") + ["\u00e9", "\u4e2d"]
+    for case in range(400):
+        m = JointState()
+        m.header.stamp.sec = int(rng.integers(0, 2**31 - 1))
+        m.header.frame_id = "".join(rng.choice(alphabet, size=rng.integers(0, 10)))
+        m.name = ["".join(rng.choice(alphabet, size=rng.integers(0, 14)))
+                  for _ in range(rng.integers(0, 12))]
+        m.position = list(rng.normal(size=rng.integers(0, 14)) * 10.0 ** rng.integers(-3, 7))
+        m.velocity = list(rng.normal(size=rng.integers(0, 3)))
+        m.effort = list(rng.normal(size=rng.integers(0, 3)))
+        raw = serialize_message(m)
+        got = joint_state_fields(raw)
+        assert got is not None, case
+        names, pos = got
+        assert names == tuple(m.name), case
+        np.testing.assert_array_equal(pos, np.asarray(m.position, dtype=np.float64))
+        assert pos.flags.writeable and pos.dtype == np.float64
+        for cut in range(0, len(raw), 3):  # ends early: None, or (past the positions) right
+            short = joint_state_fields(raw[:cut])
+            assert short is None or (short[0] == names and np.array_equal(short[1], pos)), case
+    raw = serialize_message(m)
+    assert joint_state_fields(b"\x00\x00" + raw[2:]) is None  # big-endian: rclpy's to read
+    assert joint_state_fields(b"") is None and joint_state_fields(b"\x00\x01\x00\x00") is None
+
+
 def test_no_model_and_max_batch(panda):
     from ros2_ik_interfaces.srv import ComputeIK
 
