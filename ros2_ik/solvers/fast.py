@@ -492,23 +492,17 @@ class PreparedChain:
         # coordinates off the base->tip path keep the seed's value in every restart row
         rnd, keep = restart_seeds(model, cfg.num_seeds, cfg.rng_seed,
                                   movable_coordinates(model, [self._link]))
-        self._rnd = np.array(rnd, dtype=np.float64).reshape(-1, model.nq)
-        self._keep = np.array(keep, dtype=bool)
-        # writable copies: Numba compiles read-only arrays (the model's) as other types
-        self._cont = np.array(model.q_continuous, dtype=bool)
-        self._lower = np.array(model.lower, dtype=np.float64)
-        self._upper = np.array(model.upper, dtype=np.float64)
-        self._wide = np.array(wide_revolute(model))
-        self._fparams = _fparams(cfg)
+        lower = np.asarray(model.lower, dtype=np.float64)
+        upper = np.asarray(model.upper, dtype=np.float64)
+        # a seed within seed_lo..seed_hi passes check_seeds (finite, at most SEED_LIMIT_SLACK
+        # outside; coordinates without limits: the model's value bound, as check_seeds)
+        self._packed = pack_one(
+            self.weights, _fparams(cfg), np.reshape(rnd, (-1, model.nq)), keep,
+            model.q_continuous, chain, lower, upper, wide_revolute(model),
+            np.maximum(lower, -MAX_VALUE) - SEED_LIMIT_SLACK,
+            np.minimum(upper, MAX_VALUE) + SEED_LIMIT_SLACK)
         self._neutral = np.ascontiguousarray(model.neutral_q())
-        # a seed within these passes check_seeds (finite, at most SEED_LIMIT_SLACK outside)
-        # (coordinates without limits: the model's value bound, as check_seeds)
-        self._lo_slack = np.maximum(self._lower, -MAX_VALUE) - SEED_LIMIT_SLACK
-        self._hi_slack = np.minimum(self._upper, MAX_VALUE) + SEED_LIMIT_SLACK
         self._nq1 = (model.nq,)
-        self._packed = pack_one(self.weights, self._fparams, self._rnd, self._keep, self._cont,
-                                chain, self._lower, self._upper, self._wide, self._lo_slack,
-                                self._hi_slack)
         ensure_compiled()
 
     def solve(self, target, seed=None, should_stop=None):
@@ -590,7 +584,8 @@ class PreparedChain:
 
 def pack_one(weights, fparams, rnd, keep, cont, chain, lower, upper, wide, seed_lo, seed_hi):
     """The fixed data of a one-goal solve as the three arrays ``solve_one`` unpacks (fbuf
-    float64, ibuf int64, bbuf uint8; the layout is in its docstring)."""
+    float64, ibuf int64, bbuf uint8; the layout is in its docstring): new, writable arrays
+    (Numba compiles read-only ones, such as the model's, as other types)."""
     nq = lower.shape[0]
     c = chain
     nJ, nT, nc = c["pre"].shape[0], c["post"].shape[0], c["colq"].shape[0]
