@@ -33,7 +33,7 @@ from ..model import MAX_BATCH, MAX_VALUE, Model
 from ..validate import as_float_array, check_names
 
 __all__ = ["available", "ready", "ensure_compiled", "as_q", "frames_selection", "pairs_selection",
-           "link_poses", "jacobians", "cache_current", "small_call"]
+           "link_poses", "jacobians", "cache_current", "small_call", "frames_key", "pairs_key"]
 
 #: rows from which the kernels spread a batch over the cores
 PARALLEL_MIN = 2048
@@ -154,7 +154,8 @@ def small_call(model: Model, q, key, jac: bool):
     """The short path of :func:`.fk_frames` (``jac`` False) and :func:`.jacobian` (True) for
     the calls a control loop makes: q a writable C-contiguous float64 NumPy array of shape
     (nq,) or (B, nq) with B below :data:`PARALLEL_MIN`, and a selection ``key`` already made
-    (and so checked) by :func:`frames_selection` / :func:`pairs_selection`. Returns the
+    (and so checked) by :func:`frames_selection` / :func:`pairs_selection` (``key``: their
+    :func:`frames_key` / :func:`pairs_key`). Returns the
     answer, or None when any of that does not hold or q has a value the checks refuse (the
     general path then answers, or raises the reference's error).
 
@@ -210,9 +211,14 @@ def frames_selection(model: Model, frames):
     def build():
         idx = model.link_indices(frames)
         return idx, _pack(model, _links(model, idx), idx)
-    key = frames if isinstance(frames, str) else ("frames",) + tuple(frames) if isinstance(
-        frames, (list, tuple)) else None
+    key = frames_key(frames)
     return build() if key is None else _selection(model, key, build)
+
+
+def frames_key(frames):
+    """The key :func:`frames_selection` keeps ``frames`` under (None: not kept)."""
+    return frames if isinstance(frames, str) else ("frames",) + tuple(frames) if isinstance(
+        frames, (list, tuple)) else None
 
 
 def pairs_selection(model: Model, links, reference, express: int):
@@ -225,10 +231,15 @@ def pairs_selection(model: Model, links, reference, express: int):
         pairs = np.array([(ia, model.link_index(n)) for n in names], dtype=np.int64)
         pairs = pairs.reshape(-1, 2)
         return pairs, _pack(model, _links(model, pairs.ravel()), pairs, express)
-    key = ("pairs", reference, express, links) if isinstance(links, str) else (
+    key = pairs_key(links, reference, express)
+    return build() if key is None else _selection(model, key, build)
+
+
+def pairs_key(links, reference, express: int):
+    """The key :func:`pairs_selection` keeps its selection under (None: not kept)."""
+    return ("pairs", reference, express, links) if isinstance(links, str) else (
         ("pairs", reference, express) + tuple(links) if isinstance(links, (list, tuple))
         else None)
-    return build() if key is None else _selection(model, key, build)
 
 
 def as_q(model: Model, q):

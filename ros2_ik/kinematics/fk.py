@@ -119,8 +119,7 @@ def _check_fk_memory(model: Model, q) -> None:
 
 def fk_frames(model: Model, q, frames):
     """Poses (B, F, 4, 4) of the named frames (links), in the base frame."""
-    T = compiled.small_call(model, q, frames if type(frames) is str else (
-        ("frames", *frames) if type(frames) in (list, tuple) else None), False)
+    T = compiled.small_call(model, q, compiled.frames_key(frames), False)
     if T is not None:
         return T
     sel = compiled.frames_selection(model, frames)  # model.link_indices(frames), cached

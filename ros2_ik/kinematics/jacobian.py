@@ -167,10 +167,10 @@ def _compiled_jacobian(model: Model, q, link, reference, expressed_in, method):
     if method != "analytic":
         return None
     if reference is None and expressed_in in (None, "world"):
-        J = compiled.small_call(model, q, ("pairs", None, 0, link) if type(link) is str else (
-            ("pairs", None, 0, *link) if type(link) in (list, tuple) else None), True)
+        J = compiled.small_call(model, q, compiled.pairs_key(link, None, compiled.EXPRESS["world"]),
+                                True)
         if J is not None:
-            return J[:, 0] if type(link) is str else J
+            return J[:, 0] if isinstance(link, str) else J
     qc = compiled.as_q(model, q)
     if qc is None:
         return None
