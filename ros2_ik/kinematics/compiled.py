@@ -162,7 +162,7 @@ def small_call(model: Model, q, key, jac: bool):
     A few microseconds less per call than the general path (the selection's memo,
     :func:`as_q` and the memory check are Python calls); the kernel and its checks of q are
     the same."""
-    if not ready():
+    if not (_ready or ready()):
         return None
     # None also for names not looked up yet or unhashable: the general path checks them
     sel = model.memo_peek(_SELECTIONS, key)
@@ -171,19 +171,17 @@ def small_call(model: Model, q, key, jac: bool):
     flags = q.flags
     if not (flags.c_contiguous and flags.writeable):
         return None
+    shape = q.shape
     nq = model.nq
-    if q.ndim == 1 and q.shape[0] == nq:
-        q = q.reshape(1, nq)
-    elif not (q.ndim == 2 and q.shape[1] == nq and 0 < q.shape[0] < PARALLEL_MIN):
+    if len(shape) == 1:
+        if shape[0] != nq:
+            return None
+        q = q[None]  # a view: half the cost of a reshape
+    elif not (len(shape) == 2 and shape[1] == nq and 0 < shape[0] < PARALLEL_MIN):
         return None
-    idx, (idata, fdata) = sel
-    F = idx.shape[0]
-    if jac:
-        out = np.empty((q.shape[0], F, 6, model.nv_active))
-        fn = _kernels.jacobians
-    else:
-        out = np.empty((q.shape[0], F, 4, 4))
-        fn = _kernels.frames
+    _, (idata, fdata), tail = sel
+    out = np.empty((q.shape[0],) + tail)
+    fn = _kernels.jacobians if jac else _kernels.frames
     if out.size > SMALL_OUT or not fn(q, idata, fdata, MAX_VALUE, out):
         return None
     return out
@@ -191,7 +189,7 @@ def small_call(model: Model, q, key, jac: bool):
 
 def _pack(model: Model, links, sel, express: int = 0):
     """The table, the needed links and the selection (frames, or pairs) as the two arrays
-    (int64, float64) the kernels unpack (see :func:`._compiled_kernels._unpack`)."""
+    (int64, float64) the kernels read by offsets (see :mod:`._compiled_kernels`)."""
     tab = model.tables.packed
     sel = np.asarray(sel, dtype=np.int64)
     nk = sel.shape[0]
@@ -206,11 +204,11 @@ def _pack(model: Model, links, sel, express: int = 0):
 
 
 def frames_selection(model: Model, frames):
-    """(frame link indices (F,), the packed kernel arrays): ``model.link_indices(frames)`` and
-    its errors, cached per model and frames."""
+    """(frame link indices (F,), the packed kernel arrays, a row's output shape (F, 4, 4)):
+    ``model.link_indices(frames)`` and its errors, cached per model and frames."""
     def build():
         idx = model.link_indices(frames)
-        return idx, _pack(model, _links(model, idx), idx)
+        return idx, _pack(model, _links(model, idx), idx), (len(idx), 4, 4)
     key = frames_key(frames)
     return build() if key is None else _selection(model, key, build)
 
@@ -222,15 +220,16 @@ def frames_key(frames):
 
 
 def pairs_selection(model: Model, links, reference, express: int):
-    """(link pairs (K, 2) [reference or 0, link], the packed kernel data) for a link name or a
-    list of them, a reference link name or None and an ``express`` code (:data:`EXPRESS`),
-    with the packed kernel arrays; checked as the reference does, cached."""
+    """(link pairs (K, 2) [reference or 0, link], the packed kernel arrays, a row's output
+    shape (K, 6, nv_active)) for a link name or a list of them, a reference link name or None
+    and an ``express`` code (:data:`EXPRESS`); checked as the reference does, cached."""
     def build():
         names = [links] if isinstance(links, str) else check_names(links, "link")
         ia = 0 if reference is None else model.link_index(reference)
         pairs = np.array([(ia, model.link_index(n)) for n in names], dtype=np.int64)
         pairs = pairs.reshape(-1, 2)
-        return pairs, _pack(model, _links(model, pairs.ravel()), pairs, express)
+        return pairs, _pack(model, _links(model, pairs.ravel()), pairs, express), (
+            len(pairs), 6, model.nv_active)
     key = pairs_key(links, reference, express)
     return build() if key is None else _selection(model, key, build)
 
@@ -268,8 +267,8 @@ def as_q(model: Model, q):
 def link_poses(model: Model, q, selection, check: bool = True):
     """Poses (B, F, 4, 4) of the frames of ``selection`` (:func:`frames_selection`) at ``q``
     (from :func:`as_q`); None when ``check`` and q has a value :meth:`Model.check_q` refuses."""
-    frames, (idata, fdata) = selection
-    out = np.empty((q.shape[0], frames.shape[0], 4, 4))
+    _, (idata, fdata), tail = selection
+    out = np.empty((q.shape[0],) + tail)
     fn = _kernels.frames_parallel if q.shape[0] >= PARALLEL_MIN else _kernels.frames
     return out if fn(q, idata, fdata, MAX_VALUE if check else -1.0, out) else None
 
@@ -278,7 +277,7 @@ def jacobians(model: Model, q, selection, check: bool = True):
     """Jacobians (B, K, 6, nv_active) of link pairs[k, 1] relative to link pairs[k, 0] (0: the
     base), expressed as ``selection`` (:func:`pairs_selection`) says: in the base axes, the
     link's or the reference's; None as :func:`link_poses`."""
-    pairs, (idata, fdata) = selection
-    out = np.empty((q.shape[0], pairs.shape[0], 6, model.nv_active))
+    _, (idata, fdata), tail = selection
+    out = np.empty((q.shape[0],) + tail)
     fn = _kernels.jacobians_parallel if q.shape[0] >= PARALLEL_MIN else _kernels.jacobians
     return out if fn(q, idata, fdata, MAX_VALUE if check else -1.0, out) else None

@@ -51,6 +51,7 @@ _BY_NAME = {"fixed": JointType.FIXED, "revolute": JointType.REVOLUTE,
 MAX_BATCH = 50_000_000
 
 _MISSING = object()  # Model.memo: no value kept for a key (None is a value)
+_NO_MEMOS: dict = {}  # Model.memo_peek: a model with no memo yet (never written to)
 
 
 def _rpy_xyz_to_matrix(xyz, rpy) -> np.ndarray:
@@ -510,9 +511,12 @@ class Model:
         unhashable key is not kept either (``build()`` decides what such a key means). Model-wide
         tables are :attr:`tables`, not memos. Thread safe: two threads that build the same key
         at once both get the value kept first."""
-        per = self._cache.get(("memo", owner))
+        memos = self._cache.get("memos")
+        if memos is None:
+            memos = self._cache.setdefault("memos", {})
+        per = memos.get(owner)
         if per is None:
-            per = self._cache.setdefault(("memo", owner), {})
+            per = memos.setdefault(owner, {})
         try:
             hit = per.get(key, _MISSING)
         except TypeError:  # unhashable key
@@ -528,7 +532,7 @@ class Model:
         """The value :meth:`memo` keeps for ``owner`` and ``key``, or None when none is kept
         (nothing is built; an unhashable key is never kept): for a hot path that takes a
         shorter way only when the value is already there."""
-        per = self._cache.get(("memo", owner))
+        per = self._cache.get("memos", _NO_MEMOS).get(owner)
         if per is None:
             return None
         try:
