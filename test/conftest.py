@@ -15,6 +15,13 @@ from ros2_ik import load_robot, robots
 
 ROBOT_NAMES = tuple(robots.ROBOTS)
 
+#: IKConfig options under which an unreachable goal's solve never ends by itself before
+#: max_iterations: the damping grows by only a factor 1 + 1e-6 per rejected step (float32 still
+#: sees it) up to 1e300, so a rejected step is never "the same step again" (a row rejected with
+#: its lambda unchanged stops: see ros2_ik.solvers.dls). Timeout and cancel tests use it for a
+#: solve that only they end.
+ENDLESS = dict(lambda_up=1.0 + 1e-6, lambda_max=1e300)
+
 PLANAR_2LINK = """<?xml version="1.0"?>
 <robot name="planar2">
   <link name="base"/><link name="l1"/><link name="l2"/><link name="tip"/>

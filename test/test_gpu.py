@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import cupy_standin
+from conftest import ENDLESS
 from ros2_ik import Model, load_robot
 from ros2_ik.gpu import codegen, compile as gcompile, hostrun
 from ros2_ik.kinematics.fk import fk_frames
@@ -333,7 +334,7 @@ def test_gpu_solver_bad_goals_seeds_timeout_cancel(cpx, case_models):
     # an unreachable goal with no time: TIMED_OUT, not "no solution"
     far = T[[0]].copy()
     far[0, :3, 3] = [5.0, 0, 0]
-    g2 = _gpu_solver(m, None, IKConfig(num_seeds=4, max_iterations=100000), xp=cpx)
+    g2 = _gpu_solver(m, None, IKConfig(num_seeds=4, max_iterations=100000, **ENDLESS), xp=cpx)
     t0 = time.perf_counter()
     r2 = g2.solve(far, timeout=0.02)
     assert r2.status[0] == Status.TIMED_OUT and "timed out" in r2.messages[0]

@@ -11,6 +11,7 @@ import time
 
 import numpy as np
 import pytest
+from conftest import ENDLESS
 
 from ros2_ik import load_robot
 from ros2_ik.kinematics import fk_frames
@@ -113,7 +114,7 @@ def _cancel_after(delay):
 def test_cancel_is_seen_at_any_size_and_reported_preempted(panda, fast):
     far = np.eye(4)[None].copy()
     far[0, 0, 3] = 5.0  # one unreachable goal, a huge iteration budget
-    cfg = IKConfig(max_iterations=100_000, use_fast_path=fast)
+    cfg = IKConfig(max_iterations=100_000, use_fast_path=fast, **ENDLESS)
     t0 = time.perf_counter()
     r = solve_pose(panda, far, tips="panda_link8", config=cfg, should_stop=_cancel_after(0.005))
     dt = time.perf_counter() - t0

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from conftest import cupy_or_skip
+from conftest import ENDLESS, cupy_or_skip
 from ros2_ik import robots
 from ros2_ik.errors import InvalidInputError, ShapeError, UnknownLinkError
 from ros2_ik.kinematics import fk, fk_frames, pose_error, pose_to_pq
@@ -237,7 +237,7 @@ def test_cancel_via_should_stop(models, fast):
     T[0, 0, 3] = 3.0
     calls = []
     res = solve_pose(m, T, tips="panda_link8",
-                     config=IKConfig(max_iterations=10_000_000, use_fast_path=fast),
+                     config=IKConfig(max_iterations=10_000_000, use_fast_path=fast, **ENDLESS),
                      should_stop=lambda: calls.append(1) or len(calls) > 3)
     assert not res.success[0] and len(calls) >= 4
     assert res.iterations[0] < 10_000_000  # the cancel ended the loop, not the iteration cap

@@ -632,7 +632,9 @@ def _emit_lm_kernel(e: _Emit, ch: Chain, scalar: str):
                 with e.block("else"):
                     for a in range(nc):
                         e(f"q{ch.colq[a]} = qs[{a}];")
-                    e("lam = lam * up < lmax ? lam * up : lmax;")
+                    e("const S lam2 = lam * up < lmax ? lam * up : lmax;")
+                    e("if (lam2 == lam) break;  // the same step again next time: stuck")
+                    e("lam = lam2;")
                     e("stall += 1;")
             e("if (ok && speed) done[p] = 1;")
         for i in used:

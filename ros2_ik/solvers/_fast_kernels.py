@@ -347,7 +347,12 @@ def solve_problem(p, q, active, conv, iters, pe, re, tout, starts, pre, axis, ty
             else:
                 for a in range(nc):
                     qr[colq[a]] = qs[a]
-                lam = min(lam * up, lmax)
+                lam2 = min(lam * up, lmax)
+                if lam2 == lam:
+                    # rejected at the largest damping: the next iteration would take this same
+                    # step from the same q, J and lambda, and be rejected again (for ever)
+                    break
+                lam = lam2
                 stall += 1
         conv[row] = ok
         iters[row] = it

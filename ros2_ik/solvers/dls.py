@@ -12,7 +12,10 @@ joint limits, and accepted only if the cost ``0.5 |r|^2`` decreases; lambda then
 retries from the same point. A joint already at a limit that ``dq`` pushes further out leaves
 the system, and ``dq`` is solved again without it (active set).
 A row stops when its goal errors meet the tolerances (converged; never touched again), at the
-iteration cap, at the deadline, or (``stall_iterations``) after that many slow iterations in a row.
+iteration cap, at the deadline, (``stall_iterations``) after that many slow iterations in a
+row, or when a step is rejected and lambda cannot grow any more (at ``lambda_max``): the next
+iteration would take the same step from the same point and be rejected again, for ever, so
+stopping there changes no answer.
 """
 
 from __future__ import annotations
@@ -103,6 +106,7 @@ def lm_solve_rows(model: Model, objectives, q0, seed_q, problem_idx, cfg: IKConf
     lim_q = const(xp, model.tables.limited_q)
     lower, upper = const(xp, model.lower), const(xp, model.upper)
     stall = xp.zeros(N, dtype=xp.int64)
+    stuck = xp.zeros(N, dtype=bool)  # rejected with lambda unchanged: that step again for ever
     K = N // num_problems if num_problems else 1
     last_seed = (xp.arange(N) % K) == K - 1
     eye = xp.eye(nva)
@@ -114,7 +118,7 @@ def lm_solve_rows(model: Model, objectives, q0, seed_q, problem_idx, cfg: IKConf
             done_p = xp.zeros(num_problems, dtype=bool)
             done_p[problem_idx[converged]] = True
             active &= ~done_p[problem_idx]
-        active &= ~converged
+        active &= ~(converged | stuck)
         if cfg.stall_iterations > 0:  # a problem's last seed is never given up
             active &= (stall < cfg.stall_iterations) | last_seed
         if it % check_every == check_every - 1 or check_every == 1:
@@ -147,8 +151,10 @@ def lm_solve_rows(model: Model, objectives, q0, seed_q, problem_idx, cfg: IKConf
         r = xp.where(b, r2, r)
         J = xp.where(b[:, :, None], J2, J)
         cost = xp.where(better, cost2, cost)
-        lam = xp.where(better, xp.maximum(lam * cfg.lambda_down, cfg.lambda_min),
-                       xp.where(active, xp.minimum(lam * cfg.lambda_up, cfg.lambda_max), lam))
+        lam2 = xp.where(better, xp.maximum(lam * cfg.lambda_down, cfg.lambda_min),
+                        xp.where(active, xp.minimum(lam * cfg.lambda_up, cfg.lambda_max), lam))
+        stuck = stuck | (active & ~better & (lam2 == lam))
+        lam = lam2
         iters = iters + active
         pe2, re2 = goal_errors(objectives, ctx2, problem_idx)
         pe = xp.where(better, pe2, pe)
