@@ -12,8 +12,10 @@ every solver is judged by Pinocchio's FK (reduced to the same chain): position e
 orientation error <= 1e-3 rad, q within the limits. Solvers run single-threaded (RTB and
 Pinocchio are), except the rows that say "2 threads". Timings are medians of per-call wall
 clock; FK/Jacobian rates are calls per second of one call in a loop (``common.timeit``): ros2_ik
-``fk_frames`` / ``jacobian`` of the tip, RTB ``ETS.eval`` (its fastest FK: an ndarray, also for
-a batch) / ``ETS.jacob0``, Pinocchio ``framesForwardKinematics`` / ``computeFrameJacobian``. RTB's
+``fk_frames`` / ``jacobian`` of the tip (timed against Pinocchio's in alternating rounds,
+:func:`common.paired`; the ratio is the median of the rounds'), RTB ``ETS.eval`` (its fastest
+FK: an ndarray, also for a batch) / ``ETS.jacob0``, Pinocchio ``framesForwardKinematics`` /
+``computeFrameJacobian``. RTB's
 restarts are its own (``slimit``, random restarts inside its C++ loop); ros2_ik's are the node's
 defaults (32 seeds, stall_iterations 5), through ``solve_pose`` and through the prepared
 ``ChainSolver`` (the latter timed in blocks of 25 calls alternating with RTB's).
@@ -34,7 +36,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 import numpy as np
 
 import peers as peerlib
-from common import banner, timeit
+from common import banner, paired, timeit
 from ros2_ik import Model
 from ros2_ik.kinematics import fk_frames, jacobian
 from ros2_ik.solvers import ChainSolver, IKConfig, solve_pose, warm_up
@@ -213,11 +215,11 @@ def run_arm(name, args, out):
     pm, pd, fid, pinm = pin.pm, pin.pd, pin.fid, pin.pin
     q1 = q_true[0]
     pq = pin.pin_q(q1)
-    rates = (1 / timeit(lambda: fk_frames(model, q1, [tip])),
-             1 / timeit(lambda: rtb.ets.eval(q1)),
-             1 / timeit(lambda: pinm.framesForwardKinematics(pm, pd, pq)))
-    show("FK one configuration per call: calls/s ros2_ik / rtb / pin", rates)
-    show("FK one configuration: ros2_ik time / pin time (goal <= 2)", rates[2] / rates[0])
+    t_ours, t_pin, ratio = paired(lambda: fk_frames(model, q1, [tip]),
+                                  lambda: pinm.framesForwardKinematics(pm, pd, pq))
+    show("FK one configuration per call: calls/s ros2_ik / rtb / pin",
+         (1 / t_ours, 1 / timeit(lambda: rtb.ets.eval(q1)), 1 / t_pin))
+    show("FK one configuration: ros2_ik time / pin time, paired rounds (goal <= 2)", ratio)
     Q = np.ascontiguousarray(q_true[:B])
     pQ = [pin.pin_q(q) for q in Q[:1000]]
 
@@ -231,12 +233,12 @@ def run_arm(name, args, out):
              (r_ours, B / timeit(lambda: rtb.ets.eval(Q), repeats=3),
               1000 / timeit(pin_loop, repeats=3)))
     numba.set_num_threads(1)
-    rates = (1 / timeit(lambda: jacobian(model, q1, tip)),
-             1 / timeit(lambda: rtb.ets.jacob0(q1)),
-             1 / timeit(lambda: pinm.computeFrameJacobian(pm, pd, pq, fid,
-                                                          pinm.LOCAL_WORLD_ALIGNED)))
-    show("Jacobian one configuration per call: calls/s ros2_ik / rtb / pin", rates)
-    show("Jacobian one configuration: ros2_ik time / pin time (goal <= 2)", rates[2] / rates[0])
+    t_ours, t_pin, ratio = paired(lambda: jacobian(model, q1, tip),
+                                  lambda: pinm.computeFrameJacobian(pm, pd, pq, fid,
+                                                                    pinm.LOCAL_WORLD_ALIGNED))
+    show("Jacobian one configuration per call: calls/s ros2_ik / rtb / pin",
+         (1 / t_ours, 1 / timeit(lambda: rtb.ets.jacob0(q1)), 1 / t_pin))
+    show("Jacobian one configuration: ros2_ik time / pin time, paired rounds (goal <= 2)", ratio)
 
     def rtb_jloop():
         for q in Q[:1000]:
