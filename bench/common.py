@@ -50,28 +50,32 @@ def banner(title: str) -> str:
     return "\n".join(lines)
 
 
+def _round(fn, min_time: float, sync=None) -> float:
+    """Seconds per call of ``fn()`` (then ``sync()``) called until ``min_time`` has passed."""
+    n, t0 = 0, time.perf_counter()
+    while True:
+        fn()
+        n += 1
+        if sync:
+            sync()
+        el = time.perf_counter() - t0
+        if el >= min_time:
+            return el / n
+
+
 def paired(fa, fb, *, rounds: int = 12, min_time: float = 0.02):
     """``fa`` and ``fb`` timed in alternating rounds (a b b a a b ...) of at least ``min_time``
     seconds each, so that a shared machine's drift hits both alike: (median seconds per call of
     ``fa``, of ``fb``, median of the per-pair ratios a / b)."""
     fa(), fb()
-
-    def one(fn):
-        n, t0 = 0, time.perf_counter()
-        while True:
-            fn()
-            n += 1
-            el = time.perf_counter() - t0
-            if el >= min_time:
-                return el / n
     ta, tb = [], []
     for i in range(rounds):
         if i % 2 == 0:
-            ta.append(one(fa))
-            tb.append(one(fb))
+            ta.append(_round(fa, min_time))
+            tb.append(_round(fb, min_time))
         else:
-            tb.append(one(fb))
-            ta.append(one(fa))
+            tb.append(_round(fb, min_time))
+            ta.append(_round(fa, min_time))
     return (statistics.median(ta), statistics.median(tb),
             statistics.median(a / b for a, b in zip(ta, tb)))
 
@@ -81,16 +85,4 @@ def timeit(fn, *, min_time: float = 0.3, repeats: int = 5, sync=None) -> float:
     fn()
     if sync:
         sync()
-    times = []
-    for _ in range(repeats):
-        n, t0 = 0, time.perf_counter()
-        while True:
-            fn()
-            n += 1
-            if sync:
-                sync()
-            el = time.perf_counter() - t0
-            if el >= min_time / repeats:
-                break
-        times.append(el / n)
-    return statistics.median(times)
+    return statistics.median(_round(fn, min_time / repeats, sync) for _ in range(repeats))
