@@ -300,6 +300,26 @@ def test_study_is_deterministic_and_independent_of_the_shard_size():
     assert not np.array_equal(a["q"], c["q"])
 
 
+def test_study_bytes_do_not_depend_on_the_compiled_kernels_being_ready(monkeypatch):
+    """A Ray worker or a fresh process may not have the compiled kinematics ready when this
+    one has: the results must be the same bytes either way (manipulability included)."""
+    from ros2_ik.kinematics import compiled
+
+    if not compiled.available():
+        pytest.skip("needs Numba")
+    compiled.ensure_compiled()
+    model = load_robot("panda")
+    t = grid_targets(Sphere((0, 0, 0.333), 0.9), 0.45, 3, 2)
+    a = run_study(Study(model, t, config=small_config())).results
+    assert a["reached"].any()
+    monkeypatch.setattr(compiled, "_ready", False)
+    monkeypatch.setattr(compiled, "_looked", True)
+    assert compiled.as_q(model, model.neutral_q()[None]) is None  # the compiled path is off
+    b = run_study(Study(model, t, config=small_config())).results
+    for k in a:
+        assert np.asarray(a[k]).tobytes() == np.asarray(b[k]).tobytes(), k
+
+
 def test_defaults_are_the_nodes_parameters():
     from ros2_ik.ros.params import SPECS
 

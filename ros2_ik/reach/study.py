@@ -37,7 +37,7 @@ from typing import Callable
 import numpy as np
 
 from ..errors import InvalidInputError
-from ..kinematics import fk_frames, jacobian
+from ..kinematics import compiled, fk_frames, jacobian
 from ..model import JointType, Model
 from ..solvers import SOLVERS, IKConfig, Status, solve_pose
 from ..ros.robot import default_tip_of  # plain NumPy: no rclpy there
@@ -377,6 +377,9 @@ def solve_shard(spec: ShardSpec, poses: np.ndarray,
         if ok.any():
             rows = todo[ok]
             q = out["q"][rows]
+            # the compiled kinematics, ready in every process that has Numba (they agree with
+            # the NumPy path to rounding only): the same bytes from any worker
+            compiled.ensure_compiled()
             out["manipulability"][rows] = manipulability(
                 np.asarray(jacobian(spec.model, q, spec.tip)))
             out["limit_margin"][rows] = limit_margin(spec.model, q, spec.margin_q)
