@@ -149,7 +149,7 @@ def _numba_rows(m, tips, T, W, K, cfg):
     fast._get_kernels().solve_serial(
         0, P, q, np.ones(N, bool), conv, iters, pe, re, tout, c["starts"], c["pre"], c["axis"],
         c["typ"], c["qi"], c["mult"], c["off"], c["col"], c["post"], c["colq"], T, W,
-        np.array(m.lower), np.array(m.upper), np.array(fast.wide_revolute(m)),
+        np.array(m.lower), np.array(m.upper), np.array(fast.limited_revolute(m)),
         fast._fparams(cfg),
         int(cfg.max_iterations), K, True, -1, np.zeros(1, np.int64))
     return q, conv, iters

@@ -7,7 +7,8 @@ two checksums (``sum(a * cos(i))`` over the flat index ``i``, ``sum |a|``) of wh
 before ``Model.tables`` computed (``fk._groups``, ``jacobian._contributions``,
 ``compiled._table``, ``common.wide_revolute``, ``dls._limited_columns``,
 ``Model.support_mask``, ``Model.neutral_q``); the tables were also checked equal to those
-arrays bit for bit when they were introduced.
+arrays bit for bit when they were introduced. ``limited_revolute`` came later (no cache
+before it): its entries are its values when it was added.
 """
 
 import ast

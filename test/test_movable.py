@@ -106,6 +106,11 @@ def test_dual_arm_solves_move_only_the_tips_chain(dual, tip, solver, fast_path):
     T, seeds = _problems(dual, tip, P)
     r = solve_pose(dual, T, tips=tip, seeds=seeds, solver=solver,
                    config=_cfg(use_fast_path=fast_path))
+    if tip == "head_link" and solver == "dls":
+        # one revolute joint (the waist, +-2.6 rad): LM's first seed reaches every goal, going
+        # round the arc outside the limits where that is the way, so no restart need win
+        _check(dual, tip, T, seeds, r.q, r.success, min_success=1.0)
+        return
     _check(dual, tip, T, seeds, r.q, r.success, seed_index=r.seed_index,
            min_success=0.3 if solver == "ccd" else 0.5)
 
@@ -214,7 +219,7 @@ def test_gpu_lm_kernel_rows_keep_off_path_seed_and_equal_numba(dual, tip):
         0, P, q, np.ones(N, bool), conv, iters, pe, re, tout, ch["starts"], ch["pre"],
         ch["axis"], ch["typ"], ch["qi"], ch["mult"], ch["off"], ch["col"], ch["post"],
         ch["colq"], T4, W, np.array(m.lower), np.array(m.upper),
-        np.array(fast.wide_revolute(m)),
+        np.array(fast.limited_revolute(m)),
         fast._fparams(cfg), int(cfg.max_iterations), K, True, -1, np.zeros(1, np.int64))
     # the generated kernel on the host
     src = codegen.solve_source(codegen.chain_of(m, [tip]), "float64", host=True)

@@ -300,23 +300,87 @@ def test_numpy_and_cupy_agree(models):
     assert np.all(re[b.success] <= cfg.orientation_tolerance)
 
 
-@pytest.mark.parametrize("fast", [False, True])
-def test_wide_revolute_goes_around_instead_of_sticking_at_a_limit(fast):
-    """A +-2 pi revolute joint stepping past a limit continues 2 pi lower (same pose)."""
+def _one_joint(lower, upper, jtype="revolute"):
     from ros2_ik.model import Model
 
-    urdf = """<robot name="w"><link name="b"/><link name="l"/><link name="t"/>
-      <joint name="j" type="revolute"><parent link="b"/><child link="l"/><axis xyz="0 0 1"/>
-        <limit lower="-6.283185307179586" upper="6.283185307179586" effort="1" velocity="1"/>
-      </joint>
+    limit = "" if jtype == "continuous" else f'<limit lower="{lower!r}" upper="{upper!r}" '\
+        'effort="1" velocity="1"/>'
+    return Model.from_urdf(f"""<robot name="w"><link name="b"/><link name="l"/><link name="t"/>
+      <joint name="j" type="{jtype}"><parent link="b"/><child link="l"/><axis xyz="0 0 1"/>
+        {limit}</joint>
       <joint name="f" type="fixed"><parent link="l"/><child link="t"/><origin xyz="0.5 0 0"/>
-      </joint></robot>"""
-    m = Model.from_urdf(urdf, tips=["t"])
-    T = fk_frames(m, np.array([[0.2]]), ["t"])[:, 0]
-    res = solve_pose(m, T, tips="t", seeds=np.array([6.1]),
-                     config=IKConfig(use_fast_path=fast))
-    assert res.success[0], res.messages
-    assert abs(res.q[0, 0] - 0.2) < 1e-3 and m.lower[0] <= res.q[0, 0] <= m.upper[0]
+      </joint></robot>""", tips=["t"])
+
+
+# (lower, upper, seed, goal): the goal lies across the arc outside the limits from the seed
+# (+-2 pi: the arc is empty; +-2.6 rad: the shortest way, 1.28 rad, crosses 0.68 rad of arc)
+ROUND = [(-2 * math.pi, 2 * math.pi, 6.1, 0.2), (-2.6, 2.6, 2.5, -2.5), (0.82, 5.46, 1.0, 5.0)]
+
+
+@pytest.mark.parametrize("path", ["reference", "numba", "c++ rows"])
+@pytest.mark.parametrize("lower,upper,seed,goal", ROUND)
+def test_a_revolute_joint_goes_round_its_limits_instead_of_sticking_at_one(
+        path, lower, upper, seed, goal, monkeypatch):
+    """A revolute joint whose step goes past a limit continues 2 pi on where that is inside the
+    limits (the same pose), on every CPU path: a goal across the arc outside the limits is
+    reached from the seed on the near side of it, in a handful of iterations."""
+    from ros2_ik.solvers import cxx, fast
+
+    m = _one_joint(lower, upper)
+    n = 1
+    if path == "c++ rows":
+        if not cxx.enabled() or not fast.available():
+            pytest.skip("needs g++ and Numba")
+        monkeypatch.setenv("ROS2_IK_CXX", "wait")
+        n = cxx.MIN_ROWS
+    T = np.repeat(fk_frames(m, np.array([[goal]]), ["t"])[:, 0], n, axis=0)
+    res = solve_pose(m, T, tips="t", seeds=np.full((n, 1), seed),
+                     config=IKConfig(use_fast_path=path != "reference"))
+    assert res.success.all(), res.messages[0]
+    assert np.abs(res.q[:, 0] - goal).max() < 1e-3
+    assert res.iterations.max() <= 10
+    _verify(m, ["t"], T[:, None], res)
+
+
+@pytest.mark.parametrize("fast", [False, True])
+def test_a_step_that_cannot_go_round_stops_at_the_limit(fast):
+    """2 pi on from past the limit is still outside (an arc wider than the step): the joint
+    stops at the limit it pushes against, and the goal past it is not reported reached."""
+    m = _one_joint(-1.0, 1.0)
+    T = fk_frames(m, np.array([[1.4]]), ["t"])[:, 0]
+    res = solve_pose(m, T, tips="t", seeds=np.array([0.5]), config=IKConfig(use_fast_path=fast))
+    assert not res.success[0]
+    assert res.q[0, 0] == 1.0
+
+
+def test_clip_to_limits_goes_round_only_where_that_lands_inside():
+    """Against a scalar statement of the rule: revolute joints with limits go 2 pi on when
+    past a limit and that lands inside; everything else is clipped; a continuous joint is
+    untouched."""
+    from ros2_ik.solvers.common import clip_to_limits
+
+    rng = np.random.default_rng(5)
+    for lower, upper, jtype in ((-2.6, 2.6, "revolute"), (0.82, 5.46, "revolute"),
+                                (-6.3, 6.3, "revolute"), (-0.5, 0.5, "revolute"),
+                                (-0.2, 0.3, "prismatic"), (0.0, 0.0, "continuous")):
+        m = _one_joint(lower, upper, jtype)
+        v = rng.uniform(-15, 15, 4000)
+        got = clip_to_limits(m, v[:, None])[:, 0]
+        lo, hi = m.lower[0], m.upper[0]
+        for x, y in zip(v, got):
+            want = x
+            if jtype == "revolute":
+                if x > hi and lo <= x - 2 * math.pi:
+                    want = x - 2 * math.pi
+                elif x < lo and x + 2 * math.pi <= hi:
+                    want = x + 2 * math.pi
+            assert y == min(max(want, lo), hi), (jtype, lower, upper, x, y)
+        if jtype == "revolute":  # where it went round, the pose is the same
+            moved = np.abs(np.abs(got - v) - 2 * math.pi) < 1e-9
+            assert moved.any()
+            np.testing.assert_allclose(
+                fk_frames(m, got[moved, None], ["t"]), fk_frames(m, v[moved, None], ["t"]),
+                atol=1e-12)
 
 
 def test_target_shapes_for_one_tip(models):

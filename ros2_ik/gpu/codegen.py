@@ -2,14 +2,15 @@
 
 One thread per row (a problem x seed pair, or one configuration) runs the whole computation in
 registers: FK along the chains, the residual and its Jacobian, the damped normal equations by a
-small Cholesky, the active-set hard limits, +-2 pi joint stepping, acceptance and convergence,
-exactly as the compiled CPU fast path (:mod:`ros2_ik.solvers._fast_kernels`) does, in the same
-order of floating-point operations. What the model fixes is resolved here, at generation time:
-fixed transforms become literals (products with a literal 0 are dropped, with 1 become the
-operand), the axis case of every joint (prismatic, revolute about +-z, general Rodrigues) is
-chosen, mimic multipliers and offsets, limits, ``wide`` (+-2 pi stepping) and the structural zeros
-of the Jacobian are literals, and every small matrix loop is unrolled with constant indices so
-the arrays stay in registers.
+small Cholesky, the active-set hard limits, 2 pi steps round a revolute joint's limits,
+acceptance and convergence, exactly as the compiled CPU fast path
+(:mod:`ros2_ik.solvers._fast_kernels`) does, in the same order of floating-point operations. What
+the model fixes is resolved here, at generation time: fixed transforms become literals (products
+with a literal 0 are dropped, with 1 become the operand), the axis case of every joint
+(prismatic, revolute about +-z, general Rodrigues) is chosen, mimic multipliers and offsets,
+limits, which revolute joints go round by 2 pi and the structural zeros of the Jacobian are
+literals, and every small matrix loop is unrolled with constant indices so the arrays stay in
+registers.
 
 The threads never cooperate (no shared memory, no barriers, no warp shuffles); the only memory
 two threads share is a problem's ``done`` flag in speed mode (a thread that converged sets it,
@@ -45,7 +46,7 @@ import numpy as np
 
 from ..errors import InvalidInputError
 from ..model import Model
-from ..solvers.common import movable_coordinates, restart_seeds, wide_revolute
+from ..solvers.common import limited_revolute, movable_coordinates, restart_seeds
 from ..validate import ROTATION_TOL
 
 __all__ = ["Chain", "chain_of", "solve_source", "frames_source", "host_variant", "HOST_SHIM",
@@ -476,14 +477,18 @@ def _q_args(ch: Chain, prefix="q") -> str:
 def _limits(model: Model):
     lo = np.asarray(model.lower, dtype=np.float64)
     hi = np.asarray(model.upper, dtype=np.float64)
-    return lo, hi, wide_revolute(model)
+    return lo, hi, limited_revolute(model)
 
 
-def _emit_clip(e: _Emit, var: str, i: int, lo, hi, wide, *, wrap=True):
-    """clip_to_limits for coordinate i (wide revolute joints go around by 2 pi first)."""
-    if wrap and wide[i]:
-        e(f"if ({var} > {_lit(hi[i])}) {var} = {var} - S(2) * S(R2IK_PI); "
-          f"else if ({var} < {_lit(lo[i])}) {var} = {var} + S(2) * S(R2IK_PI);")
+def _emit_clip(e: _Emit, var: str, i: int, lo, hi, around, *, wrap=True):
+    """clip_to_limits for coordinate i (a limited revolute joint goes around by 2 pi first
+    where that lands inside)."""
+    if wrap and around[i]:
+        two_pi = "S(2) * S(R2IK_PI)"
+        e(f"if ({var} > {_lit(hi[i])} && {var} - {two_pi} >= {_lit(lo[i])}) "
+          f"{var} = {var} - {two_pi}; "
+          f"else if ({var} < {_lit(lo[i])} && {var} + {two_pi} <= {_lit(hi[i])}) "
+          f"{var} = {var} + {two_pi};")
     if math.isfinite(lo[i]):
         e(f"if ({var} < {_lit(lo[i])}) {var} = {_lit(lo[i])};")
     if math.isfinite(hi[i]):
@@ -495,7 +500,7 @@ def _emit_lm_kernel(e: _Emit, ch: Chain, scalar: str):
     model = ch.model
     nq, T, nc, m = model.nq, ch.T, ch.nc, 6 * ch.T
     used, qv = _qvars(ch)
-    lo, hi, wide = _limits(model)
+    lo, hi, around = _limits(model)
     # the restart rule of solvers.common.expand_seeds: coordinates off the base->tip paths
     # (movable_coordinates) keep the problem's seed, as in the Numba rows
     _, keep = restart_seeds(model, 1, 0, movable_coordinates(model, ch.tips))
@@ -532,7 +537,7 @@ def _emit_lm_kernel(e: _Emit, ch: Chain, scalar: str):
             src = f"sd[{i}]" if keep[i] or i not in used else f"(k == 0 ? sd[{i}] : rk[{i}])"
             with e.block(""):
                 e(f"S v = S({src});")
-                _emit_clip(e, "v", i, lo, hi, wide)
+                _emit_clip(e, "v", i, lo, hi, around)
                 if i in used:
                     e(f"q{i} = v;")
                 else:
@@ -601,13 +606,20 @@ def _emit_lm_kernel(e: _Emit, ch: Chain, scalar: str):
                     e("bool more = false;")
                     for a in range(nc):
                         i = ch.colq[a]
-                        if wide[i]:
-                            continue
                         conds = []
+                        # at a limit and pushed out: blocked, unless a revolute joint's step
+                        # goes round to the far side of the arc outside its limits
+                        two_pi = "S(2) * S(R2IK_PI)"
                         if math.isfinite(lo[i]):
-                            conds.append(f"(dq[{a}] < S(0) && q{i} <= {_lit(lo[i])})")
+                            c = f"dq[{a}] < S(0) && q{i} <= {_lit(lo[i])}"
+                            if around[i]:
+                                c += f" && !(q{i} + dq[{a}] + {two_pi} <= {_lit(hi[i])})"
+                            conds.append(f"({c})")
                         if math.isfinite(hi[i]):
-                            conds.append(f"(dq[{a}] > S(0) && q{i} >= {_lit(hi[i])})")
+                            c = f"dq[{a}] > S(0) && q{i} >= {_lit(hi[i])}"
+                            if around[i]:
+                                c += f" && !(q{i} + dq[{a}] - {two_pi} >= {_lit(lo[i])})"
+                            conds.append(f"({c})")
                         if conds:
                             e(f"if (!blocked[{a}] && ({' || '.join(conds)})) "
                               f"{{ blocked[{a}] = true; more = true; }}")
@@ -616,7 +628,7 @@ def _emit_lm_kernel(e: _Emit, ch: Chain, scalar: str):
                     i = ch.colq[a]
                     with e.block(""):
                         e(f"qs[{a}] = q{i}; S v = q{i} + dq[{a}];")
-                        _emit_clip(e, "v", i, lo, hi, wide)
+                        _emit_clip(e, "v", i, lo, hi, around)
                         e(f"q{i} = v;")
                 e("S pe2, re2;")
                 e(f"const S cost2 = r2ik_eval<S>({_q_args(ch)}, tgt, w, r2, pe2, re2, "
@@ -650,7 +662,7 @@ def _emit_ccd_kernel(e: _Emit, ch: Chain, scalar: str):
     model = ch.model
     nq = model.nq
     used, qv = _qvars(ch)
-    lo, hi, wide = _limits(model)
+    lo, hi, around = _limits(model)
     frozen = {model.joint_index(n) for n in model.frozen}
     # CCD moves the non-mimic, non-frozen joints, tip first
     joints = [j for j in range(ch.starts[1] - 1, -1, -1)
@@ -674,7 +686,7 @@ def _emit_ccd_kernel(e: _Emit, ch: Chain, scalar: str):
         for i in range(nq):  # clip_to_limits of the whole row, as ccd_solve_rows starts
             with e.block(""):
                 e(f"S v = qr[{i}];")
-                _emit_clip(e, "v", i, lo, hi, wide)
+                _emit_clip(e, "v", i, lo, hi, around)
                 e(f"q{i} = v;" if i in used else f"qr[{i}] = v;")
         e("const S tol_p = S(fp[0]), tol_r = S(fp[1]);")
         e("const S wp = (w[0] * w[0] + w[1] * w[1] + w[2] * w[2]) / S(3);")
@@ -746,7 +758,7 @@ def _emit_select_kernel(e: _Emit, ch: Chain, scalar: str):
     model = ch.model
     nq, T = model.nq, ch.T
     used, _ = _qvars(ch)
-    lo, hi, wide = _limits(model)
+    lo, hi, around = _limits(model)
     cont = np.asarray(model.q_continuous, dtype=bool)
     e("""
 // Per problem p: the winning row among its K (first converged, else the smallest
@@ -794,7 +806,7 @@ def _emit_select_kernel(e: _Emit, ch: Chain, scalar: str):
                     e(f"{{ const double x = R2IK_PI - (v - sd[{i}]); "
                       f"v = sd[{i}] + R2IK_PI - "
                       f"(x - 2.0 * R2IK_PI * floor(x / (2.0 * R2IK_PI))); }}")
-                _emit_clip(e, "v", i, lo, hi, wide)
+                _emit_clip(e, "v", i, lo, hi, around)
                 e(f"qb[{i}] = v;")
         e("double r[" + str(6 * T) + "]; double pe64, re64;")
         e(f"r2ik_errors<double>({', '.join(f'qb[{i}]' for i in used)}, tgt64 + p * {16 * T}, "

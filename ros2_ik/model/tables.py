@@ -91,6 +91,8 @@ class ModelTables:
     support: np.ndarray          # (L, L) bool: [f, l] the joint into link l moves link f
     neutral_q: np.ndarray        # (nq,) float64 mid-range configuration (Model.neutral_q)
     wide_revolute: np.ndarray    # (nq,) bool revolute coordinates whose limits span >= 2 pi
+    limited_revolute: np.ndarray  # (nq,) bool revolute coordinates with finite limits (a value
+    #                               past a limit goes around by 2 pi where that lands inside)
     limited_columns: np.ndarray  # (n,) int64 active Jacobian columns of bounded 1-DOF joints
     #                              (not wide revolute ones, which go around)
     limited_q: np.ndarray        # (n,) int64 their q indices
@@ -99,12 +101,15 @@ class ModelTables:
 def build_tables(model) -> ModelTables:
     """All derived tables of ``model`` (a :class:`ros2_ik.model.Model`)."""
     screws = _screws(model)
-    wide = _wide_revolute(model)
+    rev = _revolute(model)
+    with np.errstate(invalid="ignore"):
+        limited = rev & np.isfinite(model.lower) & np.isfinite(model.upper)
+        wide = limited & (model.upper - model.lower >= 2 * math.pi)
     cols, qs = _limited_columns(model, wide)
     return _read_only(ModelTables(
         motion=_motion(model), screws=screws, packed=_packed(model, screws),
         support=_support(model), neutral_q=_neutral_q(model), wide_revolute=wide,
-        limited_columns=cols, limited_q=qs))
+        limited_revolute=limited, limited_columns=cols, limited_q=qs))
 
 
 def _motion(model) -> MotionTable:
@@ -217,12 +222,9 @@ def _neutral_q(model) -> np.ndarray:
     return q
 
 
-def _wide_revolute(model) -> np.ndarray:
-    rev = np.array([model.joint_type[int(l)] == JointType.REVOLUTE for l in model.q_joint],
-                   dtype=bool)
-    with np.errstate(invalid="ignore"):
-        m = rev & np.isfinite(model.lower) & (model.upper - model.lower >= 2 * math.pi)
-    return np.ascontiguousarray(m)
+def _revolute(model) -> np.ndarray:
+    return np.array([model.joint_type[int(l)] == JointType.REVOLUTE for l in model.q_joint],
+                    dtype=bool).reshape(-1)
 
 
 def _limited_columns(model, wide) -> tuple[np.ndarray, np.ndarray]:

@@ -216,7 +216,7 @@ def jacobian(starts, typ, mult, col, z, pj, ptip, targets, weights, p, J):
 
 @njit
 def solve_problem(p, q, active, conv, iters, pe, re, tout, starts, pre, axis, typ, qi, mult,
-                  off, col, post, colq, targets, weights, lower, upper, wide, fparams, max_iter,
+                  off, col, post, colq, targets, weights, lower, upper, around, fparams, max_iter,
                   K, speed, deadline_ns, stop):
     nc = colq.shape[0]
     nJ = pre.shape[0]
@@ -309,9 +309,11 @@ def solve_problem(p, q, active, conv, iters, pe, re, tout, starts, pre, axis, ty
                 more = False
                 for a in range(nc):
                     i = colq[a]
-                    if not blocked[a] and not wide[i] and (
-                            (dq[a] < 0.0 and qr[i] <= lower[i])
-                            or (dq[a] > 0.0 and qr[i] >= upper[i])):
+                    if not blocked[a] and (
+                            (dq[a] < 0.0 and qr[i] <= lower[i]
+                             and not (around[i] and qr[i] + dq[a] + 2.0 * math.pi <= upper[i]))
+                            or (dq[a] > 0.0 and qr[i] >= upper[i]
+                                and not (around[i] and qr[i] + dq[a] - 2.0 * math.pi >= lower[i]))):
                         blocked[a] = True
                         more = True
                 if not more:
@@ -319,17 +321,7 @@ def solve_problem(p, q, active, conv, iters, pe, re, tout, starts, pre, axis, ty
             for a in range(nc):
                 i = colq[a]
                 qs[a] = qr[i]
-                v = qr[i] + dq[a]
-                if wide[i]:  # a revolute joint with 2 pi or more of range: same pose 2 pi on
-                    if v > upper[i]:
-                        v -= 2.0 * math.pi
-                    elif v < lower[i]:
-                        v += 2.0 * math.pi
-                if v < lower[i]:
-                    v = lower[i]
-                elif v > upper[i]:
-                    v = upper[i]
-                qr[i] = v
+                qr[i] = go_around(qr[i] + dq[a], lower[i], upper[i], around[i])
             cost2, pe2, re2 = evaluate(qr, starts, pre, axis, typ, qi, mult, off, post,
                                        targets, weights, p, r2, R, pv, z, pj, ptip)
             it += 1
@@ -364,21 +356,21 @@ def solve_problem(p, q, active, conv, iters, pe, re, tout, starts, pre, axis, ty
 
 @nb.njit(cache=True, nogil=True, parallel=True)
 def solve_parallel(p0, p1, q, active, conv, iters, pe, re, tout, starts, pre, axis, typ,
-                   qi, mult, off, col, post, colq, targets, weights, lower, upper, wide, fparams,
+                   qi, mult, off, col, post, colq, targets, weights, lower, upper, around, fparams,
                    max_iter, K, speed, deadline_ns, stop):
     for p in nb.prange(p0, p1):
         solve_problem(p, q, active, conv, iters, pe, re, tout, starts, pre, axis, typ, qi,
-                      mult, off, col, post, colq, targets, weights, lower, upper, wide, fparams,
+                      mult, off, col, post, colq, targets, weights, lower, upper, around, fparams,
                       max_iter, K, speed, deadline_ns, stop)
 
 
 @njit
 def solve_serial(p0, p1, q, active, conv, iters, pe, re, tout, starts, pre, axis, typ, qi,
-                 mult, off, col, post, colq, targets, weights, lower, upper, wide, fparams,
+                 mult, off, col, post, colq, targets, weights, lower, upper, around, fparams,
                  max_iter, K, speed, deadline_ns, stop):
     for p in range(p0, p1):
         solve_problem(p, q, active, conv, iters, pe, re, tout, starts, pre, axis, typ, qi,
-                      mult, off, col, post, colq, targets, weights, lower, upper, wide, fparams,
+                      mult, off, col, post, colq, targets, weights, lower, upper, around, fparams,
                       max_iter, K, speed, deadline_ns, stop)
 
 
@@ -419,12 +411,13 @@ def invalid_input(info, which):
 
 
 @njit_inline
-def clip_wide(v, lo, hi, wide_i):
-    """v back inside [lo, hi], a wide revolute joint by 2 pi first (as common.clip_to_limits)."""
-    if wide_i:
-        if v > hi:
+def go_around(v, lo, hi, around_i):
+    """v back inside [lo, hi]; a limited revolute joint (``around_i``) by 2 pi first where that
+    lands inside (as common.clip_to_limits)."""
+    if around_i:
+        if v > hi and v - 2.0 * math.pi >= lo:
             v -= 2.0 * math.pi
-        elif v < lo:
+        elif v < lo and v + 2.0 * math.pi <= hi:
             v += 2.0 * math.pi
     return min(max(v, lo), hi)
 
@@ -438,7 +431,7 @@ def solve_one(target, seed, fbuf, ibuf, bbuf, max_iter, deadline_ns, stop, q_out
     out; ten arguments cost the call about 4 us less than the 28 arrays and scalars unpacked):
     ``ibuf`` int64 [nq, restart rows, chain joints, tips, columns, starts, typ, qi, col, colq],
     ``fbuf`` float64 [weights (6), fparams (9), max_value, rnd, pre, axis, mult, off, post,
-    lower, upper, seed_lo, seed_hi], ``bbuf`` uint8 [keep, cont, wide] (nq each).
+    lower, upper, seed_lo, seed_hi], ``bbuf`` uint8 [keep, cont, around] (nq each).
 
     Writes the finalized q (continuous joints wrapped near the seed, inside limits) to q_out and
     ``info = [status, pos_err, rot_err, iterations, seed_index, timed_out, bad_input]`` where
@@ -477,7 +470,7 @@ def solve_one(target, seed, fbuf, ibuf, bbuf, max_iter, deadline_ns, stop, q_out
     seed_hi = fbuf[o + 3 * nq:o + 4 * nq]
     keep = bbuf[0:nq] != 0
     cont = bbuf[nq:2 * nq] != 0
-    wide = bbuf[2 * nq:3 * nq] != 0
+    around = bbuf[2 * nq:3 * nq] != 0
     K = nr + 1
     for i in range(nq):
         if not (seed[i] >= seed_lo[i] and seed[i] <= seed_hi[i]):  # NaN fails both
@@ -505,14 +498,14 @@ def solve_one(target, seed, fbuf, ibuf, bbuf, max_iter, deadline_ns, stop, q_out
             ok_in = False
     if not ok_in:
         for i in range(nq):
-            q_out[i] = clip_wide(seed[i], lower[i], upper[i], wide[i])
+            q_out[i] = go_around(seed[i], lower[i], upper[i], around[i])
         invalid_input(info, 1.0)
         return
     q = np.empty((K, nq))
     for k in range(K):
         for i in range(nq):
             v = seed[i] if (k == 0 or keep[i]) else rnd[k - 1, i]
-            q[k, i] = clip_wide(v, lower[i], upper[i], wide[i])
+            q[k, i] = go_around(v, lower[i], upper[i], around[i])
     targets = target.reshape((1, 1, 4, 4))
     w = weights.reshape((1, 1, 6))
     active = np.ones(K, dtype=np.bool_)
@@ -522,8 +515,8 @@ def solve_one(target, seed, fbuf, ibuf, bbuf, max_iter, deadline_ns, stop, q_out
     re = np.full(K, np.inf)
     tout = np.zeros(K, dtype=np.bool_)
     solve_problem(0, q, active, conv, iters, pe, re, tout, starts, pre, axis, typ, qi, mult,
-                  off, col, post, colq, targets, w, lower, upper, wide, fparams, max_iter, K, True,
-                  deadline_ns, stop)
+                  off, col, post, colq, targets, w, lower, upper, around, fparams, max_iter, K,
+                  True, deadline_ns, stop)
     best = 0
     best_err = np.inf
     for k in range(K):
@@ -543,7 +536,7 @@ def solve_one(target, seed, fbuf, ibuf, bbuf, max_iter, deadline_ns, stop, q_out
         if cont[i]:
             x = math.pi - (v - seed[i])  # wrap the change to (-pi, pi], as wrap_angle()
             v = seed[i] + math.pi - (x - 2.0 * math.pi * math.floor(x / (2.0 * math.pi)))
-        q_out[i] = clip_wide(v, lower[i], upper[i], wide[i])
+        q_out[i] = go_around(v, lower[i], upper[i], around[i])
     nJ = pre.shape[0]
     m = 6 * (starts.shape[0] - 1)
     _, pe_f, re_f = evaluate(q_out, starts, pre, axis, typ, qi, mult, off, post, targets,

@@ -210,24 +210,29 @@ def expand_seeds(model: Model, seeds, num_seeds: int, rng_seed: int, xp, movable
     return rows.reshape(P * K, model.nq)
 
 
-def wide_revolute(model: Model) -> np.ndarray:
-    """(nq,) bool: revolute coordinates whose limits span 2 pi or more. A step past one of their
-    limits is moved back by 2 pi (the same pose) before clipping, so a joint with limits like
-    +-2 pi is not pinned at a limit it could go around. (Read-only: a kernel that needs a
-    writable array takes a copy.)"""
-    return model.tables.wide_revolute
+def limited_revolute(model: Model) -> np.ndarray:
+    """(nq,) bool: revolute coordinates with finite limits. A value past one of their limits
+    is moved by 2 pi (the same pose) when that lands inside the limits (:func:`clip_to_limits`):
+    a joint with limits like +-2 pi is never pinned at a limit it could go around, and a step
+    of a joint with a narrower range that crosses the arc outside its limits lands on the
+    arc's far side instead of at the near limit. (Read-only: a kernel that needs a writable
+    array takes a copy.)"""
+    return model.tables.limited_revolute
 
 
 def clip_to_limits(model: Model, q):
-    """Back inside the limits: wide revolute joints by 2 pi first (:func:`wide_revolute`)."""
+    """Back inside the limits: limited revolute joints by 2 pi first where that lands inside
+    (:func:`limited_revolute`), then clipped. The Numba kernels (``_fast_kernels.go_around``)
+    and the generated C++/CUDA (``codegen._emit_clip``) spell the same comparisons."""
     xp = get_xp(q)
     lo = const(xp, model.lower, q.dtype)
     hi = const(xp, model.upper, q.dtype)
-    w = wide_revolute(model)
+    w = limited_revolute(model)
     if w.any():
         wx = const(xp, w)
-        q = xp.where(wx & (q > hi), q - 2 * math.pi, q)
-        q = xp.where(wx & (q < lo), q + 2 * math.pi, q)
+        two_pi = 2 * math.pi
+        q = xp.where(wx & (q > hi) & (q - two_pi >= lo), q - two_pi, q)
+        q = xp.where(wx & (q < lo) & (q + two_pi <= hi), q + two_pi, q)
     return xp.clip(q, lo, hi)
 
 

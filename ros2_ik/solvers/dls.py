@@ -7,10 +7,12 @@ to Inverse Kinematics with Jacobian Transpose, Pseudoinverse and Damped Least Sq
     (J^T J + lambda (diag(J^T J) + eps I)) dq = -J^T r
 
 ``dq`` is applied with ``q (+) dq`` (frozen coordinates untouched), the result clipped to the hard
-joint limits, and accepted only if the cost ``0.5 |r|^2`` decreases; lambda then shrinks
-(``lambda_down``), otherwise it grows (``lambda_up``, capped at ``lambda_max``) and the row
-retries from the same point. A joint already at a limit that ``dq`` pushes further out leaves
-the system, and ``dq`` is solved again without it (active set).
+joint limits (a revolute joint stepping past the arc outside its limits goes around by 2 pi,
+the same pose: :func:`.common.clip_to_limits`), and accepted only if the cost ``0.5 |r|^2``
+decreases; lambda then shrinks (``lambda_down``), otherwise it grows (``lambda_up``, capped at
+``lambda_max``) and the row retries from the same point. A joint already at a limit that ``dq``
+pushes further out (and not round to the far side of that arc) leaves the system, and ``dq`` is
+solved again without it (active set).
 A row stops when its goal errors meet the tolerances (converged; never touched again), at the
 iteration cap, at the deadline, (``stall_iterations``) after that many slow iterations in a
 row, or when a step is rejected and lambda cannot grow any more (at ``lambda_max``): the next
@@ -20,6 +22,7 @@ stopping there changes no answer.
 
 from __future__ import annotations
 
+import math
 import time
 
 import numpy as np
@@ -28,7 +31,7 @@ import numpy as np
 from ..backend import const, get_xp, to_numpy
 from ..kinematics.fk import integrate
 from ..model import Model
-from .common import IKConfig, clip_to_limits
+from .common import IKConfig, clip_to_limits, limited_revolute
 from .residuals import evaluate, goal_errors
 
 __all__ = ["lm_solve_rows"]
@@ -47,12 +50,17 @@ def _fixed_columns(model: Model, movable):
     return np.array(cols, dtype=np.int64) if cols else None
 
 
-def _active_set_step(H, g, dq, q, cols, qidx, lower, upper, xp):
-    """Joints at a limit that the step pushes outward leave the system; rows where that
-    happens solve again without them (they do not move). One re-solve, as the fast path."""
+def _active_set_step(H, g, dq, q, cols, qidx, lower, upper, around, xp):
+    """Joints at a limit that the step pushes outward leave the system, unless they are
+    revolute (``around``) and the step goes past the arc outside the limits (2 pi on, the value
+    is inside: :func:`.common.clip_to_limits`); rows where that happens solve again without
+    them (they do not move). One re-solve, as the fast path."""
     qc = q[:, qidx]
     d = dq[:, cols]
-    push = ((d < 0) & (qc <= lower[qidx])) | ((d > 0) & (qc >= upper[qidx]))
+    lo, hi, ar = lower[qidx], upper[qidx], around[qidx]
+    two_pi = 2 * math.pi
+    push = (((d < 0) & (qc <= lo) & ~(ar & (qc + d + two_pi <= hi)))
+            | ((d > 0) & (qc >= hi) & ~(ar & (qc + d - two_pi >= lo))))
     rows = xp.any(push, axis=1)
     if xp is np:  # NumPy: re-solve only the rows that need it
         if not rows.any():
@@ -105,6 +113,7 @@ def lm_solve_rows(model: Model, objectives, q0, seed_q, problem_idx, cfg: IKConf
     lim_cols = const(xp, model.tables.limited_columns)
     lim_q = const(xp, model.tables.limited_q)
     lower, upper = const(xp, model.lower), const(xp, model.upper)
+    around = const(xp, limited_revolute(model))
     stall = xp.zeros(N, dtype=xp.int64)
     stuck = xp.zeros(N, dtype=bool)  # rejected with lambda unchanged: that step again for ever
     K = N // num_problems if num_problems else 1
@@ -134,7 +143,7 @@ def lm_solve_rows(model: Model, objectives, q0, seed_q, problem_idx, cfg: IKConf
         H = JtJ + lam[:, None, None] * (diag[:, :, None] * eye + 1e-9 * eye)
         dq = -xp.linalg.solve(H, g[..., None])[..., 0]
         if lim_cols.size:
-            dq = _active_set_step(H, g, dq, q, lim_cols, lim_q, lower, upper, xp)
+            dq = _active_set_step(H, g, dq, q, lim_cols, lim_q, lower, upper, around, xp)
         if fixed_cols is not None:
             dq[:, fixed_cols] = 0.0
         dv = xp.zeros((N, model.nv))

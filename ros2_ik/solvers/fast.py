@@ -42,8 +42,8 @@ from ..model import MAX_VALUE, JointType, Model
 from . import cxx
 from .checks import SEED_LIMIT_SLACK, check_call_options, check_seed_shape, check_seeds
 from .common import (INVALID_GOAL_MESSAGE, IKConfig, IKResult, SolveMode, Status,
-                     clip_to_limits, movable_coordinates, restart_seeds,
-                     unsolved_message, wide_revolute)
+                     clip_to_limits, limited_revolute, movable_coordinates, restart_seeds,
+                     unsolved_message)
 from .objectives import OrientationObjective, PoseObjective, PositionObjective, _weights
 
 __all__ = ["plan", "available", "ensure_compiled", "warm_up", "join_warm_up", "is_warm",
@@ -428,7 +428,7 @@ class ChainPlan:
                    c["axis"], c["typ"], c["qi"], c["mult"], c["off"], c["col"], c["post"],
                    c["colq"], self.targets, self.weights,
                    np.array(m.lower, dtype=np.float64), np.array(m.upper, dtype=np.float64),
-                   np.array(wide_revolute(m)), _fparams(cfg), int(cfg.max_iterations), int(K),
+                   np.array(limited_revolute(m)), _fparams(cfg), int(cfg.max_iterations), int(K),
                    bool(first_per_problem), int(deadline_ns), stop)
         cancelled = bool(stop[0])
         timed_out = bool(tout.any()) and not cancelled
@@ -498,7 +498,7 @@ class PreparedChain:
         # outside; coordinates without limits: the model's value bound, as check_seeds)
         self._packed = pack_one(
             self.weights, _fparams(cfg), np.reshape(rnd, (-1, model.nq)), keep,
-            model.q_continuous, chain, lower, upper, wide_revolute(model),
+            model.q_continuous, chain, lower, upper, limited_revolute(model),
             np.maximum(lower, -MAX_VALUE) - SEED_LIMIT_SLACK,
             np.minimum(upper, MAX_VALUE) + SEED_LIMIT_SLACK)
         self._neutral = np.ascontiguousarray(model.neutral_q())
@@ -582,7 +582,7 @@ class PreparedChain:
                         messages=[msgs[0]], solve_time=time.perf_counter() - t0)
 
 
-def pack_one(weights, fparams, rnd, keep, cont, chain, lower, upper, wide, seed_lo, seed_hi):
+def pack_one(weights, fparams, rnd, keep, cont, chain, lower, upper, around, seed_lo, seed_hi):
     """The fixed data of a one-goal solve as the three arrays ``solve_one`` unpacks (fbuf
     float64, ibuf int64, bbuf uint8; the layout is in its docstring): new, writable arrays
     (Numba compiles read-only ones, such as the model's, as other types)."""
@@ -594,7 +594,7 @@ def pack_one(weights, fparams, rnd, keep, cont, chain, lower, upper, wide, seed_
     fbuf = np.concatenate([np.ravel(x) for x in (
         weights, fparams, [MAX_VALUE], rnd, c["pre"], c["axis"], c["mult"], c["off"], c["post"],
         lower, upper, seed_lo, seed_hi)]).astype(np.float64)
-    bbuf = np.concatenate([keep, cont, wide]).astype(np.uint8)
+    bbuf = np.concatenate([keep, cont, around]).astype(np.uint8)
     return fbuf, ibuf, bbuf
 
 
