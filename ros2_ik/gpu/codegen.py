@@ -480,15 +480,18 @@ def _limits(model: Model):
     return lo, hi, limited_revolute(model)
 
 
+#: 2 pi in the kernel's scalar, as the Numba kernels' ``2.0 * math.pi`` in float64
+_TWO_PI = "S(2) * S(R2IK_PI)"
+
+
 def _emit_clip(e: _Emit, var: str, i: int, lo, hi, around, *, wrap=True):
     """clip_to_limits for coordinate i (a limited revolute joint goes around by 2 pi first
     where that lands inside)."""
     if wrap and around[i]:
-        two_pi = "S(2) * S(R2IK_PI)"
-        e(f"if ({var} > {_lit(hi[i])} && {var} - {two_pi} >= {_lit(lo[i])}) "
-          f"{var} = {var} - {two_pi}; "
-          f"else if ({var} < {_lit(lo[i])} && {var} + {two_pi} <= {_lit(hi[i])}) "
-          f"{var} = {var} + {two_pi};")
+        e(f"if ({var} > {_lit(hi[i])} && {var} - {_TWO_PI} >= {_lit(lo[i])}) "
+          f"{var} = {var} - {_TWO_PI}; "
+          f"else if ({var} < {_lit(lo[i])} && {var} + {_TWO_PI} <= {_lit(hi[i])}) "
+          f"{var} = {var} + {_TWO_PI};")
     if math.isfinite(lo[i]):
         e(f"if ({var} < {_lit(lo[i])}) {var} = {_lit(lo[i])};")
     if math.isfinite(hi[i]):
@@ -609,16 +612,15 @@ def _emit_lm_kernel(e: _Emit, ch: Chain, scalar: str):
                         conds = []
                         # at a limit and pushed out: blocked, unless a revolute joint's step
                         # goes round to the far side of the arc outside its limits
-                        two_pi = "S(2) * S(R2IK_PI)"
                         if math.isfinite(lo[i]):
                             c = f"dq[{a}] < S(0) && q{i} <= {_lit(lo[i])}"
                             if around[i]:
-                                c += f" && !(q{i} + dq[{a}] + {two_pi} <= {_lit(hi[i])})"
+                                c += f" && !(q{i} + dq[{a}] + {_TWO_PI} <= {_lit(hi[i])})"
                             conds.append(f"({c})")
                         if math.isfinite(hi[i]):
                             c = f"dq[{a}] > S(0) && q{i} >= {_lit(hi[i])}"
                             if around[i]:
-                                c += f" && !(q{i} + dq[{a}] - {two_pi} >= {_lit(lo[i])})"
+                                c += f" && !(q{i} + dq[{a}] - {_TWO_PI} >= {_lit(lo[i])})"
                             conds.append(f"({c})")
                         if conds:
                             e(f"if (!blocked[{a}] && ({' || '.join(conds)})) "
