@@ -51,7 +51,6 @@ _BY_NAME = {"fixed": JointType.FIXED, "revolute": JointType.REVOLUTE,
 MAX_BATCH = 50_000_000
 
 _MISSING = object()  # Model.memo: no value kept for a key (None is a value)
-_NO_MEMOS: dict = {}  # Model.memo_peek: a model with no memo yet (never written to)
 
 
 def _rpy_xyz_to_matrix(xyz, rpy) -> np.ndarray:
@@ -416,6 +415,13 @@ class Model:
     # and the memos (Model.memo); no other module writes into it
     _cache: dict = field(default_factory=dict, repr=False, compare=False)
 
+    def __getstate__(self):
+        """Pickled (and copied) without what it keeps: the receiver rebuilds that on use, and
+        some of it (the C call path's records) is tied to this process."""
+        state = dict(self.__dict__)
+        state["_cache"] = {}
+        return state
+
     # ------------------------------------------------------------------ construction
     @classmethod
     def from_urdf(cls, urdf: str, *, base: str | None = None,
@@ -532,12 +538,9 @@ class Model:
         """The value :meth:`memo` keeps for ``owner`` and ``key``, or None when none is kept
         (nothing is built; an unhashable key is never kept): for a hot path that takes a
         shorter way only when the value is already there."""
-        per = self._cache.get("memos", _NO_MEMOS).get(owner)
-        if per is None:
-            return None
         try:
-            return per.get(key)
-        except TypeError:
+            return self._cache["memos"][owner].get(key)
+        except (KeyError, TypeError):  # nothing kept for the owner yet; an unhashable key
             return None
 
     # ------------------------------------------------------------------ look-ups
