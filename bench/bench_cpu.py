@@ -38,7 +38,7 @@ import numpy as np
 import peers as peerlib
 from common import banner, paired, timeit
 from ros2_ik import Model
-from ros2_ik.kinematics import fk_frames, jacobian
+from ros2_ik.kinematics import fk_frames, jacobian, native
 from ros2_ik.solvers import ChainSolver, IKConfig, solve_pose, warm_up
 
 POS_TOL, ORI_TOL = 1e-4, 1e-3
@@ -263,6 +263,7 @@ def main(argv=None) -> int:
     print("load average %.2f %.2f %.2f at start" % os.getloadavg())
     t0 = time.perf_counter()
     warm_up()
+    print(f"fk_frames / jacobian small calls: {native.status()}")
     out = {}
     for name in args.arms.split(","):
         try:

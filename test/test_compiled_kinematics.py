@@ -8,7 +8,7 @@ import pytest
 
 from conftest import ROBOT_NAMES
 from ros2_ik.errors import InputTypeError, InvalidInputError, ShapeError, UnknownLinkError
-from ros2_ik.kinematics import compiled, fk, fk_frames, jacobian
+from ros2_ik.kinematics import compiled, fk, fk_frames, jacobian, native
 
 pytestmark = pytest.mark.skipif(not compiled.available(), reason="Numba is not installed")
 
@@ -23,20 +23,28 @@ def kernels():
 def reference(monkeypatch):
     """Calls with the compiled path switched off (the NumPy reference answers)."""
     def call(fn, *args, **kw):
-        with monkeypatch.context() as m:
-            m.setattr(compiled, "ready", lambda: False)
+        with compiled.off():
             return fn(*args, **kw)
     return call
 
 
 @pytest.fixture
 def spy(monkeypatch):
-    """Counts the calls that reach the kernels."""
+    """Counts the calls that reach the kernels: through the general path ("link_poses",
+    "jacobians") or the short one ("small": :func:`compiled.small_call` answered)."""
     seen = []
     for name in ("link_poses", "jacobians"):
         orig = getattr(compiled, name)
         monkeypatch.setattr(compiled, name, lambda *a, _o=orig, _n=name, **k:
                             seen.append(_n) or _o(*a, **k))
+    small = compiled.small_call
+
+    def counted(*a, **k):
+        out = small(*a, **k)
+        if out is not None:
+            seen.append("small")
+        return out
+    monkeypatch.setattr(compiled, "small_call", counted)
     return seen
 
 
@@ -60,7 +68,8 @@ def test_fk_equals_reference(models, rng, reference, spy, name, B):
     q = _q(m, rng, B)
     ref = reference(fk, m, q)
     got = fk(m, q)
-    assert spy == ["link_poses"]
+    assert spy in (["link_poses"], ["small"])  # the short path once the selection is made
+    assert spy == ["link_poses"] or B < compiled.PARALLEL_MIN
     assert got.shape == ref.shape == (B, m.num_links, 4, 4)
     np.testing.assert_allclose(got, ref, rtol=0, atol=1e-12)
     frames = list(m.link_names[::-1][:4])
@@ -87,7 +96,8 @@ def test_jacobian_equals_reference(models, rng, reference, spy, name, expressed_
     got = jacobian(m, q, links[-3:], expressed_in=expressed_in)  # a list of frames
     np.testing.assert_allclose(got, reference(jacobian, m, q, links[-3:],
                                               expressed_in=expressed_in), rtol=0, atol=1e-12)
-    assert set(spy) == {"jacobians"}
+    assert spy and set(spy) <= {"jacobians", "small"}
+    assert "small" not in spy or B < compiled.PARALLEL_MIN
 
 
 def test_float32_keeps_the_reference(models, rng, spy):
@@ -174,15 +184,17 @@ def test_small_calls_take_the_short_path_and_answer_alike(models, rng, reference
             got, want = fn(m, qq, sel), reference(fn, m, qq, sel)
             assert got.shape == want.shape
             np.testing.assert_allclose(got, want, rtol=0, atol=1e-12)
-    assert spy == []  # every one of them took the short path
+    assert set(spy) == {"small"}  # every one of them took the short path
     a = fk_frames(m, q[0], frames)
     b = fk_frames(m, q[1], frames)
     assert not np.shares_memory(a, b)  # each call's answer is its own array
+    spy.clear()
     for qq in (np.asfortranarray(q), np.frombuffer(q.tobytes()).reshape(q.shape)):
         assert not (qq.flags.c_contiguous and qq.flags.writeable)
         np.testing.assert_allclose(fk_frames(m, qq, frames), reference(fk_frames, m, q, frames),
                                    rtol=0, atol=1e-12)
-    assert spy == ["link_poses", "link_poses"]
+    # a read-only q (a message's buffer) is taken as it is by the C call path only
+    assert spy == ["link_poses", "small" if native.module() else "link_poses"]
     assert fk_frames(m, q.astype(np.float32), frames).dtype == np.float32
     bad = q[0].copy()
     bad[0] = np.nan

@@ -309,3 +309,40 @@ def jacobians_parallel(q, idata, fdata, max_value, out):
         for r in range(64 * c, min(B, 64 * c + 64)):
             _jacobian_row(q, r, idata, fdata, out, T, JA, JB)
     return True
+
+
+_ENTRY_POINTS = None
+
+
+def entry_points():
+    """(frames, jacobians) as C functions (Numba ``cfunc``s, cached on disk like the rest):
+    ``int32 fn(double *q, int64 B, int64 nq, int64 *idata, int64 ni, double *fdata, int64 nf,
+    double max_value, double *out, int64 a, int64 b)`` runs :func:`frames` / :func:`jacobians`
+    on q (B, nq) into out (B, nk, a, b) and returns 1, or 0 as they return False. The addresses
+    :mod:`.native`'s C call path calls; made on the first call (a second or two from the disk
+    cache), not at import."""
+    global _ENTRY_POINTS
+    if _ENTRY_POINTS is None:
+        from numba import types as nt  # noqa: PLC0415
+
+        f64p, i64 = nt.CPointer(nt.float64), nt.int64
+        sig = nt.int32(f64p, i64, i64, nt.CPointer(i64), i64, f64p, i64, nt.float64, f64p, i64,
+                       i64)
+        cfunc = nb.cfunc(sig, cache=True, nogil=True)
+
+        @cfunc
+        def frames_c(qp, B, nq, ip, ni, fp, nf, max_value, op, a, b):
+            idata = nb.carray(ip, (ni,))
+            out = nb.carray(op, (B, idata[2], a, b))
+            ok = frames(nb.carray(qp, (B, nq)), idata, nb.carray(fp, (nf,)), max_value, out)
+            return 1 if ok else 0
+
+        @cfunc
+        def jacobians_c(qp, B, nq, ip, ni, fp, nf, max_value, op, a, b):
+            idata = nb.carray(ip, (ni,))
+            out = nb.carray(op, (B, idata[2], a, b))
+            ok = jacobians(nb.carray(qp, (B, nq)), idata, nb.carray(fp, (nf,)), max_value, out)
+            return 1 if ok else 0
+
+        _ENTRY_POINTS = (frames_c, jacobians_c)
+    return _ENTRY_POINTS

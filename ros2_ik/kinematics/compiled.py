@@ -22,6 +22,7 @@ for a compilation.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 from pathlib import Path
@@ -31,9 +32,11 @@ import numpy as np
 from ..backend import get_xp
 from ..model import MAX_BATCH, MAX_VALUE, Model
 from ..validate import as_float_array, check_names
+from . import native
 
 __all__ = ["available", "ready", "ensure_compiled", "as_q", "frames_selection", "pairs_selection",
-           "link_poses", "jacobians", "cache_current", "small_call", "frames_key", "pairs_key"]
+           "link_poses", "jacobians", "cache_current", "small_call", "frames_key", "pairs_key",
+           "off"]
 
 #: rows from which the kernels spread a batch over the cores
 PARALLEL_MIN = 2048
@@ -60,7 +63,7 @@ def cache_current(module_file: str | Path, functions: int) -> bool:
 
 
 _SRC = Path(__file__).with_name("_compiled_kernels.py")
-_FUNCTIONS = 4  # frames, frames_parallel, jacobians, jacobians_parallel
+_FUNCTIONS = 6  # frames, frames_parallel, jacobians, jacobians_parallel and the two entry points
 
 
 def _import():
@@ -82,12 +85,27 @@ def available() -> bool:
 
 _ready = False
 _looked = False
+_off = False
+
+
+@contextlib.contextmanager
+def off():
+    """Within: every call takes the reference (NumPy) path, the short and C call paths too
+    (tests and benchmarks compare against it; not for concurrent use)."""
+    global _off
+    before, _off = _off, True
+    try:
+        yield
+    finally:
+        _off = before
 
 
 def ready() -> bool:
     """True when the compiled kernels can answer without compiling (the disk cache is looked
     at once per process; :func:`ensure_compiled` makes them ready later)."""
     global _ready, _looked
+    if _off:
+        return False
     if not _looked:
         with _lock:
             if not _looked and cache_current(_SRC, _FUNCTIONS):
@@ -97,11 +115,19 @@ def ready() -> bool:
 
 
 def ensure_compiled() -> None:
-    """Compile the kernels (or load them from Numba's disk cache) on a small model; the public
-    calls use them once this is done (never while it runs: they do not wait for it)."""
-    global _ready
-    if _ready or _import() is None:
+    """Compile the kernels (or load them from Numba's disk cache) on a small model, and build
+    or load the C call path (:mod:`.native`); the public calls use them once this is done
+    (never while it runs: they do not wait for it)."""
+    if _import() is None:
         return
+    if not _ready:
+        _compile()
+    native.module(wait=native.mode() != "0")  # and the C call path itself (once per machine)
+
+
+def _compile() -> None:
+    """The kernels, compiled or loaded from the disk cache, on every joint type."""
+    global _ready
     from ..model import Model  # noqa: PLC0415
 
     m = Model.from_urdf(_WARM_URDF)
@@ -110,6 +136,7 @@ def ensure_compiled() -> None:
         qq = np.repeat(q, B, axis=0)
         link_poses(m, qq, frames_selection(m, list(m.link_names)))
         jacobians(m, qq, pairs_selection(m, ["d", "c"], "b", 1))
+    _kernels.entry_points()  # the C call path's (into the disk cache with the rest)
     with _lock:
         _ready = True
 
@@ -150,18 +177,32 @@ _F64 = np.dtype(np.float64)
 SMALL_OUT = 1 << 16
 
 
-def small_call(model: Model, q, key, jac: bool):
-    """The short path of :func:`.fk_frames` (``jac`` False) and :func:`.jacobian` (True) for
-    the calls a control loop makes: q a writable C-contiguous float64 NumPy array of shape
-    (nq,) or (B, nq) with B below :data:`PARALLEL_MIN`, and a selection ``key`` already made
-    (and so checked) by :func:`frames_selection` / :func:`pairs_selection` (``key``: their
-    :func:`frames_key` / :func:`pairs_key`). Returns the
-    answer, or None when any of that does not hold or q has a value the checks refuse (the
-    general path then answers, or raises the reference's error).
+def small_call(model: Model, q, names, jac: bool):
+    """The short path of :func:`.fk_frames` (``jac`` False: ``names`` its frames) and of
+    :func:`.jacobian` in the base frame (True: ``names`` its link or links) for the calls a
+    control loop makes: q a C-contiguous float64 NumPy array of shape (nq,) or (B, nq) with B
+    below :data:`PARALLEL_MIN`, and names (a str, a list or a tuple) already looked up by the
+    general path (:func:`frames_selection` / :func:`pairs_selection`). Returns the answer, or
+    None when any of that does not hold or q has a value the checks refuse (the general path
+    then answers, or raises the reference's error).
 
-    A few microseconds less per call than the general path (the selection's memo,
-    :func:`as_q` and the memory check are Python calls); the kernel and its checks of q are
-    the same."""
+    The C call path (:mod:`.native`) answers once it is loaded and these names were answered
+    here once; until then, Numba's (q also writable there). Either saves microseconds per call
+    over the general path (the selection's memo, :func:`as_q` and the memory check are Python
+    calls); the kernel and its checks of q are the same."""
+    t = type(names)
+    if _off:
+        return None
+    if t is str:
+        rec = model.memo_peek(_NATIVE[jac], names)
+    elif t is list or t is tuple:
+        rec = model.memo_peek(_NATIVE[jac], tuple(names))
+    else:
+        return None
+    if rec is not None:
+        return _native_call(rec, q)
+    one = jac and t is str  # one Jacobian asked for by name: (B, 6, n), no K axis
+    key = pairs_key(names, None, EXPRESS["world"]) if jac else frames_key(names)
     if not (_ready or ready()):
         return None
     # None also for names not looked up yet or unhashable: the general path checks them
@@ -184,7 +225,33 @@ def small_call(model: Model, q, key, jac: bool):
     fn = _kernels.jacobians if jac else _kernels.frames
     if out.size > SMALL_OUT or not fn(q, idata, fdata, MAX_VALUE, out):
         return None
-    return out
+    _remember_native(model, names if t is str else tuple(names), jac, one, sel)
+    return out[:, 0] if one else out
+
+
+_NATIVE = ("kinematics.compiled.native_frames", "kinematics.compiled.native_jacobians")
+_native_call = None  # the extension's call, once loaded
+
+
+def _remember_native(model: Model, key, jac: bool, one: bool, sel) -> None:
+    """Keep the C call path's record of this selection for the next calls with these names
+    (``key``: the str, or the names as a tuple), once
+    the extension is loaded (the first call starts loading it, see :mod:`.native`)."""
+    global _native_call
+    mod = native.module()
+    if mod is None:
+        return
+    _, (idata, fdata), tail = sel
+    rec = mod.make(mod.addresses[jac], idata, fdata, model.nq, MAX_VALUE,
+                   tail[1:] if one else tail, PARALLEL_MIN, SMALL_OUT, RELEASE_GIL_ROWS)
+    if _native_call is None:
+        _native_call = mod.call
+    model.memo(_NATIVE[jac], key, lambda: rec, max_keys=1024)
+
+
+#: rows from which the C call path lets go of the GIL while the kernel runs (below, that
+#: costs more than the kernel)
+RELEASE_GIL_ROWS = 16
 
 
 def _pack(model: Model, links, sel, express: int = 0):

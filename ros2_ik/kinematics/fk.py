@@ -90,6 +90,9 @@ def fk(model: Model, q, *, check: bool = True):
     Returns:
         T_base_link: (B, L, 4, 4), link order ``model.link_names`` (index 0 = base = identity).
     """
+    T = compiled.small_call(model, q, model.link_names, False)  # one configuration, a few
+    if T is not None:
+        return T
     qc = compiled.as_q(model, q)  # the compiled path's q, or None
     if qc is not None:
         if check:
@@ -119,7 +122,7 @@ def _check_fk_memory(model: Model, q) -> None:
 
 def fk_frames(model: Model, q, frames):
     """Poses (B, F, 4, 4) of the named frames (links), in the base frame."""
-    T = compiled.small_call(model, q, compiled.frames_key(frames), False)
+    T = compiled.small_call(model, q, frames, False)
     if T is not None:
         return T
     sel = compiled.frames_selection(model, frames)  # model.link_indices(frames), cached

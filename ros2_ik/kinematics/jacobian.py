@@ -167,10 +167,9 @@ def _compiled_jacobian(model: Model, q, link, reference, expressed_in, method):
     if method != "analytic":
         return None
     if reference is None and expressed_in in (None, "world"):
-        J = compiled.small_call(model, q, compiled.pairs_key(link, None, compiled.EXPRESS["world"]),
-                                True)
+        J = compiled.small_call(model, q, link, True)
         if J is not None:
-            return J[:, 0] if isinstance(link, str) else J
+            return J
     qc = compiled.as_q(model, q)
     if qc is None:
         return None
