@@ -134,6 +134,11 @@ def jacobian(model: Model, q, link: str, *, reference: str | None = None,
             with a reference).
         method: "analytic" or "numerical" (central differences, see :func:`numerical_jacobian`).
     """
+    if reference is None and (expressed_in is None or expressed_in == "world") and \
+            method == "analytic":  # a control loop's call: the short path, when it takes it
+        J = compiled.small_call(model, q, link, True)
+        if J is not None:
+            return J
     fast = _compiled_jacobian(model, q, link, reference, expressed_in, method)
     if fast is not None:
         return fast
@@ -166,10 +171,6 @@ def _compiled_jacobian(model: Model, q, link, reference, expressed_in, method):
     or None when they do not take this call (then the reference answers)."""
     if method != "analytic":
         return None
-    if reference is None and expressed_in in (None, "world"):
-        J = compiled.small_call(model, q, link, True)
-        if J is not None:
-            return J
     qc = compiled.as_q(model, q)
     if qc is None:
         return None
