@@ -18,7 +18,9 @@ FK: an ndarray, also for a batch) / ``ETS.jacob0``, Pinocchio ``framesForwardKin
 ``computeFrameJacobian``. RTB's
 restarts are its own (``slimit``, random restarts inside its C++ loop); ros2_ik's are the node's
 defaults (32 seeds, stall_iterations 5), through ``solve_pose`` and through the prepared
-``ChainSolver`` (the latter timed in blocks of 25 calls alternating with RTB's).
+``ChainSolver``. The prepared ``ChainSolver`` rows (1 seed, and restarts) are timed in blocks
+of 25 calls alternating with RTB's (:func:`blocks`); the ``solve_pose`` restarts row runs the
+two one after the other.
 """
 
 from __future__ import annotations
@@ -108,6 +110,21 @@ def per_call(n, call):
     return q, t
 
 
+def blocks(n, call_a, call_b):
+    """``call_a(i)`` and ``call_b(i) -> q`` for i < n in blocks of :data:`BLOCK` calls, a's
+    block then b's: drifts of a shared machine hit both alike, and each block runs with its
+    own code and data in the caches (calls interleaved one by one slow rtb's down by a third
+    here). Returns (a's answers, a's seconds per call, b's answers, b's seconds)."""
+    qa, ta, qb, tb = [None] * n, np.empty(n), [None] * n, np.empty(n)
+    for a in range(0, n, BLOCK):
+        for call, q, t in ((call_a, qa, ta), (call_b, qb, tb)):
+            for i in range(a, min(n, a + BLOCK)):
+                t0 = time.perf_counter()
+                q[i] = call(i)
+                t[i] = time.perf_counter() - t0
+    return qa, ta, qb, tb
+
+
 def rtb_call(rtb, T, q0, slimit=1):
     s = rtb.ets.ik_LM(T, q0=q0, ilimit=100, slimit=slimit, tol=0.5 * (0.1 * POS_TOL) ** 2,
                       joint_limits=True)
@@ -146,8 +163,8 @@ def run_arm(name, args, out):
     cs.solve(targets[0], seed=mid)
     rtb_call(rtb, targets[0], mid)
     for label, seeds in (("mid", [mid] * n), ("random", rand)):
-        qo, to = per_call(n, lambda i: cs.solve(targets[i], seed=seeds[i]).q[0])
-        qr, tr = per_call(n, lambda i: rtb_call(rtb, targets[i], seeds[i]))
+        qo, to, qr, tr = blocks(n, lambda i: cs.solve(targets[i], seed=seeds[i]).q[0],
+                                lambda i: rtb_call(rtb, targets[i], seeds[i]))
         so, sr = judge(pin, model, targets[:n], qo), judge(pin, model, targets[:n], qr)
         show(f"ChainSolver 1 seed {label}: median us ros2_ik / rtb / ratio",
              (1e6 * np.median(to), 1e6 * np.median(tr), np.median(to) / np.median(tr)))
@@ -178,22 +195,11 @@ def run_arm(name, args, out):
     show("restarts: success ros2_ik / rtb",
          (judge(pin, model, targets[:n], qn).mean(), judge(pin, model, targets[:n], qR).mean()))
     # the same restarts through the prepared solver (the goal's "prepared solver, node's restart
-    # settings"), in blocks of BLOCK calls alternating with rtb's: drifts of a shared machine
-    # hit both alike, and each block runs with its own code and data in the caches (calls
-    # interleaved one by one slow rtb's down by a third here)
+    # settings"), in blocks alternating with rtb's
     csN = ChainSolver(model, tip, cfgN)
     csN.solve(targets[0], seed=mid)
-    qp, tp, tR2 = [None] * n, np.empty(n), np.empty(n)
-    for a in range(0, n, BLOCK):
-        b = min(n, a + BLOCK)
-        for i in range(a, b):
-            t0 = time.perf_counter()
-            qp[i] = csN.solve(targets[i], seed=mid).q[0]
-            tp[i] = time.perf_counter() - t0
-        for i in range(a, b):
-            t0 = time.perf_counter()
-            rtb_call(rtb, targets[i], mid, slimit=NODE_SEEDS)
-            tR2[i] = time.perf_counter() - t0
+    qp, tp, _, tR2 = blocks(n, lambda i: csN.solve(targets[i], seed=mid).q[0],
+                            lambda i: rtb_call(rtb, targets[i], mid, slimit=NODE_SEEDS))
     show(f"restarts, prepared ChainSolver ({NODE_SEEDS} seeds; blocks alternating with rtb "
          f"slimit {NODE_SEEDS}): median us ros2_ik / rtb / ratio (goal <= 0.5)",
          (1e6 * np.median(tp), 1e6 * np.median(tR2), np.median(tp) / np.median(tR2)))
