@@ -79,19 +79,16 @@ def cells(rows: list[dict]) -> list[tuple[str, str]]:
         out.append((f"batch 10,000 through `solve_pose`, 1 seed, {threads}"
                     f"{'s' if threads[0] == '2' else ''}: solves/s (x rtb loop)",
                     f"{_span(a, _rate)} ({_span(x, r1)}x)"))
-    a, b, c = _col(rows, "FK one configuration per call")
-    (r,) = _col(rows, "FK one configuration: ros2_ik time / pin time")
-    out.append(("FK of one configuration per call: calls/s ros2_ik / rtb / pin (ros2_ik time / "
-                "pin time, paired rounds)",
-                f"{_span(a, _rate)} / {_span(b, _rate)} / {_span(c, _rate)} ({_span(r, r2)})"))
-    a, b, c = _col(rows, "FK batch 10000, ros2_ik 1 thread")
-    out.append(("FK, batch 10,000, 1 thread: configs/s ros2_ik / rtb / pin loop",
-                f"{_span(a, _rate)} / {_span(b, _rate)} / {_span(c, _rate)}"))
-    a, b, c = _col(rows, "Jacobian one configuration per call")
-    (r,) = _col(rows, "Jacobian one configuration: ros2_ik time / pin time")
-    out.append(("Jacobian of one configuration per call: calls/s ros2_ik / rtb / pin (time "
-                "ratio to pin, paired rounds)",
-                f"{_span(a, _rate)} / {_span(b, _rate)} / {_span(c, _rate)} ({_span(r, r2)})"))
+    for what, ratio in (("FK", "ros2_ik time / pin time"), ("Jacobian", "time ratio to pin")):
+        a, b, c = _col(rows, f"{what} one configuration per call")
+        (r,) = _col(rows, f"{what} one configuration: ros2_ik time / pin time")
+        out.append((f"{what} of one configuration per call: calls/s ros2_ik / rtb / pin ({ratio}"
+                    ", paired rounds)",
+                    f"{_span(a, _rate)} / {_span(b, _rate)} / {_span(c, _rate)} ({_span(r, r2)})"))
+        if what == "FK":
+            a, b, c = _col(rows, "FK batch 10000, ros2_ik 1 thread")
+            out.append(("FK, batch 10,000, 1 thread: configs/s ros2_ik / rtb / pin loop",
+                        f"{_span(a, _rate)} / {_span(b, _rate)} / {_span(c, _rate)}"))
     a, b = _col(rows, "Jacobian batch 10000")
     out.append(("Jacobian, batch 10,000, 1 thread: configs/s ros2_ik / rtb loop",
                 f"{_span(a, _rate)} / {_span(b, _rate)}"))
