@@ -4,6 +4,7 @@ from several threads, and a machine without a C compiler still answers."""
 
 from __future__ import annotations
 
+import importlib.util
 import pickle
 import sys
 import threading
@@ -215,3 +216,15 @@ def test_switched_off_it_is_not_built(monkeypatch):
     assert native.module() is None and native.module(wait=True) is None
     assert native._thread is None
     assert "off" in native.status()
+
+
+def test_it_builds_into_an_empty_cache_and_loads(monkeypatch, tmp_path):
+    """What a fresh machine does once (the other tests may find the library built before)."""
+    monkeypatch.setenv("ROS2_IK_KERNEL_CACHE", str(tmp_path))
+    lib = native.build()
+    assert lib.parent == tmp_path and lib.exists()
+    assert native.build() == lib  # cached: not built again
+    spec = importlib.util.spec_from_file_location(native.NAME, lib)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    assert callable(mod.call) and callable(mod.make)
