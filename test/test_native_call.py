@@ -66,7 +66,7 @@ def test_the_c_call_path_answers_bit_for_bit_as_the_numba_kernels(models, rng, t
              lambda q: fk_frames(m, q, links[-1]), lambda q: fk(m, q),
              lambda q: jacobian(m, q, links[-1]), lambda q: jacobian(m, q, frames)]
     for call in calls:  # the first call with these names makes the selection (general
-        call(Q[:2])     # path), the second the C call path's record (Numba's short path)
+        call(Q[:2])     # path), the second the C call path's record
         call(Q[:2])
     taken.clear()
     for q in (Q[0], Q[:1], Q[:7], Q):
@@ -115,6 +115,18 @@ def test_other_inputs_take_the_general_path_with_its_answers_and_errors(models, 
         assert call(q.astype(np.float32)).dtype == np.float32  # the reference keeps float32
         np.testing.assert_allclose(call(q.tolist()), call(q), rtol=0, atol=0)
         np.testing.assert_array_equal(call(np.frombuffer(q.tobytes()).reshape(q.shape)), call(q))
+
+
+def test_read_only_q_alone_takes_the_c_call_path(rng, taken):
+    """A node's calls: q is always a message's read-only buffer (Numba's short path never
+    takes it), from the second call with the same names on."""
+    m = load_robot("panda")
+    q = np.frombuffer(m.random_q(rng, 1)[0].tobytes())
+    assert not q.flags.writeable
+    first = fk_frames(m, q, ["panda_link8"])
+    assert taken == []
+    np.testing.assert_array_equal(fk_frames(m, q, ["panda_link8"]), first)
+    assert taken == [True]
 
 
 def test_the_extension_checks_its_own_arguments():

@@ -186,8 +186,8 @@ def small_call(model: Model, q, names, jac: bool):
     None when any of that does not hold or q has a value the checks refuse (the general path
     then answers, or raises the reference's error).
 
-    The C call path (:mod:`.native`) answers once it is loaded and these names were answered
-    here once; until then, Numba's (q also writable there). Either saves microseconds per call
+    The C call path (:mod:`.native`) answers once it is loaded; until then, Numba's (q also
+    writable there). Either saves microseconds per call
     over the general path (the selection's memo, :func:`as_q` and the memory check are Python
     calls); the kernel and its checks of q are the same."""
     t = type(names)
@@ -207,7 +207,12 @@ def small_call(model: Model, q, names, jac: bool):
         return None
     # None also for names not looked up yet or unhashable: the general path checks them
     sel = model.memo_peek(_SELECTIONS, key)
-    if sel is None or type(q) is not np.ndarray or q.dtype is not _F64:
+    if sel is None:
+        return None
+    rec = _native_record(model, names if t is str else tuple(names), jac, one, sel)
+    if rec is not None:
+        return _native_call(rec, q)
+    if type(q) is not np.ndarray or q.dtype is not _F64:
         return None
     flags = q.flags
     if not (flags.c_contiguous and flags.writeable):
@@ -225,7 +230,6 @@ def small_call(model: Model, q, names, jac: bool):
     fn = _kernels.jacobians if jac else _kernels.frames
     if out.size > SMALL_OUT or not fn(q, idata, fdata, MAX_VALUE, out):
         return None
-    _remember_native(model, names if t is str else tuple(names), jac, one, sel)
     return out[:, 0] if one else out
 
 
@@ -233,20 +237,20 @@ _NATIVE = ("kinematics.compiled.native_frames", "kinematics.compiled.native_jaco
 _native_call = None  # the extension's call, once loaded
 
 
-def _remember_native(model: Model, key, jac: bool, one: bool, sel) -> None:
-    """Keep the C call path's record of this selection for the next calls with these names
-    (``key``: the str, or the names as a tuple), once
-    the extension is loaded (the first call starts loading it, see :mod:`.native`)."""
+def _native_record(model: Model, key, jac: bool, one: bool, sel):
+    """The C call path's record of this selection, kept for the next calls with these names
+    (``key``: the str, or the names as a tuple); None while the extension is not loaded (the
+    first call starts loading it, see :mod:`.native`)."""
     global _native_call
     mod = native.module()
     if mod is None:
-        return
+        return None
     _, (idata, fdata), tail = sel
     rec = mod.make(mod.addresses[jac], idata, fdata, model.nq, MAX_VALUE,
                    tail[1:] if one else tail, PARALLEL_MIN, SMALL_OUT, RELEASE_GIL_ROWS)
     if _native_call is None:
         _native_call = mod.call
-    model.memo(_NATIVE[jac], key, lambda: rec, max_keys=1024)
+    return model.memo(_NATIVE[jac], key, lambda: rec, max_keys=1024)
 
 
 #: rows from which the C call path lets go of the GIL while the kernel runs (below, that
