@@ -187,18 +187,19 @@ def small_call(model: Model, q, names, jac: bool):
     then answers, or raises the reference's error).
 
     The C call path (:mod:`.native`) answers once it is loaded; until then, Numba's (q also
-    writable there). Either saves microseconds per call
-    over the general path (the selection's memo, :func:`as_q` and the memory check are Python
-    calls); the kernel and its checks of q are the same."""
+    writable there). Either saves microseconds per call over the general path (the selection's
+    memo, :func:`as_q` and the memory check are Python calls); the kernel and its checks of q
+    are the same."""
     t = type(names)
     if _off:
         return None
     if t is str:
-        rec = model.memo_peek(_NATIVE[jac], names)
+        names_key = names  # the C call path's records are kept by the names as given
     elif t is list or t is tuple:
-        rec = model.memo_peek(_NATIVE[jac], tuple(names))
+        names_key = tuple(names)
     else:
         return None
+    rec = model.memo_peek(_NATIVE[jac], names_key)
     if rec is not None:
         return _native_call(rec, q)
     one = jac and t is str  # one Jacobian asked for by name: (B, 6, n), no K axis
@@ -209,7 +210,7 @@ def small_call(model: Model, q, names, jac: bool):
     sel = model.memo_peek(_SELECTIONS, key)
     if sel is None:
         return None
-    rec = _native_record(model, names if t is str else tuple(names), jac, one, sel)
+    rec = _native_record(model, names_key, jac, one, sel)
     if rec is not None:
         return _native_call(rec, q)
     if type(q) is not np.ndarray or q.dtype is not _F64:

@@ -120,7 +120,7 @@ def _load() -> None:
                   "answers", _failed)
 
 
-def _load_in_background() -> None:
+def _load_once() -> None:
     with _lock:
         if _module is None and _failed is None:
             _load()
@@ -137,11 +137,11 @@ def module(wait: bool | None = None):
     if m == "0":
         return None
     if wait or (wait is None and m == "wait"):
-        _load_in_background()
+        _load_once()
         return _module
     with _lock:
         if _thread is None and _module is None and _failed is None:
-            _thread = threading.Thread(target=_load_in_background, daemon=True,
+            _thread = threading.Thread(target=_load_once, daemon=True,
                                        name="ros2_ik-native-build")
             _thread.start()
     return None
