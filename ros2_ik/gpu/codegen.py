@@ -212,10 +212,20 @@ class _Emit:
 
 # ------------------------------------------------------------------ FK / residual / Jacobian
 
-def _emit_fk_tip(e: _Emit, ch: Chain, t: int, qv, *, keep_joint_frames: bool):
+def _emit_fk_tip(e: _Emit, ch: Chain, t: int, qv, *, keep_joint_frames: bool,
+                 sincos: bool = False):
     """FK along tip t's chain into R[9] (row-major) and pv[3]. ``qv(i)`` names q coordinate i.
     With ``keep_joint_frames`` the joints' world axes z{j}_a and origins pj{j}_a are set (as the
-    Numba kernel's z/pj arrays), else only what the chain needs."""
+    Numba kernel's z/pj arrays), else only what the chain needs. With ``sincos`` a joint's sine
+    and cosine come from one ``r2ik_sincos(x, &s, &c)`` call (the host lanes' libm pair; the
+    same values as ``sin`` and ``cos``)."""
+
+    def sin_cos(val):
+        if sincos:
+            e(f"S c, sn_; r2ik_sincos({val}, sn_, c);")
+            return "sn_"
+        e(f"const S c = cos({val});")
+        return f"sin({val})"
     e("R[0] = S(1); R[1] = S(0); R[2] = S(0); R[3] = S(0); R[4] = S(1); R[5] = S(0); "
       "R[6] = S(0); R[7] = S(0); R[8] = S(1); pv[0] = S(0); pv[1] = S(0); pv[2] = S(0);")
     for j in range(ch.starts[t], ch.starts[t + 1]):
@@ -256,19 +266,23 @@ def _emit_fk_tip(e: _Emit, ch: Chain, t: int, qv, *, keep_joint_frames: bool):
             e("}")
         elif ax == 0.0 and ay == 0.0:
             with e.block(""):
-                e(f"const S c = cos({val});")
+                sv = sin_cos(val)
                 if az == 1.0:
-                    e(f"const S s = sin({val});")
+                    e(f"const S s = {sv};")
                 elif az == -1.0:
-                    e(f"const S s = -sin({val});")
+                    e(f"const S s = -{sv};")
                 else:
-                    e(f"const S s = sin({val}) * {_lit(az)};")
+                    e(f"const S s = {sv} * {_lit(az)};")
                 for a in range(3):
                     e(f"{{ const S x0 = R[{3 * a}], x1 = R[{3 * a + 1}]; "
                       f"R[{3 * a}] = c * x0 + s * x1; R[{3 * a + 1}] = c * x1 - s * x0; }}")
         else:
             with e.block(""):
-                e(f"const S c = cos({val}); const S s = sin({val}); const S C = S(1) - c;")
+                if sincos:
+                    sv = sin_cos(val)
+                    e(f"const S s = {sv}; const S C = S(1) - c;")
+                else:
+                    e(f"const S c = cos({val}); const S s = sin({val}); const S C = S(1) - c;")
                 # m = c I + C a a^T + s [a]x, entries as the Numba kernel forms them
                 m = {
                     "00": f"c + {_lit(ax * ax)} * C", "01": f"{_lit(ax * ay)} * C - {_lit(az)} * s",
@@ -338,9 +352,16 @@ def _qvars(ch: Chain):
     return used, (lambda i: f"q{i}")
 
 
-def _emit_evaluate(e: _Emit, ch: Chain, name: str, *, frames: bool):
+def _ternary(c: str, a: str, b: str) -> str:
+    return f"{c} ? {a} : {b}"
+
+
+def _emit_evaluate(e: _Emit, ch: Chain, name: str, *, frames: bool, sel=_ternary,
+                   log: str = "r2ik_so3_log<S>", sincos: bool = False):
     """``S name(q..., tgt, w, r, frames...)`` -> cost; errors into pe/re (as the Numba
-    ``evaluate``). The joint frames and tip positions are macros' by-reference arguments."""
+    ``evaluate``). The joint frames and tip positions are macros' by-reference arguments.
+    ``sel(c, a, b)`` writes a choice (the host lanes' version writes a lane-wise select) and
+    ``log`` names the SO(3) log; ``sincos``: as :func:`_emit_fk_tip`'s."""
     used, qv = _qvars(ch)
     T = ch.T
     args = [f"const S q{i}" for i in used] + ["const S* R2IK_RESTRICT tgt",
@@ -356,7 +377,7 @@ def _emit_evaluate(e: _Emit, ch: Chain, name: str, *, frames: bool):
         e("S pe_max = S(0), re_max = S(0);")
         for t in range(T):
             e(f"// ---- tip {t}: {ch.model.link_names[ch.tips[t]]}")
-            _emit_fk_tip(e, ch, t, qv, keep_joint_frames=frames)
+            _emit_fk_tip(e, ch, t, qv, keep_joint_frames=frames, sincos=sincos)
             o = 6 * t
             e(f"{{ const S* Tt = tgt + {16 * t}; const S* wt = w + {6 * t};")
             e("  const S d0 = pv[0] - Tt[3], d1 = pv[1] - Tt[7], d2 = pv[2] - Tt[11];")
@@ -368,16 +389,17 @@ def _emit_evaluate(e: _Emit, ch: Chain, name: str, *, frames: bool):
                 for b in range(3):
                     mats.append(f"Tt[{a}] * R[{b}] + Tt[{4 + a}] * R[{3 + b}] + "
                                 f"Tt[{8 + a}] * R[{6 + b}]")
-            e("  r2ik_so3_log<S>(" + ",\n      ".join(mats) + ", er);")
+            e(f"  {log}(" + ",\n      ".join(mats) + ", er);")
             e(f"  r[{o}] = wt[0] * ep0; r[{o + 1}] = wt[1] * ep1; r[{o + 2}] = wt[2] * ep2;")
             e(f"  r[{o + 3}] = wt[3] * er[0]; r[{o + 4}] = wt[4] * er[1]; "
               f"r[{o + 5}] = wt[5] * er[2];")
-            e("  const S pm = (wt[0] > 0 ? ep0 * ep0 : S(0)) + (wt[1] > 0 ? ep1 * ep1 : S(0)) + "
-              "(wt[2] > 0 ? ep2 * ep2 : S(0));")
-            e("  const S rm = (wt[3] > 0 ? er[0] * er[0] : S(0)) + (wt[4] > 0 ? er[1] * er[1] : "
-              "S(0)) + (wt[5] > 0 ? er[2] * er[2] : S(0));")
+            sq = [f"ep{a} * ep{a}" for a in range(3)] + [f"er[{a}] * er[{a}]" for a in range(3)]
+            part = [f"({sel(f'wt[{i}] > 0', sq[i], 'S(0)')})" for i in range(6)]
+            e(f"  const S pm = {part[0]} + {part[1]} + {part[2]};")
+            e(f"  const S rm = {part[3]} + {part[4]} + {part[5]};")
             e("  const S spm = sqrt(pm), srm = sqrt(rm);")
-            e("  pe_max = spm > pe_max ? spm : pe_max; re_max = srm > re_max ? srm : re_max;")
+            e(f"  pe_max = {sel('spm > pe_max', 'spm', 'pe_max')}; "
+              f"re_max = {sel('srm > re_max', 'srm', 're_max')};")
             if frames:
                 e(f"  pt{t}_0 = pv[0]; pt{t}_1 = pv[1]; pt{t}_2 = pv[2];")
             e("}")
@@ -877,9 +899,12 @@ def _scalar(dtype: str) -> str:
         raise InvalidInputError(f"dtype must be float32 or float64, got {dtype!r}") from None
 
 
-def solve_source(ch: Chain, dtype="float32", *, host: bool = False) -> str:
+def solve_source(ch: Chain, dtype="float32", *, host: bool = False, lanes: int | None = None
+                 ) -> str:
     """CUDA C++ of the solve kernels (stamp, lm, ccd for one tip, select) for ``ch``; with
-    ``host``, the same text for g++ (:func:`host_variant`)."""
+    ``host``, the same text for g++ (:func:`host_variant`). A host float64 source's ``r2ik_lm``
+    runs ``lanes`` rows side by side (:mod:`.lanes`; None: :data:`.lanes.LANES`, 0: one row at a
+    time, the CUDA kernel's loop); the rows are the same either way, bit for bit."""
     scalar = _scalar(dtype)
     e = _Emit()
     e(_header(ch, scalar, "solve"))
@@ -895,7 +920,15 @@ def solve_source(ch: Chain, dtype="float32", *, host: bool = False) -> str:
     if ch.T == 1:
         _emit_ccd_kernel(e, ch, scalar)
     _emit_select_kernel(e, ch, scalar)
-    return host_variant(e.text()) if host else e.text()
+    if not host:
+        return e.text()
+    from . import lanes as lanes_mod  # noqa: PLC0415 - host only; it builds on this module
+
+    n = lanes_mod.LANES if lanes is None else int(lanes)
+    if scalar != "double" or n <= 1:
+        return host_variant(e.text())
+    return host_variant(e.text() + lanes_mod.lanes_source(ch, n),
+                        all_rows={"r2ik_lm": "r2ik_lm_lanes"})
 
 
 def _emit_frames_kernels(e: _Emit, ch: Chain, scalar: str):
@@ -965,11 +998,13 @@ def frames_source(ch: Chain, dtype="float32", *, host: bool = False) -> str:
 KERNEL_RE = re.compile(r"^R2IK_KERNEL (\w+)\(([^)]*)\)", re.M)
 
 
-def host_variant(src: str) -> str:
+def host_variant(src: str, all_rows: dict[str, str] | None = None) -> str:
     """The generated CUDA text made into host C++: the device prelude swapped for
     :data:`HOST_SHIM`, and per kernel an ``extern "C" host_<kernel>(rows, args...)`` that runs
     it once per row, in row order (the threads do not cooperate, so this is the kernel's
-    result). Everything between is the very text NVRTC compiles."""
+    result). Everything between is the very text NVRTC compiles. ``all_rows`` maps a kernel to
+    a host function that takes ``(rows, args...)`` and does all the rows itself."""
+    all_rows = all_rows or {}
     if _DEVICE_PRELUDE not in src:
         raise InvalidInputError("not a generated ros2_ik kernel source")
     e = _Emit()
@@ -977,7 +1012,11 @@ def host_variant(src: str) -> str:
         params = [a.strip() for a in args.split(",")]
         names = [re.findall(r"[A-Za-z_][A-Za-z_0-9]*", a)[-1] for a in params]
         with e.block(f'extern "C" void host_{name}(long long rows, {args})'):
-            e(f"for (r2ik_row_ = 0; r2ik_row_ < rows; ++r2ik_row_) {name}({', '.join(names)});")
+            if name in all_rows:
+                e(f"{all_rows[name]}(rows, {', '.join(names)});")
+            else:
+                e(f"for (r2ik_row_ = 0; r2ik_row_ < rows; ++r2ik_row_) "
+                  f"{name}({', '.join(names)});")
     return src.replace(_DEVICE_PRELUDE, HOST_SHIM) + e.text()
 
 
