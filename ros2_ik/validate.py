@@ -239,6 +239,17 @@ def describe_bad_pose(pq_raw: np.ndarray, reason: int) -> str:
 def bad_rotations(R, xp):
     """(N,) bool: the matrices of ``R`` (N, 3, 3) on backend ``xp`` that are not rotations
     (:data:`ROTATION_TOL`; a NaN matrix is not flagged here: test finiteness first)."""
-    ortho = xp.abs(xp.swapaxes(R, 1, 2) @ R - xp.eye(3)).max(axis=(1, 2)) > ROTATION_TOL
-    return ortho | (xp.linalg.det(R) < 0)
+    # R^T R - I and det(R) from the columns, written out: a batched 3x3 matmul and LAPACK's
+    # det cost about 1 us per matrix in NumPy, these elementwise products a tenth of that
+    c = [R[:, :, j] for j in range(3)]
+    err = None
+    for i in range(3):
+        for j in range(i, 3):
+            d = xp.abs(c[i][:, 0] * c[j][:, 0] + c[i][:, 1] * c[j][:, 1]
+                       + c[i][:, 2] * c[j][:, 2] - (1.0 if i == j else 0.0))
+            err = d if err is None else xp.maximum(err, d)  # NaN stays NaN: not flagged here
+    det = (c[0][:, 0] * (c[1][:, 1] * c[2][:, 2] - c[1][:, 2] * c[2][:, 1])
+           - c[0][:, 1] * (c[1][:, 0] * c[2][:, 2] - c[1][:, 2] * c[2][:, 0])
+           + c[0][:, 2] * (c[1][:, 0] * c[2][:, 1] - c[1][:, 1] * c[2][:, 0]))
+    return (err > ROTATION_TOL) | (det < 0)
 

@@ -21,7 +21,7 @@ import math
 
 from .codegen import (
     _TWO_PI, Chain, _Emit, _emit_evaluate, _emit_jacobian, _frame_args, _jac_structure,
-    _joint_frame_decl, _limits, _lit, _q_args, _qvars,
+    _limits, _lit, _q_args, _qvars,
 )
 from ..solvers.common import movable_coordinates, restart_seeds
 
@@ -42,7 +42,7 @@ typedef double r2ik_dv __attribute__((vector_size(8 * R2IK_L)));
 typedef long long r2ik_mv __attribute__((vector_size(8 * R2IK_L)));
 struct V {
   r2ik_dv x;
-  V() : x(r2ik_dv{}) {}
+  V() = default;  // scratch is not zeroed; the kernel's state is, where it is declared
   V(double s) { for (int l = 0; l < R2IK_L; ++l) x[l] = s; }
   explicit V(r2ik_dv y) : x(y) {}
 };
@@ -161,10 +161,11 @@ def lanes_source(ch: Chain, lanes: int = LANES) -> str:
         e("const unsigned long long deadline = budget_ns < 0 ? 0ull : "
           "clock0[0] + (unsigned long long)budget_ns;")
         e(f"V {qv};")
-        e(f"V tg[{16 * T}], wv[{6 * T}], r[{m}], r2[{m}], J[{m * nc}], J2[{m * nc}];")
-        e("V cost, lam, pe_r, re_r;")
-        e(_joint_frame_decl(ch).replace("S ", "V ", 1))
-        e("V " + ", ".join(f"pt{t}_{a}" for t in range(T) for a in range(3)) + ";")
+        e(f"V tg[{16 * T}] = {{}}, wv[{6 * T}] = {{}}, r[{m}] = {{}}, r2[{m}] = {{}}, "
+          f"J[{m * nc}] = {{}}, J2[{m * nc}] = {{}};")
+        e("V cost = V(0.0), lam = V(0.0), pe_r = V(0.0), re_r = V(0.0);")
+        frames = _frame_args(ch).split(", ")
+        e("V " + ", ".join(f"{f} = V(0.0)" for f in frames) + ";")
         e("bool live[R2IK_L], init[R2IK_L], dead[R2IK_L], okl[R2IK_L];")
         e("int it[R2IK_L], stall[R2IK_L], kk[R2IK_L]; long long pp[R2IK_L];")
         e("for (int l = 0; l < R2IK_L; ++l) { live[l] = init[l] = dead[l] = okl[l] = false; "

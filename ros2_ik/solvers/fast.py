@@ -402,7 +402,6 @@ class ChainPlan:
         N = rows_seed.shape[0]
         K = N // P
         m = self.model
-        q = np.ascontiguousarray(clip_to_limits(m, rows_seed), dtype=np.float64)
         active = np.ones(N, dtype=bool) if active is None else np.array(active, dtype=bool)
         conv = np.zeros(N, dtype=np.bool_)
         iters = np.zeros(N, dtype=np.int64)
@@ -421,7 +420,8 @@ class ChainPlan:
                 q, conv, iters, pe, re, tout = rows.solve(
                     seeds_p, rnd, self.targets, self.weights, active_p, K, _fparams(cfg),
                     int(cfg.max_iterations), int(bool(first_per_problem)), deadline_ns, stop)
-            else:
+            else:  # (the compiled rows clip their start rows themselves)
+                q = np.ascontiguousarray(clip_to_limits(m, rows_seed), dtype=np.float64)
                 c = self.chain
                 fn = k.solve_parallel if P >= PARALLEL_MIN else k.solve_serial
                 fn(0, P, q, active, conv, iters, pe, re, tout, c["starts"], c["pre"],
