@@ -41,7 +41,7 @@ import peers as peerlib
 from common import banner, paired, timeit
 from ros2_ik import Model
 from ros2_ik.kinematics import fk_frames, jacobian, native
-from ros2_ik.solvers import ChainSolver, IKConfig, solve_pose, warm_up
+from ros2_ik.solvers import ChainSolver, IKConfig, cxx, solve_pose, warm_up
 
 POS_TOL, ORI_TOL = 1e-4, 1e-3
 LIMIT_SLACK = 1e-12
@@ -57,6 +57,7 @@ ARMS = {
 }
 NODE_SEEDS = 32  # the node's default num_seeds, with stall_iterations 5
 BLOCK = 25       # calls per block where ros2_ik's and a peer's calls alternate
+BATCH_REPEATS = 5  # the batch rows: the median of this many timed calls
 
 
 def robots_dir() -> str:
@@ -209,13 +210,19 @@ def run_arm(name, args, out):
     for threads in (1, numba.config.NUMBA_NUM_THREADS):
         numba.set_num_threads(threads)
         solve_pose(model, targets[:B], tips=tip, seeds=seedsB, config=cfg1)  # builds, warms
-        t0 = time.perf_counter()
-        r = solve_pose(model, targets[:B], tips=tip, seeds=seedsB, config=cfg1)
-        el = time.perf_counter() - t0
+        els = []
+        for _ in range(BATCH_REPEATS):
+            t0 = time.perf_counter()
+            r = solve_pose(model, targets[:B], tips=tip, seeds=seedsB, config=cfg1)
+            els.append(time.perf_counter() - t0)
+        el = float(np.median(els))
         ok = judge(pin, model, targets[:2000], r.q[:2000]).mean()
         show(f"batch {B} solve_pose 1 seed, {threads} thread(s): solves/s / x rtb loop / "
              f"success (first 2000)", (B / el, B / el / rate_rtb, ok))
     numba.set_num_threads(1)
+    hr = cxx.rows_solver(model, (int(model.link_index(tip)),))
+    print(f"{name:10s} batch rows: " + (f"compiled, {hr.lanes} side by side" if hr and hr.lanes
+                                        else "compiled, one at a time" if hr else "Numba"))
 
     # FK and Jacobian of the tip
     pm, pd, fid, pinm = pin.pm, pin.pd, pin.fid, pin.pin
