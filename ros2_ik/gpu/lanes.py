@@ -20,8 +20,8 @@ from __future__ import annotations
 import math
 
 from .codegen import (
-    _TWO_PI, Chain, _Emit, _emit_evaluate, _emit_jacobian, _frame_args, _jac_structure,
-    _limits, _lit, _q_args, _qvars,
+    _TWO_PI, Chain, _Emit, _emit_clip, _emit_evaluate, _emit_jacobian, _frame_args,
+    _jac_structure, _limits, _lit, _q_args, _qvars,
 )
 from ..solvers.common import movable_coordinates, restart_seeds
 
@@ -128,8 +128,6 @@ def lanes_source(ch: Chain, lanes: int = LANES) -> str:
     """Host C++ (after the float64 solve source's common part): the lane types, the lanes'
     evaluate and ``r2ik_lm_lanes(rows, <r2ik_lm's arguments>)``, which solves the first
     ``rows / K`` problems (all their rows, problem-major as ``r2ik_lm``)."""
-    from .codegen import _emit_clip  # noqa: PLC0415 - the scalar clip of the start values
-
     model = ch.model
     nq, T, nc, m = model.nq, ch.T, ch.nc, 6 * ch.T
     used, _ = _qvars(ch)
