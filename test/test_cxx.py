@@ -9,6 +9,7 @@ import time
 
 import numpy as np
 import pytest
+from conftest import ENDLESS
 from scipy.spatial.transform import Rotation
 
 from ros2_ik import load_robot
@@ -91,15 +92,15 @@ def test_deadline_and_cancel_are_honoured(monkeypatch):
     m = load_robot("ur")
     tip = "tool0"
     far = np.tile(np.eye(4), (4000, 1, 1))
-    far[:, 0, 3] = 3.0  # unreachable: every row runs until stopped
-    cfg = IKConfig(num_seeds=4, max_iterations=10_000_000)
+    far[:, 0, 3] = 3.0  # unreachable, and lambda never tops out: every row runs until stopped
+    cfg = IKConfig(num_seeds=4, max_iterations=10_000_000, **ENDLESS)
     monkeypatch.setenv("ROS2_IK_CXX", "wait")
     spy = _Spy(monkeypatch)
     solve_pose(m, far[:cxx.MIN_ROWS], tips=tip, config=IKConfig(num_seeds=1, max_iterations=3))
     assert spy.calls == 1  # built (no deadline in that call)
     t0 = time.perf_counter()
     r = solve_pose(m, far, tips=tip, config=IKConfig(num_seeds=4, max_iterations=10_000_000,
-                                                     timeout=0.1))
+                                                     timeout=0.1, **ENDLESS))
     dt = time.perf_counter() - t0
     # the rows ran under the deadline: in one chunk of 4,096 rows, or in a second one too where
     # the first left time for it (each chunk stops early by its measured checking cost)

@@ -51,9 +51,10 @@ def test_fast_equals_reference(models, name, tips):
     """Same algorithm: with one seed the same problems converge to the same q, with the same
     status and the same iteration count (same damping and acceptance), problem by problem.
     Exact on these problems (and on seeds 3..7, 600 problems, when measured); q differs only by
-    rounding (Numba's loops vs NumPy's, at most ~1e-10 measured). A failing row stops when a
-    step is rejected at lambda_max; near such a stationary point a cost can tie or not by a
-    rounding, so there the two may stop a few iterations apart (4 measured)."""
+    rounding (Numba's loops vs NumPy's, and the kernels' own sine and cosine, an ulp from
+    NumPy's: at most ~1e-10 measured). A failing row stops when a step is rejected at
+    lambda_max; near such a stationary point a cost can tie or not by a rounding, so there the
+    two may stop some iterations apart, or one at the cap (10 measured on seeds 3..7)."""
     m = models[name]
     T = _targets(m, tips, 40, 3)
     cap = 60
@@ -64,8 +65,7 @@ def test_fast_equals_reference(models, name, tips):
     np.testing.assert_array_equal(a.status, b.status)
     np.testing.assert_array_equal(a.iterations[a.success], b.iterations[b.success])
     failed = ~a.success
-    np.testing.assert_array_equal(a.iterations[failed] == cap, b.iterations[failed] == cap)
-    assert np.abs(a.iterations - b.iterations)[failed].max(initial=0) <= 5  # 4 measured
+    assert np.abs(a.iterations - b.iterations)[failed].max(initial=0) <= 12  # 10 measured
     both = a.success & b.success
     assert both.sum() >= 0.2 * len(T)  # enough common successes to compare
     np.testing.assert_allclose(a.q[both], b.q[both], atol=1e-6)
@@ -404,7 +404,7 @@ def test_a_far_goal_stops_where_its_step_would_repeat():
     for r in (one, ref):
         assert r.status[0] == Status.NOT_CONVERGED and 10 < r.iterations[0] < 1000
     np.testing.assert_allclose(one.q, ref.q, atol=1e-6)
-    assert abs(int(one.iterations[0]) - int(ref.iterations[0])) <= 5  # rounding at the end
+    assert abs(int(one.iterations[0]) - int(ref.iterations[0])) <= 12  # rounding at the end
     rows = solve_pose(m, np.repeat(far, cxx.MIN_ROWS, axis=0), tips="panda_link8", config=cfg)
     assert np.all(rows.iterations == one.iterations[0])
     np.testing.assert_array_equal(rows.q, np.repeat(one.q, cxx.MIN_ROWS, axis=0))

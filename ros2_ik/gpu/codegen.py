@@ -46,6 +46,7 @@ import numpy as np
 
 from ..errors import InvalidInputError
 from ..model import Model
+from ..solvers import sincos as sc
 from ..solvers.common import limited_revolute, movable_coordinates, restart_seeds
 from ..validate import ROTATION_TOL
 
@@ -56,6 +57,33 @@ DTYPES = {"float32": "float", "float64": "double"}
 #: the goal check's rotation bound (validate.ROTATION_TOL) as the generated code writes it
 ROTATION_TOL_C = "1e-6"
 assert float(ROTATION_TOL_C) == ROTATION_TOL
+
+def _host_sincos() -> str:
+    """The host's ``r2ik_sincos``: float64 by :mod:`ros2_ik.solvers.sincos`'s recipe, step for
+    step (the Numba kernels' FK does the same steps), float32 by libm."""
+    d = lambda x: repr(float(x))  # noqa: E731 - a double literal, shortest round trip
+    S, C = sc.SIN_COEF, sc.COS_COEF
+    return f"""static inline void r2ik_sincos(double x, double& s, double& c) {{
+  if (!(x <= {d(sc.REDUCE_MAX)} && x >= -{d(sc.REDUCE_MAX)})) {{
+    s = std::sin(x); c = std::cos(x); return;
+  }}
+  const double k = std::floor(x * {d(sc.TWO_OVER_PI)} + 0.5);
+  const double r = ((x - k * {d(sc.P1)}) - k * {d(sc.P2)}) - k * {d(sc.P3)};
+  const double z = r * r;
+  const double ps = (((({d(S[0])} * z + {d(S[1])}) * z + {d(S[2])}) * z + {d(S[3])}) * z
+                     + {d(S[4])}) * z + {d(S[5])};
+  const double pc = (((({d(C[0])} * z + {d(C[1])}) * z + {d(C[2])}) * z + {d(C[3])}) * z
+                     + {d(C[4])}) * z + {d(C[5])};
+  const double sp = r + r * z * ps, cp = (1.0 - 0.5 * z) + z * z * pc;
+  const double quad = k - 4.0 * std::floor(k * 0.25);
+  const bool swap = quad == 1.0 || quad == 3.0;
+  s = swap ? cp : sp; c = swap ? sp : cp;
+  if (quad >= 2.0) s = -s;
+  if (quad == 1.0 || quad == 2.0) c = -c;
+}}
+static inline void r2ik_sincos(float x, float& s, float& c) {{ s = std::sin(x); c = std::cos(x); }}
+"""
+
 
 # What the generated text sees: CUDA (nvcc / NVRTC) or the host (g++ through this shim). Only the
 # few names below differ; everything else in the source is plain C++ shared by both.
@@ -75,7 +103,7 @@ static inline unsigned long long r2ik_now() {
   timespec ts; clock_gettime(CLOCK_MONOTONIC, &ts);
   return (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec;
 }
-"""
+""" + _host_sincos()
 
 _DEVICE_PRELUDE = r"""
 #define R2IK_FN __device__ __forceinline__
@@ -85,6 +113,8 @@ _DEVICE_PRELUDE = r"""
 __device__ __forceinline__ unsigned long long r2ik_now() {
   unsigned long long t; asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t)); return t;
 }
+__device__ __forceinline__ void r2ik_sincos(double x, double& s, double& c) { sincos(x, &s, &c); }
+__device__ __forceinline__ void r2ik_sincos(float x, float& s, float& c) { sincosf(x, &s, &c); }
 """
 
 _PRELUDE = r"""
@@ -216,9 +246,10 @@ def _emit_fk_tip(e: _Emit, ch: Chain, t: int, qv, *, keep_joint_frames: bool,
                  sincos: bool = False):
     """FK along tip t's chain into R[9] (row-major) and pv[3]. ``qv(i)`` names q coordinate i.
     With ``keep_joint_frames`` the joints' world axes z{j}_a and origins pj{j}_a are set (as the
-    Numba kernel's z/pj arrays), else only what the chain needs. With ``sincos`` a joint's sine
-    and cosine come from one ``r2ik_sincos(x, &s, &c)`` call (the host lanes' libm pair; the
-    same values as ``sin`` and ``cos``)."""
+    Numba kernel's z/pj arrays), else only what the chain needs. With ``sincos`` (the solve
+    kernels) a joint's sine and cosine come from one ``r2ik_sincos(x, s, c)`` call: CUDA's
+    ``sincos`` on a GPU, on the host :mod:`ros2_ik.solvers.sincos`'s recipe (the Numba kernels'
+    values); without (the frames kernels) from ``sin`` and ``cos``."""
 
     def sin_cos(val):
         if sincos:
@@ -478,8 +509,8 @@ def _emit_jacobian(e: _Emit, ch: Chain, name: str):
 def _emit_common(e: _Emit, ch: Chain):
     e(_PRELUDE)
     _emit_so3_log(e)
-    _emit_evaluate(e, ch, "r2ik_eval", frames=True)
-    _emit_evaluate(e, ch, "r2ik_errors", frames=False)
+    _emit_evaluate(e, ch, "r2ik_eval", frames=True, sincos=True)
+    _emit_evaluate(e, ch, "r2ik_errors", frames=False, sincos=True)
     _emit_jacobian(e, ch, "r2ik_jac_residual")
 
 
@@ -732,7 +763,7 @@ def _emit_ccd_kernel(e: _Emit, ch: Chain, scalar: str):
             for j in joints:
                 with e.block(f"/* joint {j} */"):
                     # full FK with the current q: tip pose and this joint's world frame
-                    _emit_fk_tip(e, ch, 0, qv, keep_joint_frames=True)
+                    _emit_fk_tip(e, ch, 0, qv, keep_joint_frames=True, sincos=True)
                     e(f"const S zx = z{j}_0, zy = z{j}_1, zz = z{j}_2;")
                     e("const S* Tt = tgt;")
                     if ch.prismatic[j]:

@@ -5,7 +5,8 @@ small Cholesky, triangular solves and FK are chains of dependent divisions, squa
 products, so the core mostly waits on latencies. ``r2ik_lm_lanes`` below runs :data:`LANES`
 rows side by side, one per lane of a ``double`` vector type: every lane does the scalar
 kernel's operations in the same order (the branches become lane-wise selects of values both
-sides compute the same way; sin, cos and atan2 are the same libm calls, lane by lane), so each
+sides compute the same way; sine and cosine are :mod:`ros2_ik.solvers.sincos`'s recipe in
+vector instructions, atan2 the same libm call lane by lane), so each
 row's q, iterations and errors are the scalar kernel's bit for bit, and so the Numba kernel's
 (``test_cxx.py``). A lane that ends its row (converged, out of iterations, stuck, cancelled or
 out of time) writes it out and takes the next: the problem's next seed, in order (speed mode's
@@ -23,9 +24,10 @@ from .codegen import (
     _TWO_PI, Chain, _Emit, _emit_clip, _emit_evaluate, _emit_jacobian, _frame_args,
     _jac_structure, _limits, _lit, _q_args, _qvars,
 )
+from ..solvers import sincos as sc
 from ..solvers.common import movable_coordinates, restart_seeds
 
-__all__ = ["LANES", "lanes_source"]
+__all__ = ["LANES", "lanes_source", "types_source"]
 
 #: rows per vector: 4 doubles (one AVX register; two SSE2 ones where the build has no AVX)
 LANES = 4
@@ -70,10 +72,14 @@ static inline M r2ik_mask(const bool* b) {
   r2ik_mv m; R2IK_LANEWISE m[l] = b[l] ? -1 : 0; return M(m);
 }
 static inline V r2ik_sel(M c, V a, V b) { return V(c.x ? a.x : b.x); }
+// sqrt and floor: one AVX instruction for 4 lanes (IEEE's, so the scalar code's values)
+#if R2IK_L == 4
+static inline V sqrt(V a) { return V(__builtin_ia32_sqrtpd256(a.x)); }
+static inline V r2ik_floor(V a) { return V(__builtin_ia32_roundpd256(a.x, 0x9)); }
+#else
 static inline V sqrt(V a) { V r; R2IK_LANEWISE r.x[l] = std::sqrt(a.x[l]); return r; }
-static inline V sin(V a) { V r; R2IK_LANEWISE r.x[l] = std::sin(a.x[l]); return r; }
-static inline V cos(V a) { V r; R2IK_LANEWISE r.x[l] = std::cos(a.x[l]); return r; }
-static inline void r2ik_sincos(V a, V& s, V& c) { R2IK_LANEWISE sincos(a.x[l], &s.x[l], &c.x[l]); }
+static inline V r2ik_floor(V a) { V r; R2IK_LANEWISE r.x[l] = std::floor(a.x[l]); return r; }
+#endif
 static inline V atan2(V a, V b) {
   V r; R2IK_LANEWISE r.x[l] = std::atan2(a.x[l], b.x[l]); return r;
 }
@@ -106,6 +112,43 @@ static inline void r2ik_so3_log_v(V m00, V m01, V m02, V m10, V m11, V m12, V m2
 """
 
 
+def _sincos_v() -> str:
+    """``r2ik_sincos`` of a vector: the host's scalar recipe (:func:`.codegen._host_sincos`,
+    :mod:`ros2_ik.solvers.sincos`) with its branches as selects; a lane beyond the reduction's
+    range takes libm's pair, as the scalar code does."""
+    d = lambda x: repr(float(x))  # noqa: E731 - a double literal, shortest round trip
+    S, C = sc.SIN_COEF, sc.COS_COEF
+    return f"""
+static inline void r2ik_sincos(V x, V& s, V& c) {{
+  const V k = r2ik_floor(x * V({d(sc.TWO_OVER_PI)}) + V(0.5));
+  const V r = ((x - k * V({d(sc.P1)})) - k * V({d(sc.P2)})) - k * V({d(sc.P3)});
+  const V z = r * r;
+  const V ps = ((((V({d(S[0])}) * z + V({d(S[1])})) * z + V({d(S[2])})) * z + V({d(S[3])})) * z
+                + V({d(S[4])})) * z + V({d(S[5])});
+  const V pc = ((((V({d(C[0])}) * z + V({d(C[1])})) * z + V({d(C[2])})) * z + V({d(C[3])})) * z
+                + V({d(C[4])})) * z + V({d(C[5])});
+  const V sp = r + r * z * ps, cp = (V(1.0) - V(0.5) * z) + z * z * pc;
+  const V quad = k - V(4.0) * r2ik_floor(k * V(0.25));
+  const M swap = (quad == V(1.0)) | (quad == V(3.0));
+  const V s1 = r2ik_sel(swap, cp, sp), c1 = r2ik_sel(swap, sp, cp);
+  s = r2ik_sel(quad >= V(2.0), -s1, s1);
+  c = r2ik_sel((quad == V(1.0)) | (quad == V(2.0)), -c1, c1);
+  const M out = ~((x <= V({d(sc.REDUCE_MAX)})) & (x >= V(-{d(sc.REDUCE_MAX)})));
+  if (r2ik_any(out)) {{
+    R2IK_LANEWISE if (out[l]) {{ s.x[l] = std::sin(x.x[l]); c.x[l] = std::cos(x.x[l]); }}
+  }}
+}}
+"""
+
+
+def types_source(lanes: int = LANES) -> str:
+    """The lanes' types and functions (vector arithmetic, selects, sine and cosine, the SO(3)
+    log), opening the x86-64 g++ block built for AVX2 (the caller closes it with ``#pragma GCC
+    pop_options`` and ``#endif``)."""
+    head, log = _TYPES.replace("LANES_N", str(int(lanes))).split("// r2ik_so3_log with")
+    return head + _sincos_v() + "\n// r2ik_so3_log with" + log
+
+
 def _sel(c: str, a: str, b: str) -> str:
     return f"r2ik_sel({c}, {a}, {b})"
 
@@ -135,7 +178,7 @@ def lanes_source(ch: Chain, lanes: int = LANES) -> str:
     _, keep = restart_seeds(model, 1, 0, movable_coordinates(model, ch.tips))
     nz = _jac_structure(ch)
     e = _Emit()
-    e(_TYPES.replace("LANES_N", str(int(lanes))))
+    e(types_source(lanes))
     _emit_evaluate(e, ch, "r2ik_eval_v", frames=True, sel=_sel, log="r2ik_so3_log_v",
                    sincos=True)
     _emit_jacobian(e, ch, "r2ik_jac_residual_v")  # here, so that it is built for AVX2 too

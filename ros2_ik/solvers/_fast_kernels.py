@@ -13,6 +13,8 @@ from llvmlite import ir
 from numba.core import cgutils, types
 from numba.extending import intrinsic
 
+from .sincos import COS_COEF, P1, P2, P3, REDUCE_MAX, SIN_COEF, TWO_OVER_PI
+
 njit = nb.njit(cache=True, fastmath=False, nogil=True)
 njit_inline = nb.njit(cache=True, fastmath=False, nogil=True, inline="always")
 
@@ -47,6 +49,33 @@ def read_flag(typingctx, arr):
         return builder.load_atomic(ary.data, "monotonic", 8)
 
     return sig, codegen
+
+
+S0, S1, S2, S3, S4, S5 = SIN_COEF
+C0, C1, C2, C3, C4, C5 = COS_COEF
+
+
+@njit_inline
+def sincos(x):
+    """(sin x, cos x) by :func:`.sincos.sincos`'s recipe, step for step (the generated host
+    C++ does the same steps, so its rows stay these bit for bit)."""
+    if not (x <= REDUCE_MAX and x >= -REDUCE_MAX):
+        return math.sin(x), math.cos(x)
+    k = np.floor(x * TWO_OVER_PI + 0.5)
+    r = ((x - k * P1) - k * P2) - k * P3
+    z = r * r
+    ps = ((((S0 * z + S1) * z + S2) * z + S3) * z + S4) * z + S5
+    pc = ((((C0 * z + C1) * z + C2) * z + C3) * z + C4) * z + C5
+    s = r + r * z * ps
+    c = (1.0 - 0.5 * z) + z * z * pc
+    quad = k - 4.0 * np.floor(k * 0.25)
+    if quad == 1.0 or quad == 3.0:
+        s, c = c, s
+    if quad >= 2.0:
+        s = -s
+    if quad == 1.0 or quad == 2.0:
+        c = -c
+    return s, c
 
 
 @njit_inline
@@ -113,15 +142,14 @@ def evaluate(q, starts, pre, axis, typ, qi, mult, off, post, targets, weights, p
                 for a in range(3):
                     pv[a] += z[j, a] * val
             elif ax == 0.0 and ay == 0.0:  # revolute about +-z: two columns change
-                c = math.cos(val)
-                s = math.sin(val) * az
+                s, c = sincos(val)
+                s = s * az
                 for a in range(3):
                     x0, x1 = R[a, 0], R[a, 1]
                     R[a, 0] = c * x0 + s * x1
                     R[a, 1] = c * x1 - s * x0
             else:  # revolute: R = R @ Rot(axis, val) (Rodrigues)
-                c = math.cos(val)
-                s = math.sin(val)
+                s, c = sincos(val)
                 C = 1.0 - c
                 m00 = c + ax * ax * C
                 m01 = ax * ay * C - az * s
