@@ -14,7 +14,9 @@ and the NumPy reference keep libm's.
 
 Every step below is one IEEE operation in a fixed order (no fused multiply-add: Numba's
 default, and the host builds' ``-ffp-contract=off``); the three implementations follow
-:func:`sincos` line by line.
+:func:`sincos` line by line. The Numba kernels bake the constants below in when they compile,
+and Numba's disk cache is keyed on ``_fast_kernels.py`` alone: change a constant here, and
+touch that file too.
 """
 
 from __future__ import annotations
