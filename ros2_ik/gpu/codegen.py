@@ -58,10 +58,16 @@ DTYPES = {"float32": "float", "float64": "double"}
 ROTATION_TOL_C = "1e-6"
 assert float(ROTATION_TOL_C) == ROTATION_TOL
 
+
+def _double(x: float) -> str:
+    """A C double literal of x (shortest round trip: the very float64 value)."""
+    return repr(float(x))
+
+
 def _host_sincos() -> str:
     """The host's ``r2ik_sincos``: float64 by :mod:`ros2_ik.solvers.sincos`'s recipe, step for
     step (the Numba kernels' FK does the same steps), float32 by libm."""
-    d = lambda x: repr(float(x))  # noqa: E731 - a double literal, shortest round trip
+    d = _double
     S, C = sc.SIN_COEF, sc.COS_COEF
     return f"""static inline void r2ik_sincos(double x, double& s, double& c) {{
   if (!(x <= {d(sc.REDUCE_MAX)} && x >= -{d(sc.REDUCE_MAX)})) {{

@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 
 from .codegen import (
-    _TWO_PI, Chain, _Emit, _emit_clip, _emit_evaluate, _emit_jacobian, _frame_args,
+    _TWO_PI, Chain, _double, _Emit, _emit_clip, _emit_evaluate, _emit_jacobian, _frame_args,
     _jac_structure, _limits, _lit, _q_args, _qvars,
 )
 from ..solvers import sincos as sc
@@ -116,7 +116,7 @@ def _sincos_v() -> str:
     """``r2ik_sincos`` of a vector: the host's scalar recipe (:func:`.codegen._host_sincos`,
     :mod:`ros2_ik.solvers.sincos`) with its branches as selects; a lane beyond the reduction's
     range takes libm's pair, as the scalar code does."""
-    d = lambda x: repr(float(x))  # noqa: E731 - a double literal, shortest round trip
+    d = _double
     S, C = sc.SIN_COEF, sc.COS_COEF
     return f"""
 static inline void r2ik_sincos(V x, V& s, V& c) {{
