@@ -64,25 +64,34 @@ def _double(x: float) -> str:
     return repr(float(x))
 
 
+def _sincos_steps(T: str, lit, floor: str) -> str:
+    """C++ lines of :mod:`ros2_ik.solvers.sincos`'s recipe up to its quadrant, on ``x`` of type
+    ``T`` (``lit`` writes a constant, ``floor`` names the floor): ``sp``/``cp`` the sine and
+    cosine on [-pi/4, pi/4], ``quad`` = k mod 4. The host's scalar ``r2ik_sincos`` and the
+    lanes' vector one share these steps, in this order."""
+    S, C = sc.SIN_COEF, sc.COS_COEF
+    L = lit
+    return f"""  const {T} k = {floor}(x * {L(sc.TWO_OVER_PI)} + {L(0.5)});
+  const {T} r = ((x - k * {L(sc.P1)}) - k * {L(sc.P2)}) - k * {L(sc.P3)};
+  const {T} z = r * r;
+  const {T} ps = (((({L(S[0])} * z + {L(S[1])}) * z + {L(S[2])}) * z + {L(S[3])}) * z
+      + {L(S[4])}) * z + {L(S[5])};
+  const {T} pc = (((({L(C[0])} * z + {L(C[1])}) * z + {L(C[2])}) * z + {L(C[3])}) * z
+      + {L(C[4])}) * z + {L(C[5])};
+  const {T} sp = r + r * z * ps, cp = ({L(1.0)} - {L(0.5)} * z) + z * z * pc;
+  const {T} quad = k - {L(4.0)} * {floor}(k * {L(0.25)});
+"""
+
+
 def _host_sincos() -> str:
     """The host's ``r2ik_sincos``: float64 by :mod:`ros2_ik.solvers.sincos`'s recipe, step for
     step (the Numba kernels' FK does the same steps), float32 by libm."""
-    d = _double
-    S, C = sc.SIN_COEF, sc.COS_COEF
+    m = _double(sc.REDUCE_MAX)
     return f"""static inline void r2ik_sincos(double x, double& s, double& c) {{
-  if (!(x <= {d(sc.REDUCE_MAX)} && x >= -{d(sc.REDUCE_MAX)})) {{
+  if (!(x <= {m} && x >= -{m})) {{
     s = std::sin(x); c = std::cos(x); return;
   }}
-  const double k = std::floor(x * {d(sc.TWO_OVER_PI)} + 0.5);
-  const double r = ((x - k * {d(sc.P1)}) - k * {d(sc.P2)}) - k * {d(sc.P3)};
-  const double z = r * r;
-  const double ps = (((({d(S[0])} * z + {d(S[1])}) * z + {d(S[2])}) * z + {d(S[3])}) * z
-                     + {d(S[4])}) * z + {d(S[5])};
-  const double pc = (((({d(C[0])} * z + {d(C[1])}) * z + {d(C[2])}) * z + {d(C[3])}) * z
-                     + {d(C[4])}) * z + {d(C[5])};
-  const double sp = r + r * z * ps, cp = (1.0 - 0.5 * z) + z * z * pc;
-  const double quad = k - 4.0 * std::floor(k * 0.25);
-  const bool swap = quad == 1.0 || quad == 3.0;
+{_sincos_steps("double", _double, "std::floor")}  const bool swap = quad == 1.0 || quad == 3.0;
   s = swap ? cp : sp; c = swap ? sp : cp;
   if (quad >= 2.0) s = -s;
   if (quad == 1.0 || quad == 2.0) c = -c;

@@ -22,7 +22,7 @@ import math
 
 from .codegen import (
     _TWO_PI, Chain, _double, _Emit, _emit_clip, _emit_evaluate, _emit_jacobian, _frame_args,
-    _jac_structure, _limits, _lit, _q_args, _qvars,
+    _jac_structure, _limits, _lit, _q_args, _qvars, _sincos_steps,
 )
 from ..solvers import sincos as sc
 from ..solvers.common import movable_coordinates, restart_seeds
@@ -113,27 +113,18 @@ static inline void r2ik_so3_log_v(V m00, V m01, V m02, V m10, V m11, V m12, V m2
 
 
 def _sincos_v() -> str:
-    """``r2ik_sincos`` of a vector: the host's scalar recipe (:func:`.codegen._host_sincos`,
+    """``r2ik_sincos`` of a vector: the host's scalar recipe (:func:`.codegen._sincos_steps`,
     :mod:`ros2_ik.solvers.sincos`) with its branches as selects; a lane beyond the reduction's
     range takes libm's pair, as the scalar code does."""
-    d = _double
-    S, C = sc.SIN_COEF, sc.COS_COEF
+    m = _double(sc.REDUCE_MAX)
     return f"""
 static inline void r2ik_sincos(V x, V& s, V& c) {{
-  const V k = r2ik_floor(x * V({d(sc.TWO_OVER_PI)}) + V(0.5));
-  const V r = ((x - k * V({d(sc.P1)})) - k * V({d(sc.P2)})) - k * V({d(sc.P3)});
-  const V z = r * r;
-  const V ps = ((((V({d(S[0])}) * z + V({d(S[1])})) * z + V({d(S[2])})) * z + V({d(S[3])})) * z
-                + V({d(S[4])})) * z + V({d(S[5])});
-  const V pc = ((((V({d(C[0])}) * z + V({d(C[1])})) * z + V({d(C[2])})) * z + V({d(C[3])})) * z
-                + V({d(C[4])})) * z + V({d(C[5])});
-  const V sp = r + r * z * ps, cp = (V(1.0) - V(0.5) * z) + z * z * pc;
-  const V quad = k - V(4.0) * r2ik_floor(k * V(0.25));
+{_sincos_steps("V", lambda v: f"V({_double(v)})", "r2ik_floor")}\
   const M swap = (quad == V(1.0)) | (quad == V(3.0));
   const V s1 = r2ik_sel(swap, cp, sp), c1 = r2ik_sel(swap, sp, cp);
   s = r2ik_sel(quad >= V(2.0), -s1, s1);
   c = r2ik_sel((quad == V(1.0)) | (quad == V(2.0)), -c1, c1);
-  const M out = ~((x <= V({d(sc.REDUCE_MAX)})) & (x >= V(-{d(sc.REDUCE_MAX)})));
+  const M out = ~((x <= V({m})) & (x >= V(-{m})));
   if (r2ik_any(out)) {{
     R2IK_LANEWISE if (out[l]) {{ s.x[l] = std::sin(x.x[l]); c.x[l] = std::cos(x.x[l]); }}
   }}
