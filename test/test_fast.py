@@ -50,7 +50,8 @@ def test_plan_declines_what_it_does_not_cover(models):
 def test_fast_equals_reference(models, name, tips):
     """Same algorithm: with one seed the same problems converge to the same q, with the same
     status and the same iteration count (same damping and acceptance), problem by problem.
-    Exact on these problems (and on seeds 3..7, 600 problems, when measured); q differs only by
+    Classic LM (no non-monotone phase, whose rows amplify roundings: the next test). Exact on
+    these problems (and on seeds 3..7, 600 problems, when measured); q differs only by
     rounding (Numba's loops vs NumPy's, and the kernels' own sine and cosine, an ulp from
     NumPy's: at most ~1e-10 measured). A failing row stops when a step is rejected at
     lambda_max; near such a stationary point a cost can tie or not by a rounding, so there the
@@ -58,7 +59,8 @@ def test_fast_equals_reference(models, name, tips):
     m = models[name]
     T = _targets(m, tips, 40, 3)
     cap = 60
-    res = {f: solve_pose(m, T, tips=tips, config=IKConfig(use_fast_path=f, max_iterations=cap))
+    res = {f: solve_pose(m, T, tips=tips, config=IKConfig(use_fast_path=f, max_iterations=cap,
+                                                          nonmonotone_iterations=0))
            for f in (True, False)}
     a, b = res[True], res[False]
     np.testing.assert_array_equal(a.success, b.success)
@@ -69,6 +71,47 @@ def test_fast_equals_reference(models, name, tips):
     both = a.success & b.success
     assert both.sum() >= 0.2 * len(T)  # enough common successes to compare
     np.testing.assert_allclose(a.q[both], b.q[both], atol=1e-6)
+
+
+@pytest.mark.parametrize("name, tips", CASES)
+def test_fast_and_reference_agree_with_the_nonmonotone_phase(models, name, tips):
+    """The defaults (a non-monotone phase): a step that raises the cost is taken and the next
+    one starts from there, so on a hard problem a rounding (Numba's loops against NumPy's) can
+    send the two on different paths. Most problems still end the same, status and iteration
+    count (measured 0.90-0.99 on seeds 3..7), and the share solved is the same (within 0.05
+    measured); every success is verified by FK in solve_pose."""
+    m = models[name]
+    T = _targets(m, tips, 120, 3)
+    a, b = (solve_pose(m, T, tips=tips, config=IKConfig(use_fast_path=f, max_iterations=60))
+            for f in (True, False))
+    same = (a.status == b.status) & (a.iterations == b.iterations)
+    assert np.mean(same) >= 0.85, np.mean(same)
+    assert abs(np.mean(a.success) - np.mean(b.success)) <= 0.08
+    for r in (a, b):
+        pe, re = pose_error(T if len(tips) > 1 else T[:, None], fk_frames(m, r.q, tips))
+        ok = (np.max(pe, axis=1) <= 1e-4) & (np.max(re, axis=1) <= 1e-3)
+        np.testing.assert_array_equal(ok, r.success)
+
+
+def test_nonmonotone_phase_raises_single_seed_success(models):
+    """The non-monotone phase is what the defaults run, in the reference, the compiled batch
+    rows and the prepared solver alike: from random seeds it solves more of the Panda's goals
+    with one seed than classic LM (measured 0.70 -> 0.85 in all three)."""
+    m = models["panda"]
+    tip = m.tips[0]
+    rng = np.random.default_rng(11)
+    T = fk_frames(m, m.random_q(rng, 150), [tip])[:, 0]
+    S = m.random_q(rng, 150)
+    rate = {}
+    for nm in (0, 50):
+        for f in (False, True):
+            r = solve_pose(m, T, tips=tip, seeds=S,
+                           config=IKConfig(use_fast_path=f, nonmonotone_iterations=nm))
+            rate[nm, f] = np.mean(r.success)
+        cs = ChainSolver(m, tip, IKConfig(nonmonotone_iterations=nm))
+        rate[nm, "chain"] = np.mean([cs.solve(T[i], seed=S[i]).success[0] for i in range(150)])
+    for way in (False, True, "chain"):
+        assert rate[50, way] >= rate[0, way] + 0.08, rate
 
 
 @pytest.mark.parametrize("name, tips", CASES)

@@ -175,15 +175,16 @@ def _host_rows(m, tips, T, W, K, cfg, dtype, gen=codegen):
     return qo, conv.astype(bool), it
 
 
-def _agreement(name, case_models, dtype, K=1, P=150, gen=codegen):
+def _agreement(name, case_models, dtype, K=1, P=150, gen=codegen, **kw):
     m, tips = case_models[name]
     tips = _tips(m, tips)
     T, W = _problems(m, tips, P)
-    cfg = IKConfig(num_seeds=K, stall_iterations=5 if K > 1 else 0)
+    cfg = IKConfig(num_seeds=K, stall_iterations=5 if K > 1 else 0, **kw)
     a = _numba_rows(m, tips, T, W, K, cfg)
     b = _host_rows(m, tips, T, W, K, cfg, dtype, gen)
     return {"same_conv": float(np.mean(a[1] == b[1])), "same_iters": float(np.mean(a[2] == b[2])),
-            "max_dq": float(np.max(np.abs(a[0] - b[0]))), "conv": float(np.mean(a[1]))}
+            "max_dq": float(np.max(np.abs(a[0] - b[0]))), "conv": float(np.mean(a[1])),
+            "conv_other": float(np.mean(b[1]))}
 
 
 @need_cxx
@@ -198,8 +199,15 @@ def test_lm_kernel_float64_equals_numba_fast_path(case_models, name, K):
 @need_cxx
 @pytest.mark.parametrize("name", list(CASES))
 def test_lm_kernel_float32_converges_like_numba(case_models, name):
-    r = _agreement(name, case_models, "float32", K=1)
+    """float32 rows against float64 ones. Classic LM: the same rows converge (99 %). With the
+    non-monotone phase (the default) a hard row's path depends on roundings (a step that
+    raises the cost is taken, then the next from there), so float32 and float64 may end
+    apart on some rows: the share that converges stays the same."""
+    r = _agreement(name, case_models, "float32", K=1, nonmonotone_iterations=0)
     assert r["same_conv"] >= 0.99, r
+    r = _agreement(name, case_models, "float32", K=1)
+    assert abs(r["conv"] - r["conv_other"]) <= 0.08, r  # measured: 0.01-0.05
+    assert r["same_conv"] >= 0.8, r  # measured: 0.85-0.97
 
 
 @need_cxx
@@ -446,8 +454,11 @@ def test_xp_reference_path_on_a_device_uploads_once_and_syncs_rarely(monkeypatch
     m = load_robot("panda")
     T = fk_frames(m, m.random_q(np.random.default_rng(0), 20), m.tips)[:, 0]
     counts, results = [], []
+    # classic LM (no non-monotone phase), whose rows do not amplify the roundings by which the
+    # device's masked step differs from NumPy's: the answers are compared to 1e-12 below
+    kw = dict(use_fast_path=False, num_seeds=2, nonmonotone_iterations=0)
     for iters in (8, 40):
-        cfg = IKConfig(use_fast_path=False, max_iterations=iters, num_seeds=2)
+        cfg = IKConfig(max_iterations=iters, **kw)
         solve_pose(m, cp.asarray(T), config=cfg)      # first call uploads the model's tables
         cp.reset_stats()
         results.append(solve_pose(m, cp.asarray(T), config=cfg))
@@ -455,7 +466,7 @@ def test_xp_reference_path_on_a_device_uploads_once_and_syncs_rarely(monkeypatch
     assert counts[0]["to_device"] == counts[1]["to_device"], counts
     syncs = [c["to_host"] + c["implicit"] for c in counts]
     assert syncs[1] - syncs[0] <= (40 - 8) // 8, counts
-    ref = solve_pose(m, T, config=IKConfig(use_fast_path=False, max_iterations=40, num_seeds=2))
+    ref = solve_pose(m, T, config=IKConfig(max_iterations=40, **kw))
     np.testing.assert_array_equal(results[1].success, ref.success)
     np.testing.assert_allclose(results[1].q, ref.q, atol=1e-12)
 

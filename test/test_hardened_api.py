@@ -41,6 +41,8 @@ BAD_CONFIGS = {
     "tolerance inf": (dict(orientation_tolerance=math.inf), "orientation_tolerance"),
     "lambda zero": (dict(lambda_min=0.0), "lambda_min"),
     "stall_ratio 1": (dict(stall_ratio=1.0), "stall_ratio"),
+    "nonmonotone_iterations negative": (dict(nonmonotone_iterations=-1), "nonmonotone_iterations"),
+    "nonmonotone_iterations float": (dict(nonmonotone_iterations=2.5), "nonmonotone_iterations"),
     "use_fast_path str": (dict(use_fast_path="yes"), "use_fast_path"),
 }
 

@@ -169,7 +169,9 @@ def test_misc_planar_branch_and_mimic_leader(misc, tip, solver):
 def test_chain_solver(dual, tip):
     P = 20
     T, seeds = _problems(dual, tip, P, seed=12)
-    s = ChainSolver(dual, tip, config=_cfg())
+    # classic LM (no non-monotone phase): its first seed misses some of these goals, so that
+    # restart rows win and the case says something about them
+    s = ChainSolver(dual, tip, config=_cfg(nonmonotone_iterations=0))
     assert s.compiled
     rs = [s.solve(T[p], seed=seeds[p]) for p in range(P)]
     q = np.concatenate([r.q for r in rs])
@@ -204,7 +206,7 @@ def test_gpu_lm_kernel_rows_keep_off_path_seed_and_equal_numba(dual, tip):
     m = dual
     P = 40
     T, seeds = _problems(m, tip, P, seed=31)
-    cfg = _cfg()
+    cfg = _cfg(nonmonotone_iterations=0)  # classic LM: restart rows must win (see above)
     W = np.ones((P, 1, 6))
     T4 = np.ascontiguousarray(T[:, None])
     # Numba rows, from the rows solve_ik builds

@@ -579,7 +579,8 @@ def _emit_lm_kernel(e: _Emit, ch: Chain, scalar: str):
     e(f"""
 // rows = P * K, problem-major. seeds (P, nq) float64 (seed_stride nq; 0: one seed for all);
 // rnd (K-1, nq) float64 restart seeds;
-// tgt (P, {T}, 16) and w (P, {T}, 6) in S; fp: tol_p tol_r lam0 lmin lmax up down stall_f stall_n.
+// tgt (P, {T}, 16) and w (P, {T}, 6) in S; fp: tol_p tol_r lam0 lmin lmax up down stall_f stall_n
+// nonmono (solvers.fast._fparams).
 // Outputs per row: q_out (rows, nq) S, conv/tout (u8), iters (i32), pe/re (S).
 // done (P,) int: speed mode, set by a row that converged; stop: host-settable cancel flag;
 // clock0: the device clock at the call (r2ik_stamp); params[0] = budget_ns (< 0: none).""")
@@ -616,6 +617,7 @@ def _emit_lm_kernel(e: _Emit, ch: Chain, scalar: str):
         e("const S tol_p = S(fp[0]), tol_r = S(fp[1]), lam0 = S(fp[2]), lmin = S(fp[3]), "
           "lmax = S(fp[4]), up = S(fp[5]), down = S(fp[6]), stall_f = S(fp[7]);")
         e("const int stall_n = (int)fp[8];")
+        e("const double nonmono = fp[9];")
         e("const long long budget_ns = params[0];")
         e("const unsigned long long deadline = budget_ns < 0 ? 0ull : "
           "clock0[0] + (unsigned long long)budget_ns;")
@@ -627,6 +629,7 @@ def _emit_lm_kernel(e: _Emit, ch: Chain, scalar: str):
             e(f"S cost = r2ik_eval<S>({_q_args(ch)}, tgt, w, r, pe_r, re_r, {_frame_args(ch)});")
             e(f"r2ik_jac_residual<S>({_frame_args(ch)}, tgt, w, J);")
             e("ok = pe_r <= tol_p && re_r <= tol_r;")
+            e("const S cost0 = cost;  // the non-monotone phase's reference")
             e("S lam = lam0; int stall = 0;")
             e("const int give_up = k < K - 1 ? stall_n : 0;")
             with e.block("while (!ok && it < max_iter && (give_up <= 0 || stall < give_up))"):
@@ -646,8 +649,8 @@ def _emit_lm_kernel(e: _Emit, ch: Chain, scalar: str):
                         e(f"{{ S acc = S(0); {s + ';' if s else ''} H0[{a * nc + b}] = acc; "
                           f"H0[{b * nc + a}] = acc; }}")
                 for a in range(nc):
-                    e(f"H0[{a * nc + a}] = H0[{a * nc + a}] + lam * (H0[{a * nc + a}] + S(1e-9)); "
-                      f"blocked[{a}] = false;")
+                    e(f"H0[{a * nc + a}] = H0[{a * nc + a}] + lam * (H0[{a * nc + a}] + cost "
+                      f"+ S(1e-9)); blocked[{a}] = false;")
                 e("#pragma unroll 1")
                 with e.block("for (int pass = 0; pass < 2; ++pass)"):
                     e(f"S H[{nc * nc}], gb[{nc}];")
@@ -704,7 +707,7 @@ def _emit_lm_kernel(e: _Emit, ch: Chain, scalar: str):
                 e(f"const S cost2 = r2ik_eval<S>({_q_args(ch)}, tgt, w, r2, pe2, re2, "
                   f"{_frame_args(ch)});")
                 e("it += 1;")
-                with e.block("if (cost2 < cost)"):
+                with e.block("if (cost2 < ((double)it <= nonmono ? cost0 : cost))"):
                     e("if (cost2 > cost * stall_f) stall += 1; else stall = 0;")
                     e("cost = cost2; pe_r = pe2; re_r = re2;")
                     e(f"for (int i = 0; i < {m}; ++i) r[i] = r2[i];")

@@ -189,13 +189,14 @@ def lanes_source(ch: Chain, lanes: int = LANES) -> str:
         e("const double tol_p = fp[0], tol_r = fp[1], lam0 = fp[2], lmin = fp[3], lmax = fp[4], "
           "up = fp[5], down = fp[6], stall_f = fp[7];")
         e("const int stall_n = (int)fp[8];")
+        e("const double nonmono = fp[9];")
         e("const long long budget_ns = params[0];")
         e("const unsigned long long deadline = budget_ns < 0 ? 0ull : "
           "clock0[0] + (unsigned long long)budget_ns;")
         e(f"V {qv};")
         e(f"V tg[{16 * T}] = {{}}, wv[{6 * T}] = {{}}, r[{m}] = {{}}, r2[{m}] = {{}}, "
           f"J[{m * nc}] = {{}}, J2[{m * nc}] = {{}};")
-        e("V cost = V(0.0), lam = V(0.0), pe_r = V(0.0), re_r = V(0.0);")
+        e("V cost = V(0.0), cost0 = V(0.0), lam = V(0.0), pe_r = V(0.0), re_r = V(0.0);")
         frames = _frame_args(ch).split(", ")
         e("V " + ", ".join(f"{f} = V(0.0)" for f in frames) + ";")
         e("bool live[R2IK_L], init[R2IK_L], dead[R2IK_L], okl[R2IK_L];")
@@ -250,7 +251,8 @@ def lanes_source(ch: Chain, lanes: int = LANES) -> str:
                     e(f"{{ V acc = V(0.0); {s + ';' if s else ''} H0[{a * nc + b}] = acc; "
                       f"H0[{b * nc + a}] = acc; }}")
             for a in range(nc):
-                e(f"H0[{a * nc + a}] = H0[{a * nc + a}] + lam * (H0[{a * nc + a}] + S(1e-9));")
+                e(f"H0[{a * nc + a}] = H0[{a * nc + a}] + lam * (H0[{a * nc + a}] + cost "
+                  f"+ S(1e-9));")
             with e.block("for (int pass = 0; pass < 2; ++pass)"):
                 e(f"V H[{nc * nc}], gb[{nc}];")
                 for a in range(nc):
@@ -305,7 +307,12 @@ def lanes_source(ch: Chain, lanes: int = LANES) -> str:
               f"{_frame_args(ch)});")
             e(f"r2ik_jac_residual_v<V>({_frame_args(ch)}, tg, wv, J2);")
             e("// accepted (or initial) lanes take the trial; the others go back")
-            e("const M better = cost2 < cost, acc = initm | better;")
+            e("// the reference: the seed's cost in a lane's first nonmono iterations (dls.py)")
+            e("bool nmb[R2IK_L];")
+            e("for (int l = 0; l < R2IK_L; ++l) nmb[l] = (double)it[l] < nonmono;")
+            e("const M better = cost2 < r2ik_sel(r2ik_mask(nmb), cost0, cost), "
+              "acc = initm | better;")
+            e("cost0 = r2ik_sel(initm, cost2, cost0);")
             e("const M slow = cost2 > cost * V(stall_f);")
             e("const V ld = lam * V(down), lu = lam * V(up);")
             e("const V lam_acc = r2ik_sel(ld > V(lmin), ld, V(lmin));")

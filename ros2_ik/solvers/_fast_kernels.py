@@ -268,6 +268,7 @@ def solve_problem(p, q, active, conv, iters, pe, re, tout, starts, pre, axis, ty
     lam0, lmin, lmax, up, down = fparams[2], fparams[3], fparams[4], fparams[5], fparams[6]
     stall_f = fparams[7]
     stall_n = int(fparams[8])
+    nonmono = fparams[9]
     for k in range(K):
         row = p * K + k
         if not active[row]:
@@ -277,6 +278,7 @@ def solve_problem(p, q, active, conv, iters, pe, re, tout, starts, pre, axis, ty
                                     targets, weights, p, r, R, pv, z, pj, ptip)
         jacobian(starts, typ, mult, col, z, pj, ptip, targets, weights, p, J)
         ok = pe_r <= tol_p and re_r <= tol_r
+        cost0 = cost  # the non-monotone phase's reference (dls.py)
         lam = lam0
         it = 0
         stall = 0
@@ -288,7 +290,7 @@ def solve_problem(p, q, active, conv, iters, pe, re, tout, starts, pre, axis, ty
             if deadline_ns >= 0 and monotonic_ns() >= deadline_ns:
                 tout[row] = True
                 break
-            # H0 = J^T J + lam (diag(J^T J) + 1e-9), g = J^T r
+            # H0 = J^T J + lam (diag(J^T J) + cost + 1e-9), g = J^T r
             for a in range(nc):
                 acc = 0.0
                 for i in range(m):
@@ -301,7 +303,7 @@ def solve_problem(p, q, active, conv, iters, pe, re, tout, starts, pre, axis, ty
                     H0[a, b] = acc
                     H0[b, a] = acc
             for a in range(nc):
-                H0[a, a] += lam * (H0[a, a] + 1e-9)
+                H0[a, a] += lam * (H0[a, a] + cost + 1e-9)
                 blocked[a] = False
             # Joints that the step would push through their limit leave the system and the
             # step is solved again without them (active set; at most two solves).
@@ -353,7 +355,7 @@ def solve_problem(p, q, active, conv, iters, pe, re, tout, starts, pre, axis, ty
             cost2, pe2, re2 = evaluate(qr, starts, pre, axis, typ, qi, mult, off, post,
                                        targets, weights, p, r2, R, pv, z, pj, ptip)
             it += 1
-            if cost2 < cost:
+            if cost2 < (cost0 if it <= nonmono else cost):
                 if cost2 > cost * stall_f:
                     stall += 1
                 else:
@@ -458,7 +460,7 @@ def solve_one(target, seed, fbuf, ibuf, bbuf, max_iter, deadline_ns, stop, q_out
     The solver's fixed data comes packed in three arrays (:func:`.fast.pack_one` lays them
     out; ten arguments cost the call about 4 us less than the 28 arrays and scalars unpacked):
     ``ibuf`` int64 [nq, restart rows, chain joints, tips, columns, starts, typ, qi, col, colq],
-    ``fbuf`` float64 [weights (6), fparams (9), max_value, rnd, pre, axis, mult, off, post,
+    ``fbuf`` float64 [weights (6), fparams (10), max_value, rnd, pre, axis, mult, off, post,
     lower, upper, seed_lo, seed_hi], ``bbuf`` uint8 [keep, cont, around] (nq each).
 
     Writes the finalized q (continuous joints wrapped near the seed, inside limits) to q_out and
@@ -478,9 +480,9 @@ def solve_one(target, seed, fbuf, ibuf, bbuf, max_iter, deadline_ns, stop, q_out
     col = ibuf[o + 2 * nJ:o + 3 * nJ]
     colq = ibuf[o + 3 * nJ:o + 3 * nJ + nc]
     weights = fbuf[0:6]
-    fparams = fbuf[6:15]
-    max_value = fbuf[15]
-    o = 16
+    fparams = fbuf[6:16]
+    max_value = fbuf[16]
+    o = 17
     rnd = fbuf[o:o + nr * nq].reshape((nr, nq))
     o += nr * nq
     pre = fbuf[o:o + 16 * nJ].reshape((nJ, 4, 4))

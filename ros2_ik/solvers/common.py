@@ -14,7 +14,7 @@ from ..kinematics.fk import difference, wrap_angle
 from ..model import Model
 from ..validate import MAX_TIMEOUT, check_int, check_number, describe
 
-#: Largest ``max_iterations`` / ``stall_iterations`` accepted.
+#: Largest ``max_iterations`` / ``stall_iterations`` / ``nonmonotone_iterations`` accepted.
 MAX_ITERATIONS = 1_000_000_000
 MAX_SEEDS = 100_000  # seeds per problem: IKConfig, the node's parameter and requests
 
@@ -49,6 +49,9 @@ class IKConfig:
     ``stall_iterations`` (0: off): a seed is given up after that many iterations in a row that
     were rejected or lowered the cost by less than the factor ``stall_ratio``, which frees the
     budget for the next seed (random restarts); a problem's last seed is never given up.
+    ``nonmonotone_iterations`` (0: off): in a seed's first that many iterations, LM accepts any
+    step that leaves the cost below the seed's own (non-monotone acceptance), so a seed is not
+    held in the first shallow basin it meets; after them, only steps that lower the cost.
     """
 
     position_tolerance: float = 1e-4
@@ -66,6 +69,7 @@ class IKConfig:
     use_fast_path: bool = True
     stall_iterations: int = 0
     stall_ratio: float = 0.9
+    nonmonotone_iterations: int = 50
 
     def __post_init__(self):
         # every option checked for type and range here, so a bad one never reaches a solver
@@ -84,6 +88,7 @@ class IKConfig:
                                                          high=MAX_TIMEOUT, allow_none=True))
         for name, lo, hi in (("max_iterations", 1, MAX_ITERATIONS), ("num_seeds", 1, MAX_SEEDS),
                              ("stall_iterations", 0, MAX_ITERATIONS),
+                             ("nonmonotone_iterations", 0, MAX_ITERATIONS),
                              ("rng_seed", 0, 2**63 - 1)):
             object.__setattr__(self, name, check_int(getattr(self, name), name, low=lo, high=hi))
         object.__setattr__(self, "stall_ratio", check_number(self.stall_ratio, "stall_ratio",

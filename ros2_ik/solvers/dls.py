@@ -4,12 +4,19 @@ Per row, with the stacked residual ``r`` and Jacobian ``J`` of all objectives (B
 to Inverse Kinematics with Jacobian Transpose, Pseudoinverse and Damped Least Squares methods",
 2004; Marquardt's diagonal scaling)::
 
-    (J^T J + lambda (diag(J^T J) + eps I)) dq = -J^T r
+    (J^T J + lambda (diag(J^T J) + E I + eps I)) dq = -J^T r,    E = 0.5 |r|^2
 
+(the ``E I`` term: damping that scales with the error, Yamashita and Fukushima, "On the rate
+of convergence of the Levenberg-Marquardt method", 2001; the damped least squares of Chan and
+Lawrence and of Robotics Toolbox's ``ik_LM`` uses it alone).
 ``dq`` is applied with ``q (+) dq`` (frozen coordinates untouched), the result clipped to the hard
 joint limits (a revolute joint stepping past the arc outside its limits goes around by 2 pi,
-the same pose: :func:`.common.clip_to_limits`), and accepted only if the cost ``0.5 |r|^2``
-decreases; lambda then shrinks (``lambda_down``), otherwise it grows (``lambda_up``, capped at
+the same pose: :func:`.common.clip_to_limits`), and accepted if its cost ``E`` is below the
+reference: in the row's first ``nonmonotone_iterations`` iterations the cost the row started
+from (non-monotone acceptance, after Grippo, Lampariello and Lucidi, "A nonmonotone line search
+technique for Newton's method", 1986, with a window as long as the phase: a step may raise the
+cost on the way out of a shallow basin), afterwards the current cost (classic LM). An accepted
+step shrinks lambda (``lambda_down``); otherwise lambda grows (``lambda_up``, capped at
 ``lambda_max``) and the row retries from the same point. A joint already at a limit that ``dq``
 pushes further out (and not round to the far side of that arc) leaves the system, and ``dq`` is
 solved again without it (active set).
@@ -109,6 +116,7 @@ def lm_solve_rows(model: Model, objectives, q0, seed_q, problem_idx, cfg: IKConf
         J[:, :, fixed_cols] = 0.0
     pe, re = goal_errors(objectives, ctx, problem_idx)
     converged = (pe <= cfg.position_tolerance) & (re <= cfg.orientation_tolerance)
+    cost0 = cost  # the non-monotone phase's reference
     timed_out = False
     lim_cols = const(xp, model.tables.limited_columns)
     lim_q = const(xp, model.tables.limited_q)
@@ -140,7 +148,7 @@ def lm_solve_rows(model: Model, objectives, q0, seed_q, problem_idx, cfg: IKConf
         JtJ = xp.swapaxes(J, 1, 2) @ J
         g = (xp.swapaxes(J, 1, 2) @ r[..., None])[..., 0]
         diag = xp.diagonal(JtJ, axis1=1, axis2=2)
-        H = JtJ + lam[:, None, None] * (diag[:, :, None] * eye + 1e-9 * eye)
+        H = JtJ + lam[:, None, None] * ((diag + cost[:, None] + 1e-9)[:, :, None] * eye)
         dq = -xp.linalg.solve(H, g[..., None])[..., 0]
         if lim_cols.size:
             dq = _active_set_step(H, g, dq, q, lim_cols, lim_q, lower, upper, around, xp)
@@ -152,23 +160,25 @@ def lm_solve_rows(model: Model, objectives, q0, seed_q, problem_idx, cfg: IKConf
         r2, J2, cost2, ctx2 = evaluate(model, objectives, q_try, seed_q, problem_idx)
         if fixed_cols is not None:
             J2[:, :, fixed_cols] = 0.0
-        better = active & (cost2 < cost)
-        slow = active & ~(better & (cost2 <= cost * cfg.stall_ratio))
+        # (every active row has run ``it`` iterations: a row that stops never resumes)
+        ref = cost0 if it < cfg.nonmonotone_iterations else cost
+        accepted = active & (cost2 < ref)
+        slow = active & ~(accepted & (cost2 <= cost * cfg.stall_ratio))
         stall = xp.where(slow, stall + 1, xp.where(active, 0, stall))
-        b = better[:, None]
+        b = accepted[:, None]
         q = xp.where(b, q_try, q)
         r = xp.where(b, r2, r)
         J = xp.where(b[:, :, None], J2, J)
-        cost = xp.where(better, cost2, cost)
-        lam2 = xp.where(better, xp.maximum(lam * cfg.lambda_down, cfg.lambda_min),
+        cost = xp.where(accepted, cost2, cost)
+        lam2 = xp.where(accepted, xp.maximum(lam * cfg.lambda_down, cfg.lambda_min),
                         xp.where(active, xp.minimum(lam * cfg.lambda_up, cfg.lambda_max), lam))
-        stuck = stuck | (active & ~better & (lam2 == lam))
+        stuck = stuck | (active & ~accepted & (lam2 == lam))
         lam = lam2
         iters = iters + active
         pe2, re2 = goal_errors(objectives, ctx2, problem_idx)
-        pe = xp.where(better, pe2, pe)
-        re = xp.where(better, re2, re)
-        converged = converged | (better & (pe <= cfg.position_tolerance)
+        pe = xp.where(accepted, pe2, pe)
+        re = xp.where(accepted, re2, re)
+        converged = converged | (accepted & (pe <= cfg.position_tolerance)
                                  & (re <= cfg.orientation_tolerance))
     else:
         if deadline is not None and time.perf_counter() >= deadline and bool(
