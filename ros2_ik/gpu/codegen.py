@@ -566,6 +566,97 @@ def _emit_clip(e: _Emit, var: str, i: int, lo, hi, around, *, wrap=True):
         e(f"if ({var} > {_lit(hi[i])}) {var} = {_lit(hi[i])};")
 
 
+def _emit_lm_step(e: _Emit, ch: Chain, nz, lo, hi, around, *, vector: bool):
+    """The LM step ``dq`` of a row from ``r``, ``J``, ``lam``, ``cost`` and the joint values
+    ``q<i>``: the normal equations with the damping of ``dls.py``, Cholesky and substitutions,
+    solved again (one more pass) without the joints at a limit the step pushes further out.
+    One recipe for the scalar kernel (type ``S``, ``bool blocked[]``) and the AVX2 lanes
+    (``vector``: type ``V``, masks ``M blocked[]`` and selects), so their op order, which the
+    rows' bit equality needs, is written once. The caller declares ``H0``, ``g``, ``dq`` and
+    ``blocked`` (the lanes' all false)."""
+    nc, m = ch.nc, 6 * ch.T
+    T = "V" if vector else "S"
+    zero, one = ("V(0.0)", "V(1.0)") if vector else ("S(0)", "S(1)")
+    if vector:
+        def sel(c, a, b):
+            return f"r2ik_sel({c}, {a}, {b})"
+        AND, OR, NOT = " & ", " | ", "~"
+    else:
+        def sel(c, a, b):
+            return f"{c} ? {a} : {b}"
+        AND, OR, NOT = " && ", " || ", "!"
+
+    def cmp(c):
+        return f"({c})" if vector else c
+
+    for a in range(nc):
+        s = "".join(f" acc = acc + J[{i * nc + a}] * r[{i}];" for i in range(m) if nz[i, a])
+        e(f"{{ {T} acc = {zero};{s} g[{a}] = acc; }}")
+        for b in range(a + 1):
+            terms = [i for i in range(m) if nz[i, a] and nz[i, b]]
+            s = "; ".join(f"acc = acc + J[{i * nc + a}] * J[{i * nc + b}]" for i in terms)
+            e(f"{{ {T} acc = {zero}; {s + ';' if s else ''} H0[{a * nc + b}] = acc; "
+              f"H0[{b * nc + a}] = acc; }}")
+    for a in range(nc):
+        e(f"H0[{a * nc + a}] = H0[{a * nc + a}] + lam * (H0[{a * nc + a}] + cost "
+          f"+ S(1e-9));" + ("" if vector else f" blocked[{a}] = false;"))
+    if not vector:
+        e("#pragma unroll 1")
+    with e.block("for (int pass = 0; pass < 2; ++pass)"):
+        e(f"{T} H[{nc * nc}], gb[{nc}];")
+        for a in range(nc):
+            for b in range(nc):
+                c = f"blocked[{a}]{OR}blocked[{b}]"
+                c = c if vector else f"({c})"
+                e(f"H[{a * nc + b}] = {sel(c, zero, f'H0[{a * nc + b}]')};")
+            if vector:
+                e(f"H[{a * nc + a}] = {sel(f'blocked[{a}]', one, f'H[{a * nc + a}]')};")
+            else:
+                e(f"if (blocked[{a}]) H[{a * nc + a}] = {one};")
+            e(f"gb[{a}] = {sel(f'blocked[{a}]', zero, f'g[{a}]')};")
+        for a in range(nc):
+            e(f"{{ {T} s = H[{a * nc + a}];" + "".join(
+                f" s = s - H[{a * nc + b}] * H[{a * nc + b}];" for b in range(a)))
+            pos = "s > V(0.0)" if vector else "s > 0"
+            e(f"  s = {sel(pos, 'sqrt(s)', f'{T}(R2IK_TINY)')}; H[{a * nc + a}] = s;")
+            for i in range(a + 1, nc):
+                e(f"  {{ {T} t = H[{i * nc + a}];" + "".join(
+                    f" t = t - H[{i * nc + b}] * H[{a * nc + b}];" for b in range(a))
+                  + f" H[{i * nc + a}] = t / s; }}")
+            e("}")
+        for a in range(nc):
+            e(f"{{ {T} t = -gb[{a}];" + "".join(
+                f" t = t - H[{a * nc + b}] * dq[{b}];" for b in range(a))
+              + f" dq[{a}] = t / H[{a * nc + a}]; }}")
+        for a in range(nc - 1, -1, -1):
+            e(f"{{ {T} t = dq[{a}];" + "".join(
+                f" t = t - H[{b * nc + a}] * dq[{b}];" for b in range(a + 1, nc))
+              + f" dq[{a}] = t / H[{a * nc + a}]; }}")
+        e("M more = M(r2ik_mv{});" if vector else "bool more = false;")
+        for a in range(nc):
+            i = ch.colq[a]
+            conds = []
+            # at a limit and pushed out: blocked, unless a revolute joint's step goes round to
+            # the far side of the arc outside its limits
+            if math.isfinite(lo[i]):
+                c = cmp(f"dq[{a}] < {zero}") + AND + cmp(f"q{i} <= {_lit(lo[i])}")
+                if around[i]:
+                    c += f"{AND}{NOT}(q{i} + dq[{a}] + {_TWO_PI} <= {_lit(hi[i])})"
+                conds.append(f"({c})")
+            if math.isfinite(hi[i]):
+                c = cmp(f"dq[{a}] > {zero}") + AND + cmp(f"q{i} >= {_lit(hi[i])}")
+                if around[i]:
+                    c += f"{AND}{NOT}(q{i} + dq[{a}] - {_TWO_PI} >= {_lit(lo[i])})"
+                conds.append(f"({c})")
+            if conds and vector:
+                e(f"{{ const M nb = ~blocked[{a}] & ({OR.join(conds)}); "
+                  f"blocked[{a}] = blocked[{a}] | nb; more = more | nb; }}")
+            elif conds:
+                e(f"if (!blocked[{a}] && ({OR.join(conds)})) "
+                  f"{{ blocked[{a}] = true; more = true; }}")
+        e("if (!r2ik_any(more)) break;" if vector else "if (!more) break;")
+
+
 def _emit_lm_kernel(e: _Emit, ch: Chain, scalar: str):
     """The fused LM kernel (mirrors ``_fast_kernels.solve_problem`` row by row)."""
     model = ch.model
@@ -638,65 +729,7 @@ def _emit_lm_kernel(e: _Emit, ch: Chain, scalar: str):
                 e("if (budget_ns >= 0 && r2ik_now() >= deadline) { timed = true; break; }")
                 e(f"S H0[{nc * nc}], g[{nc}], dq[{nc}], qs[{nc}];")
                 e(f"bool blocked[{nc}];")
-                for a in range(nc):
-                    s = "".join(f" acc = acc + J[{i * nc + a}] * r[{i}];"
-                                for i in range(m) if nz[i, a])
-                    e(f"{{ S acc = S(0);{s} g[{a}] = acc; }}")
-                    for b in range(a + 1):
-                        terms = [i for i in range(m) if nz[i, a] and nz[i, b]]
-                        s = "; ".join(f"acc = acc + J[{i * nc + a}] * J[{i * nc + b}]"
-                                      for i in terms)
-                        e(f"{{ S acc = S(0); {s + ';' if s else ''} H0[{a * nc + b}] = acc; "
-                          f"H0[{b * nc + a}] = acc; }}")
-                for a in range(nc):
-                    e(f"H0[{a * nc + a}] = H0[{a * nc + a}] + lam * (H0[{a * nc + a}] + cost "
-                      f"+ S(1e-9)); blocked[{a}] = false;")
-                e("#pragma unroll 1")
-                with e.block("for (int pass = 0; pass < 2; ++pass)"):
-                    e(f"S H[{nc * nc}], gb[{nc}];")
-                    for a in range(nc):
-                        for b in range(nc):
-                            e(f"H[{a * nc + b}] = (blocked[{a}] || blocked[{b}]) ? S(0) : "
-                              f"H0[{a * nc + b}];")
-                        e(f"if (blocked[{a}]) H[{a * nc + a}] = S(1);")
-                        e(f"gb[{a}] = blocked[{a}] ? S(0) : g[{a}];")
-                    for a in range(nc):
-                        e(f"{{ S s = H[{a * nc + a}];" + "".join(
-                            f" s = s - H[{a * nc + b}] * H[{a * nc + b}];" for b in range(a)))
-                        e(f"  s = s > 0 ? sqrt(s) : S(R2IK_TINY); H[{a * nc + a}] = s;")
-                        for i in range(a + 1, nc):
-                            e(f"  {{ S t = H[{i * nc + a}];" + "".join(
-                                f" t = t - H[{i * nc + b}] * H[{a * nc + b}];" for b in range(a))
-                              + f" H[{i * nc + a}] = t / s; }}")
-                        e("}")
-                    for a in range(nc):
-                        e(f"{{ S t = -gb[{a}];" + "".join(
-                            f" t = t - H[{a * nc + b}] * dq[{b}];" for b in range(a))
-                          + f" dq[{a}] = t / H[{a * nc + a}]; }}")
-                    for a in range(nc - 1, -1, -1):
-                        e(f"{{ S t = dq[{a}];" + "".join(
-                            f" t = t - H[{b * nc + a}] * dq[{b}];" for b in range(a + 1, nc))
-                          + f" dq[{a}] = t / H[{a * nc + a}]; }}")
-                    e("bool more = false;")
-                    for a in range(nc):
-                        i = ch.colq[a]
-                        conds = []
-                        # at a limit and pushed out: blocked, unless a revolute joint's step
-                        # goes round to the far side of the arc outside its limits
-                        if math.isfinite(lo[i]):
-                            c = f"dq[{a}] < S(0) && q{i} <= {_lit(lo[i])}"
-                            if around[i]:
-                                c += f" && !(q{i} + dq[{a}] + {_TWO_PI} <= {_lit(hi[i])})"
-                            conds.append(f"({c})")
-                        if math.isfinite(hi[i]):
-                            c = f"dq[{a}] > S(0) && q{i} >= {_lit(hi[i])}"
-                            if around[i]:
-                                c += f" && !(q{i} + dq[{a}] - {_TWO_PI} >= {_lit(lo[i])})"
-                            conds.append(f"({c})")
-                        if conds:
-                            e(f"if (!blocked[{a}] && ({' || '.join(conds)})) "
-                              f"{{ blocked[{a}] = true; more = true; }}")
-                    e("if (!more) break;")
+                _emit_lm_step(e, ch, nz, lo, hi, around, vector=False)
                 for a in range(nc):
                     i = ch.colq[a]
                     with e.block(""):

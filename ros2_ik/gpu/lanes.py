@@ -21,8 +21,8 @@ from __future__ import annotations
 import math
 
 from .codegen import (
-    _TWO_PI, Chain, _double, _Emit, _emit_clip, _emit_evaluate, _emit_jacobian, _frame_args,
-    _jac_structure, _limits, _lit, _q_args, _qvars, _sincos_steps,
+    _TWO_PI, Chain, _double, _Emit, _emit_clip, _emit_evaluate, _emit_jacobian, _emit_lm_step,
+    _frame_args, _jac_structure, _limits, _lit, _q_args, _qvars, _sincos_steps,
 )
 from ..solvers import sincos as sc
 from ..solvers.common import movable_coordinates, restart_seeds
@@ -242,60 +242,7 @@ def lanes_source(ch: Chain, lanes: int = LANES) -> str:
             e("// the step of every lane (an initial lane's is not used: its trial is its seed)")
             e(f"V H0[{nc * nc}], g[{nc}], dq[{nc}], qs[{nc}];")
             e(f"M blocked[{nc}] = {{" + ", ".join(["M(r2ik_mv{})"] * nc) + "};")
-            for a in range(nc):
-                s = "".join(f" acc = acc + J[{i * nc + a}] * r[{i}];" for i in range(m) if nz[i, a])
-                e(f"{{ V acc = V(0.0);{s} g[{a}] = acc; }}")
-                for b in range(a + 1):
-                    terms = [i for i in range(m) if nz[i, a] and nz[i, b]]
-                    s = "; ".join(f"acc = acc + J[{i * nc + a}] * J[{i * nc + b}]" for i in terms)
-                    e(f"{{ V acc = V(0.0); {s + ';' if s else ''} H0[{a * nc + b}] = acc; "
-                      f"H0[{b * nc + a}] = acc; }}")
-            for a in range(nc):
-                e(f"H0[{a * nc + a}] = H0[{a * nc + a}] + lam * (H0[{a * nc + a}] + cost "
-                  f"+ S(1e-9));")
-            with e.block("for (int pass = 0; pass < 2; ++pass)"):
-                e(f"V H[{nc * nc}], gb[{nc}];")
-                for a in range(nc):
-                    for b in range(nc):
-                        e(f"H[{a * nc + b}] = r2ik_sel(blocked[{a}] | blocked[{b}], V(0.0), "
-                          f"H0[{a * nc + b}]);")
-                    e(f"H[{a * nc + a}] = r2ik_sel(blocked[{a}], V(1.0), H[{a * nc + a}]);")
-                    e(f"gb[{a}] = r2ik_sel(blocked[{a}], V(0.0), g[{a}]);")
-                for a in range(nc):
-                    e(f"{{ V s = H[{a * nc + a}];" + "".join(
-                        f" s = s - H[{a * nc + b}] * H[{a * nc + b}];" for b in range(a)))
-                    e(f"  s = r2ik_sel(s > V(0.0), sqrt(s), V(R2IK_TINY)); H[{a * nc + a}] = s;")
-                    for i in range(a + 1, nc):
-                        e(f"  {{ V t = H[{i * nc + a}];" + "".join(
-                            f" t = t - H[{i * nc + b}] * H[{a * nc + b}];" for b in range(a))
-                          + f" H[{i * nc + a}] = t / s; }}")
-                    e("}")
-                for a in range(nc):
-                    e(f"{{ V t = -gb[{a}];" + "".join(
-                        f" t = t - H[{a * nc + b}] * dq[{b}];" for b in range(a))
-                      + f" dq[{a}] = t / H[{a * nc + a}]; }}")
-                for a in range(nc - 1, -1, -1):
-                    e(f"{{ V t = dq[{a}];" + "".join(
-                        f" t = t - H[{b * nc + a}] * dq[{b}];" for b in range(a + 1, nc))
-                      + f" dq[{a}] = t / H[{a * nc + a}]; }}")
-                e("M more = M(r2ik_mv{});")
-                for a in range(nc):
-                    i = ch.colq[a]
-                    conds = []
-                    if math.isfinite(lo[i]):
-                        c = f"(dq[{a}] < V(0.0)) & (q{i} <= {_lit(lo[i])})"
-                        if around[i]:
-                            c += f" & ~(q{i} + dq[{a}] + {_TWO_PI} <= {_lit(hi[i])})"
-                        conds.append(f"({c})")
-                    if math.isfinite(hi[i]):
-                        c = f"(dq[{a}] > V(0.0)) & (q{i} >= {_lit(hi[i])})"
-                        if around[i]:
-                            c += f" & ~(q{i} + dq[{a}] - {_TWO_PI} >= {_lit(lo[i])})"
-                        conds.append(f"({c})")
-                    if conds:
-                        e(f"{{ const M nb = ~blocked[{a}] & ({' | '.join(conds)}); "
-                          f"blocked[{a}] = blocked[{a}] | nb; more = more | nb; }}")
-                e("if (!r2ik_any(more)) break;")
+            _emit_lm_step(e, ch, nz, lo, hi, around, vector=True)
             for a in range(nc):
                 i = ch.colq[a]
                 with e.block(""):
