@@ -36,6 +36,19 @@ PLANAR_2LINK = """<?xml version="1.0"?>
 """
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _compiled_kernels_loaded():
+    """The compiled kernels loaded before the first test, as the cxx rows above: until they
+    are, a solve with a timeout takes the NumPy reference path (ros2_ik.solvers.fast.warm_up),
+    whose non-monotone LM can end a hard seed otherwise than the compiled rows (README,
+    Solvers), so a warm-up finishing in the middle of a test would change its answers. Cold
+    starts are tested in fresh interpreters (test_warm_up.py, test_ros_node.py)."""
+    from ros2_ik.solvers import fast
+
+    if fast.available():
+        fast.warm_up()
+
+
 @pytest.fixture(scope="session")
 def models():
     return {name: load_robot(name) for name in ROBOT_NAMES}
