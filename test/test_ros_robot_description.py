@@ -98,6 +98,12 @@ def test_malformed_urdf_without_model_keeps_serving(ros):
 def test_late_robot_description(ros):
     ros.client.publish_robot_description(robots.urdf_string("panda"))
     check_solutions(*wait_for_model(ros, "panda"))
+    # 'ready' comes with the first model's warm-up and names the model in use then, not the
+    # "none yet" of the start-up line
+    assert ros.node.wait_for_log("]: ready: ", 20), ros.node.log_text()[-2000:]
+    ready = next(line for line in ros.node.log_text().splitlines() if "]: ready: " in line)
+    assert f"model: '{load_robot('panda').name}'" in ready, ready
+    assert "none yet" in ros.node.log_text() and "none yet" not in ready
 
 
 def test_in_flight_request_keeps_its_model(ros):

@@ -155,6 +155,7 @@ class KinematicsNode(Node):
         self._stopping = False
         self._warm = threading.Event()  # set when the current model's warm-up solve is done
         self._ready_logged = False
+        self._ready_lock = threading.Lock()  # 'ready' once: the warm-up thread or __init__
         self._taken = self._answered = 0  # service requests taken / answered (executor thread)
         self._ready_text = ""
         # joint_states: the latest message per tuple of names (bounded), converted lazily
@@ -242,16 +243,17 @@ class KinematicsNode(Node):
         self._diag_timer = self.create_timer(self._settings.diagnostics_period,
                                              self._publish_diagnostics,
                                              callback_group=self._cb_timer)
-        model = (describe(self._source.robot) if self._source.robot
-                 else "none yet (waiting for robot_description)")
         self._ready_text = (
             f"services {self.resolve_service_name('~/compute_ik')} (and compute_fk, "
             f"compute_jacobian), action {self.resolve_service_name('~/trajectory_seed')}, "
-            f"backend {self._backend}; model: {model}")
-        # 'ready' is logged by the warm-up of the first model (requests are served meanwhile)
+            f"backend {self._backend}")
+        # 'ready' is logged by the warm-up of the first model (requests are served meanwhile),
+        # or here when that warm-up was quicker than the rest of the start-up
         self.get_logger().info(
             "serving (warming up: until the compiled solver is loaded, requests are solved by "
-            f"the reference path): {self._ready_text}")
+            f"the reference path): {self._ready_text}; model: {self._model_text()}")
+        if self._warm.is_set():
+            self._log_ready()
 
     # ================================================================== model
     def _on_robot_description(self, msg: String) -> None:
@@ -268,10 +270,17 @@ class KinematicsNode(Node):
         threading.Thread(target=self._warm_up, args=(robot, solved), daemon=True,
                          name="ros2_ik-warm-up").start()
 
+    def _model_text(self) -> str:
+        robot = self._source.robot
+        return describe(robot) if robot else "none yet (waiting for robot_description)"
+
     def _log_ready(self) -> None:
-        if not self._ready_logged:
+        """Log 'ready' once, naming the model in use now (not the one at start-up)."""
+        with self._ready_lock:
+            if self._ready_logged:
+                return
             self._ready_logged = True
-            self._bg_log("info", f"ready: {self._ready_text}")
+        self._bg_log("info", f"ready: {self._ready_text}; model: {self._model_text()}")
 
     def _bg_log(self, level: str, text: str) -> None:
         """Log from a background thread: never once the node is being destroyed (a log call
