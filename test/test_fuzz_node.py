@@ -213,11 +213,12 @@ def test_fuzz_compute_ik_requests(data):
     req.solver = pick("solver", data.draw(st.sampled_from(["", "dls"])),
                       st.sampled_from(["ccd", "ccd+dls", "magic"]))
     req.position_tolerance = pick("tolerances", 0.0, st.sampled_from([1e-3, -1.0, math.nan,
-                                                                       math.inf]))
+                                                                       math.inf, 1e300]))
     req.orientation_tolerance = pick("tolerances", 0.0, st.sampled_from([1e-2, -1.0,
                                                                           math.nan]))
     req.timeout.sec = pick("timeout", 0, st.sampled_from([-1, 1]))
-    req.timeout.nanosec = pick("timeout", 0, st.sampled_from([0, 1000, 999_999_999]))
+    req.timeout.nanosec = pick("timeout", 0, st.sampled_from([0, 1000, 999_999_999,
+                                                              4_000_000_000]))
     req.num_seeds = pick("num_seeds", 0, st.sampled_from([1, 3, 100_001, 2**32 - 1]))
     req.solve_mode = pick("solve_mode", "", st.sampled_from(["speed", "distance",
                                                              "manipulability", "fastest"]))

@@ -119,6 +119,42 @@ def test_compute_ik_handler_compact(panda):
     assert pe.max() <= 1e-4 * 1.0001 and re.max() <= 1e-3 * 1.0001
 
 
+@pytest.mark.parametrize("field, value, needle", [
+    ("position_tolerance", 1e300, "at most 1"),
+    ("position_tolerance", 1.5, "at most 1"),
+    ("orientation_tolerance", 4.0, "at most 3.14159"),
+    ("orientation_tolerance", -1e-3, "orientation_tolerance"),
+    ("timeout.nanosec", 4_000_000_000, "not a valid Duration"),
+    ("timeout.nanosec", 1_000_000_000, "not a valid Duration"),
+])
+def test_request_options_out_of_range_are_rejected(panda, field, value, needle):
+    """A tolerance above the parameter's range (every pose would count as reached) or a
+    timeout that is no valid Duration is INVALID_REQUEST naming it; the bounds themselves
+    are accepted."""
+    from ros2_ik_interfaces.srv import ComputeIK
+
+    from ros2_ik.ros.services import compute_ik
+
+    def request(value):
+        req = ComputeIK.Request()
+        req.compact_goals = f64_array(pose_to_pq(np.asarray(fk_frames(
+            panda.model, panda.model.neutral_q()[None], [panda.default_tip]))[:, 0]))
+        if field == "timeout.nanosec":
+            req.timeout.nanosec = value
+        else:
+            setattr(req, field, value)
+        return req
+
+    with pytest.raises(RequestError) as e:
+        compute_ik(ctx_for(panda), request(value), ComputeIK.Response())
+    assert e.value.code == codes.INVALID_REQUEST and needle in e.value.message, e.value.message
+    assert field.split(".")[0] in e.value.message
+    edge = {"position_tolerance": 1.0, "orientation_tolerance": math.pi,
+            "timeout.nanosec": 999_999_999}[field]
+    resp = ComputeIK.Response()
+    compute_ik(ctx_for(panda), request(edge), resp)
+    assert resp.error_code.val == codes.SUCCESS, resp.message
+
 def _ik_answer(ctx, req, one_goal_path: bool, monkeypatch):
     """compute_ik's response fields (or its RequestError) with the one-goal path on or off."""
     from ros2_ik_interfaces.srv import ComputeIK
@@ -149,6 +185,7 @@ def test_one_goal_path_answers_as_the_batch_path(panda, monkeypatch):
     from ros2_ik.ros.conversions import pq_to_pose_stamped
     from ros2_ik_interfaces.srv import ComputeIK
 
+    # (both calls on the compiled kernels: conftest's _compiled_kernels_loaded)
     model = panda.model
     tip = panda.default_tip
     rng = np.random.default_rng(11)
@@ -316,6 +353,20 @@ def test_default_tips():
     assert r.base == "base_link" and r.default_tip == "tool0"
     assert any("base_link 'panda_link0'" in m for m in logs)
     assert any("tip_link 'panda_link8'" in m for m in logs)
+    # the substitution stays visible while this model is in use: a WARN in the diagnostics
+    from diagnostic_msgs.msg import DiagnosticStatus
+
+    from ros2_ik.ros.diagnostics import Stats, diagnostic_status
+
+    assert r.notes == tuple(logs) and len(logs) == 2
+    st = diagnostic_status("ik", Stats(), r, "numpy")
+    values = {kv.key: kv.value for kv in st.values}
+    assert st.level == DiagnosticStatus.WARN and "tip_link" in st.message, st.message
+    assert "tip_link 'panda_link8'" in values["model_warning"] and "tool0" in values[
+        "model_warning"]
+    ok = build_robot(robots.urdf_string("ur"), source="t", tip_link="tool0")
+    assert ok.notes == () and diagnostic_status("ik", Stats(), ok, "numpy").level == \
+        DiagnosticStatus.OK
     # strict (a parameter set at runtime): an error naming the value and the valid links
     from ros2_ik.errors import UnknownLinkError
 
@@ -530,6 +581,36 @@ def test_moveit_fk_translation(panda):
         mc.fk_request_as_compute_fk(mreq, panda)
     assert e.value.code == codes.INVALID_LINK_NAME
 
+
+
+def test_fk_states_outside_the_limits_are_computed_as_given(panda):
+    """An FK state is any configuration (as MoveIt's GetPositionFK): values outside the limits
+    are neither clamped nor rejected (README, errors table); only beyond +-1e6 or non-finite is
+    INVALID_ROBOT_STATE naming the joint. (A seed outside its limits is rejected: other test.)"""
+    pytest.importorskip("geometry_msgs", reason="ROS 2 messages not installed")
+    from ros2_ik_interfaces.srv import ComputeFK
+
+    from ros2_ik.ros.services import compute_fk
+
+    model = panda.model
+    q = model.upper + np.linspace(0.5, 3.0, model.nq)  # every joint past its upper limit
+    for values, ok in ((q, True), (np.where(np.arange(model.nq) == 2, 2e6, q), False),
+                       (np.where(np.arange(model.nq) == 4, np.nan, q), False)):
+        req = ComputeFK.Request()
+        req.joint_names = list(model.q_names)
+        req.compact_positions = array.array("d", values)
+        req.link_names = ["panda_link8"]
+        if not ok:
+            with pytest.raises(RequestError) as e:
+                compute_fk(ctx_for(panda), req, ComputeFK.Response())
+            assert e.value.code == codes.INVALID_ROBOT_STATE, e.value.message
+            continue
+        resp = ComputeFK.Response()
+        compute_fk(ctx_for(panda), req, resp)
+        pq = np.asarray(resp.compact_poses).reshape(1, 7)
+        want = pose_to_pq(np.asarray(fk_frames(model, q[None], ["panda_link8"]))[:, 0])
+        np.testing.assert_allclose(pq[:, :3], want[:, :3], atol=1e-12)
+        assert abs(abs(float(np.dot(pq[0, 3:], want[0, 3:]))) - 1.0) < 1e-12
 
 # ---------------------------------------------------------------------- markers, diagnostics
 def test_markers_and_diagnostics(panda):

@@ -94,6 +94,9 @@ def diagnostic_status(node_name: str, stats: Stats, robot, backend: str):
                        "default_tip": robot.default_tip, "model_source": robot.source})
     if snap.model_error:
         values["robot_description_error"] = snap.model_error
+    notes = getattr(robot, "notes", ())
+    if notes:
+        values["model_warning"] = "; ".join(notes)
     st.values = [KeyValue(key=k, value=v) for k, v in values.items()]
     if snap.model_error:
         st.level = DiagnosticStatus.ERROR
@@ -102,6 +105,10 @@ def diagnostic_status(node_name: str, stats: Stats, robot, backend: str):
     elif robot is None:
         st.level = DiagnosticStatus.WARN
         st.message = "no robot model (waiting for robot_description)"
+    elif notes:
+        st.level = DiagnosticStatus.WARN
+        st.message = (f"serving {robot.name} with the default tip / root link in place of a "
+                      "base_link / tip_link parameter this robot lacks (see model_warning)")
     elif snap.last_code != codes.SUCCESS and snap.requests:
         st.level = DiagnosticStatus.WARN
         st.message = f"serving {robot.name}; last request: {codes.name_of(snap.last_code)}"

@@ -65,6 +65,9 @@ class LoadedRobot:
     multi_dof: Mapping[str, tuple[str, int]] = field(default_factory=dict, repr=False)
     srdf: Srdf | None = field(default=None, repr=False)  # planning groups, when an SRDF is known
     srdf_source: str = ""
+    #: a configured base_link / tip_link this robot lacks, and what is used instead (shown in
+    #: the log and, while this model is in use, in the diagnostics as a WARN)
+    notes: tuple[str, ...] = ()
     _groups: dict = field(default_factory=dict, repr=False, compare=False)  # name -> Group
     _groups_lock: threading.Lock = field(default_factory=threading.Lock, repr=False,
                                          compare=False)
@@ -262,7 +265,13 @@ def build_robot(urdf: str, *, source: str, base_link: str = "", tip_link: str = 
     different robot on ``robot_description`` works with the same parameters. With ``strict``
     they raise :class:`UnknownLinkError` instead (a parameter set to a link that is not there).
     """
-    warn = log or (lambda msg: None)
+    notes = []
+
+    def warn(msg):
+        notes.append(msg)
+        if log is not None:
+            log(msg)
+
     try:
         model = Model.from_urdf(urdf, base=base_link or None)
     except UnknownLinkError as exc:
@@ -300,4 +309,5 @@ def build_robot(urdf: str, *, source: str, base_link: str = "", tip_link: str = 
                                           int(model.q_start[l]))
                    for l in range(1, model.num_links)
                    if int(model.joint_type[l]) in MULTI_DOF_KINDS and model.q_start[l] >= 0},
+        notes=tuple(notes),
     )

@@ -22,6 +22,7 @@ import numpy as np
 from .. import solvers
 from ..backend import to_numpy
 from ..kinematics import fk_frames, jacobian, pose_inverse, pose_to_pq, pq_to_pose
+from ..model import MAX_VALUE
 from ..solvers import IKConfig, SolveMode
 from ..solvers.common import MAX_SEEDS
 from . import codes
@@ -29,7 +30,7 @@ from .codes import RequestError
 from .conversions import (as_f64, check_poses, describe_bad_pose, duration_to_sec, f64_array,
                           i32_array, joint_states, poses_to_pq, pq_to_pose_stamped,
                           sec_to_duration, u32_array)
-from .params import TRAJECTORY_MODES, Settings, ik_config
+from .params import SPECS, TRAJECTORY_MODES, Settings, ik_config
 from .robot import LoadedRobot
 
 __all__ = ["Context", "IKOutcome", "compute_ik", "compute_fk", "compute_jacobian",
@@ -96,15 +97,22 @@ class IKOutcome:
 
 # ---------------------------------------------------------------------- shared option parsing
 def _tolerance(value: float, name: str) -> float:
+    """A request's tolerance: 0 (the node's parameter) or positive, at most the parameter's
+    upper bound (1 m, pi rad: beyond, every pose would count as reached)."""
     v = float(value)
-    if not math.isfinite(v) or v < 0:
+    top = SPECS[name].range[1]
+    if not math.isfinite(v) or v < 0 or v > top:
         raise RequestError(codes.INVALID_REQUEST,
-                           f"{name} = {v!r} is invalid; give a positive tolerance, or 0 for the "
-                           "node default")
+                           f"{name} = {v!r} is invalid; give a positive tolerance of at most "
+                           f"{top:g}, or 0 for the node default")
     return v
 
 
 def _timeout(d) -> float:
+    if not 0 <= int(d.nanosec) < 1_000_000_000:
+        raise RequestError(codes.INVALID_REQUEST,
+                           f"timeout.nanosec = {d.nanosec} is not a valid Duration (0 to "
+                           "999999999; whole seconds go in timeout.sec)")
     t = duration_to_sec(d)
     if not math.isfinite(t) or t < 0:
         raise RequestError(codes.INVALID_REQUEST,
@@ -437,11 +445,14 @@ def compute_fk(ctx: Context, req, resp) -> int:
         if cols:
             src, dst = zip(*cols)
             Q[:, list(dst)] = vals[:, list(src)]
-        if not np.all(np.isfinite(Q)):
-            m = int(np.nonzero(~np.all(np.isfinite(Q), axis=1))[0][0])
+        with np.errstate(invalid="ignore"):
+            bad = ~np.all(np.isfinite(Q) & (np.abs(Q) <= MAX_VALUE), axis=1)
+        if bad.any():
+            m = int(np.nonzero(bad)[0][0])
             raise RequestError(codes.INVALID_ROBOT_STATE,
-                               f"compact_positions of state {m} contain NaN or infinity; give "
-                               "finite joint values")
+                               f"compact_positions of state {m} contain NaN, infinity or a value "
+                               f"beyond +-{MAX_VALUE:g}; give finite joint values in metres or "
+                               "radians")
     if frame not in ("", robot.base):
         robot.frame_transforms([frame], robot.zero_q, what="frame_id")  # validates the name
         T = fk_frames(model, Q, links + [frame])
