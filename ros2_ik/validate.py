@@ -231,9 +231,17 @@ def describe_bad_pose(pq_raw: np.ndarray, reason: int) -> str:
     """Why one pose (7,) was rejected, and what to do."""
     if reason == 1:
         return "pose contains NaN or infinity; give finite position and orientation values"
-    n = float(np.linalg.norm(np.asarray(pq_raw, dtype=float)[3:7]))
-    return (f"orientation quaternion (x y z w) {np.round(np.asarray(pq_raw)[3:7], 6).tolist()} "
-            f"has norm {n:.6g}, not 1; send a unit quaternion (normalize it)")
+    v = np.asarray(pq_raw, dtype=float)
+    n = float(np.linalg.norm(v[3:7]))
+    text = (f"orientation quaternion (x y z w) {np.round(v[3:7], 6).tolist()} has norm {n:.6g}, "
+            "not 1; send a unit quaternion (normalize it)")
+    with np.errstate(invalid="ignore"):
+        tiny = (v != 0) & (np.abs(v) < np.finfo(float).tiny)
+    if tiny.any():  # subnormal values: the bits of small integers read as a double
+        text += (f" (the pose holds subnormal values such as {v[tiny][0]:.3g}: what rclpy sends "
+                 "for a Python int assigned to a float field, e.g. w = 1 instead of 1.0, unless "
+                 "ROS_PYTHON_CHECK_FIELDS=1 is set; assign floats)")
+    return text
 
 
 def bad_rotations(R, xp):

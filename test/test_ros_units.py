@@ -95,6 +95,22 @@ def test_check_poses():
     assert np.all(clean[:, 3:] == [0, 0, 0, 1])
 
 
+
+def test_an_int_sent_as_a_float_is_named():
+    """rclpy (Kilted, ROS_PYTHON_CHECK_FIELDS unset) sends ``w = 1`` (a Python int in a float64
+    field) as the double with the int's bits, 5e-324: the rejection of that quaternion says so."""
+    from ros2_ik.ros.conversions import describe_bad_pose
+
+    one_as_float = np.frombuffer(np.int64(1).tobytes(), dtype=np.float64)[0]
+    assert one_as_float == 5e-324
+    pq = np.array([[0.3, 0, 0.4, 0, 0, 0, one_as_float]])
+    _, ok, reason = check_poses(pq)
+    assert not ok[0]
+    text = describe_bad_pose(pq[0], int(reason[0]))
+    assert "norm 0" in text and "Python int" in text and "ROS_PYTHON_CHECK_FIELDS" in text
+    assert "Python int" not in describe_bad_pose(np.array([0.3, 0, 0.4, 0, 0, 0, 0.5]), 2)
+
+
 # ---------------------------------------------------------------------- handlers in-process
 def test_compute_ik_handler_compact(panda):
     from ros2_ik_interfaces.srv import ComputeIK
