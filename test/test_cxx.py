@@ -52,11 +52,14 @@ def _solve(m, T, tips, cfg, mode, monkeypatch, **kw):
 
 
 @pytest.mark.parametrize("name", list(CASES))
-@pytest.mark.parametrize("K,speed", [(1, "speed"), (16, "speed"), (4, "distance")])
-def test_compiled_rows_equal_the_numba_rows(name, K, speed, monkeypatch):
+@pytest.mark.parametrize("K,speed,eager", [(1, "speed", False), (16, "speed", False),
+                                           (4, "distance", False), (1, "speed", True)])
+def test_compiled_rows_equal_the_numba_rows(name, K, speed, eager, monkeypatch):
     m, tips = load_robot(name), CASES[name]
     T = _goals(m, tips, max(cxx.MIN_ROWS // K, 1) + 37)
-    cfg = IKConfig(num_seeds=K, stall_iterations=5 if K > 1 else 0, solve_mode=speed)
+    # eager: limit excursions early and often (IKConfig), so their steps are compared too
+    exc = dict(excursion_iterations=4, excursion_stall=2) if eager else {}
+    cfg = IKConfig(num_seeds=K, stall_iterations=5 if K > 1 else 0, solve_mode=speed, **exc)
     spy = _Spy(monkeypatch)
     a = _solve(m, T, tips, cfg, "0", monkeypatch)
     assert spy.calls == 0

@@ -7,6 +7,7 @@ problems, and a cancel or a deadline already past."""
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 import time
 
 import numpy as np
@@ -70,8 +71,10 @@ def _same(a, b):
 
 
 @pytest.mark.parametrize("name", list(CASES))
-@pytest.mark.parametrize("K,speed,stall", [(1, 1, 0), (6, 1, 5), (3, 0, 0)])
-def test_lanes_rows_equal_the_one_row_kernel(name, K, speed, stall):
+@pytest.mark.parametrize("K,speed,stall,eager", [(1, 1, 0, False), (6, 1, 5, False),
+                                                 (3, 0, 0, False), (1, 1, 0, True),
+                                                 (4, 0, 3, True)])
+def test_lanes_rows_equal_the_one_row_kernel(name, K, speed, stall, eager):
     m, tips = _robot(name)
     one, four = _rows(m, tips, 0), _rows(m, tips, 4)
     if four.lanes == 0:
@@ -79,7 +82,14 @@ def test_lanes_rows_equal_the_one_row_kernel(name, K, speed, stall):
     assert one.lanes == 0 and four.lanes == 4
     P = 203  # not a multiple of the lanes
     args = _inputs(m, tips, P, K, seed=K)
-    cfg = IKConfig(num_seeds=K, stall_iterations=stall, max_iterations=60)
+    # eager: limit excursions start early and often (IKConfig), so the lanes' excursion steps
+    # (start from the seed, the unclipped joints, the way back) are compared too
+    exc = dict(excursion_iterations=4, excursion_stall=2) if eager else {}
+    cfg = IKConfig(num_seeds=K, stall_iterations=stall, max_iterations=60, **exc)
+    if eager and name in ("panda", "dual_arm"):  # joints of range under 2 pi: excursions ran
+        off = _run(one, args, replace(cfg, excursion_iterations=0), speed=speed)
+        on = _run(one, args, cfg, speed=speed)
+        assert np.any(off[2] != on[2])
     active = np.arange(P) % 7 != 3
     a = _run(one, args, cfg, speed=speed, active=active)
     b = _run(four, args, cfg, speed=speed, active=active)

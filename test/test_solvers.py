@@ -412,3 +412,40 @@ def test_stall_gives_up_seeds_but_never_the_last(models, fast):
     assert many.success_rate >= one.success_rate
     # stalled seeds stopped early: the winning seed's iteration count stays small
     assert np.median(many.iterations[many.success]) < 30
+
+
+_ARC_URDF = """<robot name="arc"><link name="base"/><link name="l1"/><link name="tip"/>
+<joint name="j1" type="revolute"><parent link="base"/><child link="l1"/><axis xyz="0 0 1"/>
+<limit lower="0.5" upper="4.0" effort="1" velocity="1"/></joint>
+<joint name="f" type="fixed"><parent link="l1"/><child link="tip"/><origin xyz="0.5 0 0"/>
+</joint></robot>"""
+
+
+@pytest.mark.parametrize("fast_path", [True, False])
+def test_limit_excursion_crosses_the_arc_outside_the_limits(fast_path):
+    """A joint limited to [0.5, 4.0] rad, seeded at 0.6, with a goal at 3.9 rad: the shortest
+    way runs through the arc outside the limits, so LM inside the limits stalls at 0.5. The
+    excursion (IKConfig) starts again from the seed without the limits, ends at 3.9 - 2 pi and
+    answers 3.9, inside the limits and checked by FK; with it off, or with too few iterations
+    left to finish it, the answer stays where it stalled (not converged, inside the limits)."""
+    from ros2_ik import Model
+    from ros2_ik.solvers import ChainSolver
+
+    m = Model.from_urdf(_ARC_URDF, base="base", tips=["tip"])
+    T = fk_frames(m, np.array([[3.9]]), ["tip"])[:, 0]
+    seeds = np.array([[0.6]])
+    cfg = IKConfig(use_fast_path=fast_path)
+    on = solve_pose(m, T, tips="tip", seeds=seeds, config=cfg)
+    assert on.success[0] and on.iterations[0] <= cfg.max_iterations
+    assert m.lower[0] <= on.q[0, 0] <= m.upper[0] and abs(on.q[0, 0] - 3.9) < 1e-3
+    pe, re = pose_error(T, fk_frames(m, on.q, ["tip"])[:, 0])
+    assert pe[0] <= cfg.position_tolerance and re[0] <= cfg.orientation_tolerance
+    if fast_path:  # the prepared one-goal path spells the same steps
+        one = ChainSolver(m, "tip", cfg).solve(T[0], seed=seeds[0])
+        assert one.success[0] and abs(one.q[0, 0] - on.q[0, 0]) < 1e-9
+    for short in (IKConfig(use_fast_path=fast_path, excursion_iterations=0),
+                  IKConfig(use_fast_path=fast_path, max_iterations=32)):
+        off = solve_pose(m, T, tips="tip", seeds=seeds, config=short)
+        assert not off.success[0] and off.status[0] == Status.NOT_CONVERGED
+        assert off.q[0, 0] == pytest.approx(0.5)  # where it stalled, inside the limits
+        assert off.position_error[0] > 0.1

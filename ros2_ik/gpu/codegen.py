@@ -566,14 +566,36 @@ def _emit_clip(e: _Emit, var: str, i: int, lo, hi, around, *, wrap=True):
         e(f"if ({var} > {_lit(hi[i])}) {var} = {_lit(hi[i])};")
 
 
-def _emit_lm_step(e: _Emit, ch: Chain, nz, lo, hi, around, *, vector: bool):
+def _pinned(moved, lo, hi, around, var: str = "q{}") -> str:
+    """C: whether a moved revolute joint ``var.format(i)`` of range under 2 pi sits at a limit
+    (``dls.py``'s excursion rule; "false" when the chain has none)."""
+    c = [f"{var.format(i)} <= {_lit(lo[i])} || {var.format(i)} >= {_lit(hi[i])}" for i in moved
+         if around[i] and hi[i] - lo[i] < 2 * math.pi]
+    return " || ".join(c) or "false"
+
+
+def _emit_turn_inside(e: _Emit, moved, lo, hi, around, var: str, inside: str):
+    """The moved revolute joints ``var.format(i)`` by whole turns to their limits' side; clears
+    ``inside`` where one is then outside (``dls._turn_inside``)."""
+    for i in moved:
+        if not around[i]:
+            continue
+        v, a, b = var.format(i), _lit(lo[i]), _lit(hi[i])
+        e(f"if ({v} < {a}) {v} = {v} + {_TWO_PI} * ceil(({a} - {v}) / ({_TWO_PI})); "
+          f"else if ({v} > {b}) {v} = {v} - {_TWO_PI} * ceil(({v} - {b}) / ({_TWO_PI}));")
+        e(f"{inside} = {inside} && {v} >= {a} && {v} <= {b};")
+
+
+def _emit_lm_step(e: _Emit, ch: Chain, nz, lo, hi, around, *, vector: bool,
+                  release: str = "release"):
     """The LM step ``dq`` of a row from ``r``, ``J``, ``lam``, ``cost`` and the joint values
     ``q<i>``: the normal equations with the damping of ``dls.py``, Cholesky and substitutions,
     solved again (one more pass) without the joints at a limit the step pushes further out.
     One recipe for the scalar kernel (type ``S``, ``bool blocked[]``) and the AVX2 lanes
     (``vector``: type ``V``, masks ``M blocked[]`` and selects), so their op order, which the
     rows' bit equality needs, is written once. The caller declares ``H0``, ``g``, ``dq`` and
-    ``blocked`` (the lanes' all false)."""
+    ``blocked`` (the lanes' all false), and ``release`` (bool, the lanes' M): rows in a limit
+    excursion (``dls.py``), whose revolute joints are never blocked."""
     nc, m = ch.nc, 6 * ch.T
     T = "V" if vector else "S"
     zero, one = ("V(0.0)", "V(1.0)") if vector else ("S(0)", "S(1)")
@@ -648,11 +670,12 @@ def _emit_lm_step(e: _Emit, ch: Chain, nz, lo, hi, around, *, vector: bool):
                 if around[i]:
                     c += f"{AND}{NOT}(q{i} + dq[{a}] - {_TWO_PI} >= {_lit(lo[i])})"
                 conds.append(f"({c})")
+            free = (f"~{release} & " if vector else f"!{release} && ") if around[i] else ""
             if conds and vector:
-                e(f"{{ const M nb = ~blocked[{a}] & ({OR.join(conds)}); "
+                e(f"{{ const M nb = ~blocked[{a}] & {free}({OR.join(conds)}); "
                   f"blocked[{a}] = blocked[{a}] | nb; more = more | nb; }}")
             elif conds:
-                e(f"if (!blocked[{a}] && ({OR.join(conds)})) "
+                e(f"if (!blocked[{a}] && {free}({OR.join(conds)})) "
                   f"{{ blocked[{a}] = true; more = true; }}")
         e("if (!r2ik_any(more)) break;" if vector else "if (!more) break;")
 
@@ -671,7 +694,7 @@ def _emit_lm_kernel(e: _Emit, ch: Chain, scalar: str):
 // rows = P * K, problem-major. seeds (P, nq) float64 (seed_stride nq; 0: one seed for all);
 // rnd (K-1, nq) float64 restart seeds;
 // tgt (P, {T}, 16) and w (P, {T}, 6) in S; fp: tol_p tol_r lam0 lmin lmax up down stall_f stall_n
-// nonmono (solvers.fast._fparams).
+// nonmono exc_n exc_stall (solvers.fast._fparams).
 // Outputs per row: q_out (rows, nq) S, conv/tout (u8), iters (i32), pe/re (S).
 // done (P,) int: speed mode, set by a row that converged; stop: host-settable cancel flag;
 // clock0: the device clock at the call (r2ik_stamp); params[0] = budget_ns (< 0: none).""")
@@ -709,10 +732,12 @@ def _emit_lm_kernel(e: _Emit, ch: Chain, scalar: str):
           "lmax = S(fp[4]), up = S(fp[5]), down = S(fp[6]), stall_f = S(fp[7]);")
         e("const int stall_n = (int)fp[8];")
         e("const double nonmono = fp[9];")
+        e("const int exc_n = (int)fp[10], exc_stall = (int)fp[11];")
         e("const long long budget_ns = params[0];")
         e("const unsigned long long deadline = budget_ns < 0 ? 0ull : "
           "clock0[0] + (unsigned long long)budget_ns;")
         e("bool ok = false, timed = false; int it = 0; S pe_r = S(INFINITY), re_r = S(INFINITY);")
+        moved = list(ch.colq)
         with e.block("if (active[p] && !(speed && done[p]))"):
             e(f"S r[{m}], r2[{m}], J[{m * nc}];")
             e(_joint_frame_decl(ch))
@@ -720,27 +745,45 @@ def _emit_lm_kernel(e: _Emit, ch: Chain, scalar: str):
             e(f"S cost = r2ik_eval<S>({_q_args(ch)}, tgt, w, r, pe_r, re_r, {_frame_args(ch)});")
             e(f"r2ik_jac_residual<S>({_frame_args(ch)}, tgt, w, J);")
             e("ok = pe_r <= tol_p && re_r <= tol_r;")
-            e("const S cost0 = cost;  // the non-monotone phase's reference")
+            e("S cost0 = cost;  // the non-monotone phase's reference")
             e("S lam = lam0; int stall = 0;")
             e("const int give_up = k < K - 1 ? stall_n : 0;")
+            e("// the limit excursion (dls.py): phase 0 may start one, 1 in it, 2 not")
+            e("int phase = (give_up <= 0 && exc_n > 0) ? 0 : 2, it0 = 0; bool mono = false;")
+            e("S pe_a = pe_r, re_a = re_r;")
+            e("S " + ", ".join(f"qS{i} = q{i}, qA{i} = q{i}" for i in moved) + ";")
             with e.block("while (!ok && it < max_iter && (give_up <= 0 || stall < give_up))"):
                 # the flags are device memory read through L2: every 4th iteration is enough
                 e("if ((it & 3) == 0 && (*stop != 0 || (speed && done[p]))) break;")
                 e("if (budget_ns >= 0 && r2ik_now() >= deadline) { timed = true; break; }")
+                with e.block("if (phase == 0 && it >= exc_n && stall >= exc_stall && "
+                             f"({_pinned(moved, lo, hi, around)}))"):
+                    e(" ".join(f"qA{i} = q{i}; q{i} = qS{i};" for i in moved))
+                    e("pe_a = pe_r; re_a = re_r;")
+                    e(f"cost = r2ik_eval<S>({_q_args(ch)}, tgt, w, r, pe_r, re_r, "
+                      f"{_frame_args(ch)});")
+                    e(f"r2ik_jac_residual<S>({_frame_args(ch)}, tgt, w, J);")
+                    e("cost0 = cost; lam = lam0; stall = 0; phase = 1; it0 = it;")
                 e(f"S H0[{nc * nc}], g[{nc}], dq[{nc}], qs[{nc}];")
                 e(f"bool blocked[{nc}];")
+                e("const bool release = phase == 1;")
                 _emit_lm_step(e, ch, nz, lo, hi, around, vector=False)
                 for a in range(nc):
                     i = ch.colq[a]
                     with e.block(""):
                         e(f"qs[{a}] = q{i}; S v = q{i} + dq[{a}];")
-                        _emit_clip(e, "v", i, lo, hi, around)
+                        if around[i]:  # an excursion's revolute joints go unclipped
+                            with e.block("if (!release)"):
+                                _emit_clip(e, "v", i, lo, hi, around)
+                        else:
+                            _emit_clip(e, "v", i, lo, hi, around)
                         e(f"q{i} = v;")
                 e("S pe2, re2;")
                 e(f"const S cost2 = r2ik_eval<S>({_q_args(ch)}, tgt, w, r2, pe2, re2, "
                   f"{_frame_args(ch)});")
                 e("it += 1;")
-                with e.block("if (cost2 < ((double)it <= nonmono ? cost0 : cost))"):
+                with e.block("if (cost2 < (!mono && (double)(it - it0) <= nonmono ? cost0 "
+                             ": cost))"):
                     e("if (cost2 > cost * stall_f) stall += 1; else stall = 0;")
                     e("cost = cost2; pe_r = pe2; re_r = re2;")
                     e(f"for (int i = 0; i < {m}; ++i) r[i] = r2[i];")
@@ -754,6 +797,20 @@ def _emit_lm_kernel(e: _Emit, ch: Chain, scalar: str):
                     e("if (lam2 == lam) break;  // the same step again next time: stuck")
                     e("lam = lam2;")
                     e("stall += 1;")
+                with e.block("if (phase == 1 && (ok || it - it0 >= exc_n))"):
+                    e("bool inside = true;")
+                    with e.block("if (ok)"):
+                        _emit_turn_inside(e, moved, lo, hi, around, "q{}", "inside")
+                    with e.block("if (!(ok && inside))"):
+                        e(" ".join(f"q{i} = qA{i};" for i in moved))
+                        e(f"cost = r2ik_eval<S>({_q_args(ch)}, tgt, w, r, pe_r, re_r, "
+                          f"{_frame_args(ch)});")
+                        e(f"r2ik_jac_residual<S>({_frame_args(ch)}, tgt, w, J);")
+                        e("lam = lam0; stall = 0; ok = false;")
+                    e("mono = true; phase = 2;")
+            with e.block("if (phase == 1)"):  # the iterations ran out in the excursion
+                e(" ".join(f"q{i} = qA{i};" for i in moved) + " pe_r = pe_a; re_r = re_a; "
+                  "ok = false;")
             e("if (ok && speed) done[p] = 1;")
         for i in used:
             e(f"qo[{i}] = q{i};")

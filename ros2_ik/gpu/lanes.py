@@ -22,7 +22,8 @@ import math
 
 from .codegen import (
     _TWO_PI, Chain, _double, _Emit, _emit_clip, _emit_evaluate, _emit_jacobian, _emit_lm_step,
-    _frame_args, _jac_structure, _limits, _lit, _q_args, _qvars, _sincos_steps,
+    _emit_turn_inside, _frame_args, _jac_structure, _limits, _lit, _pinned, _q_args, _qvars,
+    _sincos_steps,
 )
 from ..solvers import sincos as sc
 from ..solvers.common import movable_coordinates, restart_seeds
@@ -190,6 +191,7 @@ def lanes_source(ch: Chain, lanes: int = LANES) -> str:
           "up = fp[5], down = fp[6], stall_f = fp[7];")
         e("const int stall_n = (int)fp[8];")
         e("const double nonmono = fp[9];")
+        e("const int exc_n = (int)fp[10], exc_stall = (int)fp[11];")
         e("const long long budget_ns = params[0];")
         e("const unsigned long long deadline = budget_ns < 0 ? 0ull : "
           "clock0[0] + (unsigned long long)budget_ns;")
@@ -197,6 +199,12 @@ def lanes_source(ch: Chain, lanes: int = LANES) -> str:
         e(f"V tg[{16 * T}] = {{}}, wv[{6 * T}] = {{}}, r[{m}] = {{}}, r2[{m}] = {{}}, "
           f"J[{m * nc}] = {{}}, J2[{m * nc}] = {{}};")
         e("V cost = V(0.0), cost0 = V(0.0), lam = V(0.0), pe_r = V(0.0), re_r = V(0.0);")
+        moved = list(ch.colq)
+        e("// the limit excursion (dls.py): a lane's start values, where an excursion left, and")
+        e("// the errors there; phase 0 may start one, 1 in it, 2 not")
+        e("V " + ", ".join(f"qS{i} = V(0.0), qA{i} = V(0.0)" for i in moved)
+          + ", pe_a = V(0.0), re_a = V(0.0);")
+        e("int phase[R2IK_L], it0[R2IK_L]; bool mono[R2IK_L];")
         frames = _frame_args(ch).split(", ")
         e("V " + ", ".join(f"{f} = V(0.0)" for f in frames) + ";")
         e("bool live[R2IK_L], init[R2IK_L], dead[R2IK_L], okl[R2IK_L];")
@@ -230,6 +238,9 @@ def lanes_source(ch: Chain, lanes: int = LANES) -> str:
                         e(f"for (int i = 0; i < {6 * T}; ++i) wv[i].x[l] = w_all[p * {6 * T} + i];")
                         e("live[l] = true; init[l] = true; it[l] = 0; stall[l] = 0; "
                           "okl[l] = false;")
+                        e("phase[l] = ((k < K - 1 ? stall_n : 0) <= 0 && exc_n > 0) ? 0 : 2; "
+                          "it0[l] = 0; mono[l] = false;")
+                        e(" ".join(f"qS{i}.x[l] = q{i}.x[l];" for i in moved))
                     with e.block("else"):
                         for i in used:
                             e(f"qo[{i}] = q{i}.x[l];")
@@ -242,12 +253,20 @@ def lanes_source(ch: Chain, lanes: int = LANES) -> str:
             e("// the step of every lane (an initial lane's is not used: its trial is its seed)")
             e(f"V H0[{nc * nc}], g[{nc}], dq[{nc}], qs[{nc}];")
             e(f"M blocked[{nc}] = {{" + ", ".join(["M(r2ik_mv{})"] * nc) + "};")
+            e("bool rel[R2IK_L];")
+            e("for (int l = 0; l < R2IK_L; ++l) rel[l] = phase[l] == 1;")
+            e("const M release = r2ik_mask(rel);")
             _emit_lm_step(e, ch, nz, lo, hi, around, vector=True)
             for a in range(nc):
                 i = ch.colq[a]
                 with e.block(""):
                     e(f"qs[{a}] = q{i}; V v = q{i} + dq[{a}];")
-                    _emit_clip_v(e, "v", i, lo, hi, around)
+                    if around[i]:  # an excursion's revolute joints go unclipped
+                        e("const V v0 = v;")
+                        _emit_clip_v(e, "v", i, lo, hi, around)
+                        e("v = r2ik_sel(release, v0, v);")
+                    else:
+                        _emit_clip_v(e, "v", i, lo, hi, around)
                     e(f"q{i} = r2ik_sel(initm, q{i}, v);")
             e("V pe2, re2;")
             e(f"const V cost2 = r2ik_eval_v<V>({_q_args(ch)}, tg, wv, r2, pe2, re2, "
@@ -256,7 +275,8 @@ def lanes_source(ch: Chain, lanes: int = LANES) -> str:
             e("// accepted (or initial) lanes take the trial; the others go back")
             e("// the reference: the seed's cost in a lane's first nonmono iterations (dls.py)")
             e("bool nmb[R2IK_L];")
-            e("for (int l = 0; l < R2IK_L; ++l) nmb[l] = (double)it[l] < nonmono;")
+            e("for (int l = 0; l < R2IK_L; ++l) nmb[l] = !mono[l] && (double)(it[l] - it0[l]) "
+              "< nonmono;")
             e("const M better = cost2 < r2ik_sel(r2ik_mask(nmb), cost0, cost), "
               "acc = initm | better;")
             e("cost0 = r2ik_sel(initm, cost2, cost0);")
@@ -285,6 +305,16 @@ def lanes_source(ch: Chain, lanes: int = LANES) -> str:
                 e("else { it[l] += 1; if (better[l]) stall[l] = slow[l] ? stall[l] + 1 : 0; "
                   "else { end = stuck[l]; stall[l] += 1; } }")
                 e("okl[l] = okm[l];")
+                with e.block("if (phase[l] == 1 && (okl[l] || it[l] - it0[l] >= exc_n))"):
+                    e("bool inside = true;")
+                    with e.block("if (okl[l])"):
+                        _emit_turn_inside(e, moved, lo, hi, around, "q{}.x[l]", "inside")
+                    with e.block("if (!(okl[l] && inside))"):
+                        e("// back where the excursion left (evaluated there next pass)")
+                        e(" ".join(f"q{i}.x[l] = qA{i}.x[l];" for i in moved))
+                        e("pe_r.x[l] = pe_a.x[l]; re_r.x[l] = re_a.x[l]; okl[l] = false; "
+                          "init[l] = true; stall[l] = 0;")
+                    e("mono[l] = true; phase[l] = 2;")
                 e("const long long p = pp[l];")
                 with e.block("if (!end)"):
                     e("const int give_up = kk[l] < K - 1 ? stall_n : 0;")
@@ -292,7 +322,15 @@ def lanes_source(ch: Chain, lanes: int = LANES) -> str:
                       "end = true;")
                     e("else if ((it[l] & 3) == 0 && (stopped || (speed && done[p]))) end = true;")
                     e("else if (budget_ns >= 0 && now >= deadline) { end = true; tm = true; }")
+                with e.block("if (!end && phase[l] == 0 && it[l] >= exc_n && stall[l] >= exc_stall "
+                             f"&& ({_pinned(moved, lo, hi, around, 'q{}.x[l]')}))"):
+                    e(" ".join(f"qA{i}.x[l] = q{i}.x[l]; q{i}.x[l] = qS{i}.x[l];" for i in moved))
+                    e("pe_a.x[l] = pe_r.x[l]; re_a.x[l] = re_r.x[l]; init[l] = true; "
+                      "stall[l] = 0; phase[l] = 1; it0[l] = it[l];")
                 e("if (!end) continue;")
+                with e.block("if (phase[l] == 1)"):  # the iterations ran out in the excursion
+                    e(" ".join(f"q{i}.x[l] = qA{i}.x[l];" for i in moved)
+                      + " pe_r.x[l] = pe_a.x[l]; re_r.x[l] = re_a.x[l]; okl[l] = false;")
                 e("const long long row = p * K + kk[l];")
                 e(f"double* qo = q_out + row * {nq};")
                 for i in used:

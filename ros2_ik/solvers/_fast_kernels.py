@@ -242,6 +242,36 @@ def jacobian(starts, typ, mult, col, z, pj, ptip, targets, weights, p, J):
                                                 + Tt[2, a] * wz)
 
 
+@njit_inline
+def pinned(qr, colq, lower, upper, around):
+    """Whether a moved revolute joint of range under 2 pi is held at one of its limits."""
+    for a in range(colq.shape[0]):
+        i = colq[a]
+        if around[i] and upper[i] - lower[i] < 2.0 * math.pi and (
+                qr[i] <= lower[i] or qr[i] >= upper[i]):
+            return True
+    return False
+
+
+@njit_inline
+def turn_inside(qr, colq, lower, upper, around):
+    """Moved revolute joints (``around``) by whole turns to their limits' side (the same
+    pose); returns whether every one is then inside its limits."""
+    inside = True
+    for a in range(colq.shape[0]):
+        i = colq[a]
+        if around[i]:
+            v = qr[i]
+            if v < lower[i]:
+                v += 2.0 * math.pi * math.ceil((lower[i] - v) / (2.0 * math.pi))
+            elif v > upper[i]:
+                v -= 2.0 * math.pi * math.ceil((v - upper[i]) / (2.0 * math.pi))
+            qr[i] = v
+            if v < lower[i] or v > upper[i]:
+                inside = False
+    return inside
+
+
 @njit
 def solve_problem(p, q, active, conv, iters, pe, re, tout, starts, pre, axis, typ, qi, mult,
                   off, col, post, colq, targets, weights, lower, upper, around, fparams, max_iter,
@@ -269,6 +299,10 @@ def solve_problem(p, q, active, conv, iters, pe, re, tout, starts, pre, axis, ty
     stall_f = fparams[7]
     stall_n = int(fparams[8])
     nonmono = fparams[9]
+    exc_n = int(fparams[10])
+    exc_stall = int(fparams[11])
+    qA = np.empty(q.shape[1])
+    qS = np.empty(q.shape[1])
     for k in range(K):
         row = p * K + k
         if not active[row]:
@@ -284,12 +318,37 @@ def solve_problem(p, q, active, conv, iters, pe, re, tout, starts, pre, axis, ty
         stall = 0
         # a seed is given up when it stalls, unless it is the problem's last one
         give_up = stall_n if k < K - 1 else 0
+        # the limit excursion (IKConfig): phase 0 inside the limits, 1 the excursion from the
+        # seed (revolute limits lifted), 2 back inside the limits for good; it0 is where the
+        # phase's non-monotone count starts
+        phase = 0 if (give_up <= 0 and exc_n > 0) else 2
+        mono = False
+        it0 = 0
+        for i in range(qr.shape[0]):
+            qS[i] = qr[i]
+        pe_a = pe_r
+        re_a = re_r
         while not ok and it < max_iter and (give_up <= 0 or stall < give_up):
             if read_flag(stop) != 0:
                 break
             if deadline_ns >= 0 and monotonic_ns() >= deadline_ns:
                 tout[row] = True
                 break
+            if phase == 0 and it >= exc_n and stall >= exc_stall and pinned(qr, colq, lower,
+                                                                            upper, around):
+                for i in range(qr.shape[0]):
+                    qA[i] = qr[i]
+                    qr[i] = qS[i]
+                pe_a = pe_r
+                re_a = re_r
+                cost, pe_r, re_r = evaluate(qr, starts, pre, axis, typ, qi, mult, off, post,
+                                            targets, weights, p, r, R, pv, z, pj, ptip)
+                jacobian(starts, typ, mult, col, z, pj, ptip, targets, weights, p, J)
+                cost0 = cost
+                lam = lam0
+                stall = 0
+                phase = 1
+                it0 = it
             # H0 = J^T J + lam (diag(J^T J) + cost + 1e-9), g = J^T r
             for a in range(nc):
                 acc = 0.0
@@ -339,7 +398,7 @@ def solve_problem(p, q, active, conv, iters, pe, re, tout, starts, pre, axis, ty
                 more = False
                 for a in range(nc):
                     i = colq[a]
-                    if not blocked[a] and (
+                    if not blocked[a] and not (phase == 1 and around[i]) and (
                             (dq[a] < 0.0 and qr[i] <= lower[i]
                              and not (around[i] and qr[i] + dq[a] + 2.0 * math.pi <= upper[i]))
                             or (dq[a] > 0.0 and qr[i] >= upper[i]
@@ -351,11 +410,14 @@ def solve_problem(p, q, active, conv, iters, pe, re, tout, starts, pre, axis, ty
             for a in range(nc):
                 i = colq[a]
                 qs[a] = qr[i]
-                qr[i] = go_around(qr[i] + dq[a], lower[i], upper[i], around[i])
+                if phase == 1 and around[i]:
+                    qr[i] = qr[i] + dq[a]  # the excursion: no limits on revolute joints
+                else:
+                    qr[i] = go_around(qr[i] + dq[a], lower[i], upper[i], around[i])
             cost2, pe2, re2 = evaluate(qr, starts, pre, axis, typ, qi, mult, off, post,
                                        targets, weights, p, r2, R, pv, z, pj, ptip)
             it += 1
-            if cost2 < (cost0 if it <= nonmono else cost):
+            if cost2 < (cost0 if (not mono and it - it0 <= nonmono) else cost):
                 if cost2 > cost * stall_f:
                     stall += 1
                 else:
@@ -376,6 +438,25 @@ def solve_problem(p, q, active, conv, iters, pe, re, tout, starts, pre, axis, ty
                     break
                 lam = lam2
                 stall += 1
+            if phase == 1 and (ok or it - it0 >= exc_n):
+                if not (ok and turn_inside(qr, colq, lower, upper, around)):
+                    # back to where the excursion started, inside the limits for good
+                    for i in range(qr.shape[0]):
+                        qr[i] = qA[i]
+                    cost, pe_r, re_r = evaluate(qr, starts, pre, axis, typ, qi, mult, off, post,
+                                                targets, weights, p, r, R, pv, z, pj, ptip)
+                    jacobian(starts, typ, mult, col, z, pj, ptip, targets, weights, p, J)
+                    lam = lam0
+                    stall = 0
+                    ok = False
+                mono = True
+                phase = 2
+        if phase == 1:  # the iterations ran out in the excursion: back where it started
+            ok = False
+            for i in range(qr.shape[0]):
+                qr[i] = qA[i]
+            pe_r = pe_a
+            re_r = re_a
         conv[row] = ok
         iters[row] = it
         pe[row] = pe_r
@@ -460,7 +541,7 @@ def solve_one(target, seed, fbuf, ibuf, bbuf, max_iter, deadline_ns, stop, q_out
     The solver's fixed data comes packed in three arrays (:func:`.fast.pack_one` lays them
     out; ten arguments cost the call about 4 us less than the 28 arrays and scalars unpacked):
     ``ibuf`` int64 [nq, restart rows, chain joints, tips, columns, starts, typ, qi, col, colq],
-    ``fbuf`` float64 [weights (6), fparams (10), max_value, rnd, pre, axis, mult, off, post,
+    ``fbuf`` float64 [weights (6), fparams (12), max_value, rnd, pre, axis, mult, off, post,
     lower, upper, seed_lo, seed_hi], ``bbuf`` uint8 [keep, cont, around] (nq each).
 
     Writes the finalized q (continuous joints wrapped near the seed, inside limits) to q_out and
@@ -480,9 +561,9 @@ def solve_one(target, seed, fbuf, ibuf, bbuf, max_iter, deadline_ns, stop, q_out
     col = ibuf[o + 2 * nJ:o + 3 * nJ]
     colq = ibuf[o + 3 * nJ:o + 3 * nJ + nc]
     weights = fbuf[0:6]
-    fparams = fbuf[6:16]
-    max_value = fbuf[16]
-    o = 17
+    fparams = fbuf[6:18]
+    max_value = fbuf[18]
+    o = 19
     rnd = fbuf[o:o + nr * nq].reshape((nr, nq))
     o += nr * nq
     pre = fbuf[o:o + 16 * nJ].reshape((nJ, 4, 4))

@@ -52,6 +52,14 @@ class IKConfig:
     ``nonmonotone_iterations`` (0: off): in a seed's first that many iterations, LM accepts any
     step that leaves the cost below the seed's own (non-monotone acceptance), so a seed is not
     held in the first shallow basin it meets; after them, only steps that lower the cost.
+    ``excursion_iterations`` (0: off) and ``excursion_stall``: a problem's last seed that, after
+    ``excursion_iterations`` iterations, has made no progress for ``excursion_stall`` iterations
+    in a row with a revolute joint of range under 2 pi held at a limit, starts again from its
+    seed once with its revolute joints' limits lifted (the arc outside a joint's limits may be
+    crossed) for at most ``excursion_iterations`` iterations. It keeps that answer only if it
+    converges and every joint, moved by whole turns, is inside its limits (the same pose);
+    otherwise it goes back to where it stood and goes on inside the limits. Iterations of both
+    count against ``max_iterations``.
     """
 
     position_tolerance: float = 1e-4
@@ -70,6 +78,8 @@ class IKConfig:
     stall_iterations: int = 0
     stall_ratio: float = 0.9
     nonmonotone_iterations: int = 50
+    excursion_iterations: int = 30
+    excursion_stall: int = 15
 
     def __post_init__(self):
         # every option checked for type and range here, so a bad one never reaches a solver
@@ -89,6 +99,8 @@ class IKConfig:
         for name, lo, hi in (("max_iterations", 1, MAX_ITERATIONS), ("num_seeds", 1, MAX_SEEDS),
                              ("stall_iterations", 0, MAX_ITERATIONS),
                              ("nonmonotone_iterations", 0, MAX_ITERATIONS),
+                             ("excursion_iterations", 0, MAX_ITERATIONS),
+                             ("excursion_stall", 1, MAX_ITERATIONS),
                              ("rng_seed", 0, 2**63 - 1)):
             object.__setattr__(self, name, check_int(getattr(self, name), name, low=lo, high=hi))
         object.__setattr__(self, "stall_ratio", check_number(self.stall_ratio, "stall_ratio",

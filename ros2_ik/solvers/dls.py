@@ -25,6 +25,16 @@ iteration cap, at the deadline, (``stall_iterations``) after that many slow iter
 row, or when a step is rejected and lambda cannot grow any more (at ``lambda_max``): the next
 iteration would take the same step from the same point and be rejected again, for ever, so
 stopping there changes no answer.
+
+The limit excursion (``excursion_iterations``, ``excursion_stall``; :class:`.common.IKConfig`):
+a row that may not be given up (a problem's last seed, or any seed without
+``stall_iterations``) and that has stalled at a limit of a revolute joint with a range under
+2 pi starts once more from its seed with the limits of its revolute joints lifted, so it can
+cross the arc outside a joint's limits (Robotics Toolbox's ``ik_LM`` solves without limits
+throughout and rejects an answer outside them). The answer of the excursion is kept if it
+converges and every revolute joint, moved by whole turns, lies inside its limits; otherwise the
+row goes back to where it stood and goes on inside the limits, monotone. The compiled paths
+spell the same steps (``_fast_kernels.solve_problem``, ``gpu.codegen``, ``gpu.lanes``).
 """
 
 from __future__ import annotations
@@ -57,17 +67,20 @@ def _fixed_columns(model: Model, movable):
     return np.array(cols, dtype=np.int64) if cols else None
 
 
-def _active_set_step(H, g, dq, q, cols, qidx, lower, upper, around, xp):
+def _active_set_step(H, g, dq, q, cols, qidx, lower, upper, around, xp, release=None):
     """Joints at a limit that the step pushes outward leave the system, unless they are
     revolute (``around``) and the step goes past the arc outside the limits (2 pi on, the value
     is inside: :func:`.common.clip_to_limits`); rows where that happens solve again without
-    them (they do not move). One re-solve, as the fast path."""
+    them (they do not move). One re-solve, as the fast path. Rows in ``release`` (N,) bool (the
+    limit excursion) never block a revolute joint."""
     qc = q[:, qidx]
     d = dq[:, cols]
     lo, hi, ar = lower[qidx], upper[qidx], around[qidx]
     two_pi = 2 * math.pi
     push = (((d < 0) & (qc <= lo) & ~(ar & (qc + d + two_pi <= hi)))
             | ((d > 0) & (qc >= hi) & ~(ar & (qc + d - two_pi >= lo))))
+    if release is not None:
+        push = push & ~(release[:, None] & ar[None, :])
     rows = xp.any(push, axis=1)
     if xp is np:  # NumPy: re-solve only the rows that need it
         if not rows.any():
@@ -86,6 +99,17 @@ def _active_set_step(H, g, dq, q, cols, qidx, lower, upper, around, xp):
     dq = dq.copy()
     dq[sel] = new
     return dq
+
+
+def _turn_inside(q, lower, upper, around, xp):
+    """Revolute joints (``around``) of rows q moved by whole turns to their limits' side (the
+    same pose): (those rows, (N,) whether every such joint is then inside its limits)."""
+    two_pi = 2 * math.pi
+    lo = xp.where(around, lower, 0.0)
+    hi = xp.where(around, upper, 0.0)
+    q = xp.where(around & (q < lo), q + two_pi * xp.ceil((lo - q) / two_pi), q)
+    q = xp.where(around & (q > hi), q - two_pi * xp.ceil((q - hi) / two_pi), q)
+    return q, xp.all(~around | ((q >= lo) & (q <= hi)), axis=1)
 
 
 def lm_solve_rows(model: Model, objectives, q0, seed_q, problem_idx, cfg: IKConfig, *,
@@ -126,6 +150,17 @@ def lm_solve_rows(model: Model, objectives, q0, seed_q, problem_idx, cfg: IKConf
     stuck = xp.zeros(N, dtype=bool)  # rejected with lambda unchanged: that step again for ever
     K = N // num_problems if num_problems else 1
     last_seed = (xp.arange(N) % K) == K - 1
+    # the limit excursion: phase 0 may start one, 1 in it, 2 not (any more); it0 is where a
+    # row's non-monotone count starts, mono once it is back from an excursion
+    narrow = np.asarray(limited_revolute(model)) & (model.upper - model.lower < 2 * math.pi)
+    if movable is not None:  # (the compiled rows look at the joints they move)
+        narrow = narrow & np.asarray(movable, dtype=bool)
+    excursion = cfg.excursion_iterations > 0 and bool(narrow.any())
+    narrow = const(xp, narrow)
+    phase = xp.where(last_seed | (cfg.stall_iterations == 0), 0, 2) if excursion else None
+    it0 = xp.zeros(N, dtype=xp.int64)
+    mono = xp.zeros(N, dtype=bool)
+    q_start, q_back, pe_back, re_back = q, q, pe, re
     eye = xp.eye(nva)
     # on a device, "is any row still active?" is a host sync: asked every 8th iteration only
     # (an iteration with no active row changes nothing)
@@ -145,23 +180,45 @@ def lm_solve_rows(model: Model, objectives, q0, seed_q, problem_idx, cfg: IKConf
                 should_stop is not None and should_stop()):
             timed_out = deadline is not None and time.perf_counter() >= deadline
             break
+        if excursion:
+            go = (active & (phase == 0) & (iters >= cfg.excursion_iterations)
+                  & (stall >= cfg.excursion_stall)
+                  & xp.any(narrow & ((q <= lower) | (q >= upper)), axis=1))
+            if xp is not np or go.any():
+                b = go[:, None]
+                q_back, pe_back, re_back = (xp.where(b, q, q_back), xp.where(go, pe, pe_back),
+                                            xp.where(go, re, re_back))
+                q = xp.where(b, q_start, q)
+                r, J, cost, pe, re = _take(go, (r, J, cost, pe, re),
+                                           _evaluate(model, objectives, q, seed_q, problem_idx,
+                                                     fixed_cols), xp)
+                cost0 = xp.where(go, cost, cost0)
+                lam = xp.where(go, cfg.lambda_initial, lam)
+                stall = xp.where(go, 0, stall)
+                phase = xp.where(go, 1, phase)
+                it0 = xp.where(go, iters, it0)
+        release = (phase == 1) if excursion else None
         JtJ = xp.swapaxes(J, 1, 2) @ J
         g = (xp.swapaxes(J, 1, 2) @ r[..., None])[..., 0]
         diag = xp.diagonal(JtJ, axis1=1, axis2=2)
         H = JtJ + lam[:, None, None] * ((diag + cost[:, None] + 1e-9)[:, :, None] * eye)
         dq = -xp.linalg.solve(H, g[..., None])[..., 0]
         if lim_cols.size:
-            dq = _active_set_step(H, g, dq, q, lim_cols, lim_q, lower, upper, around, xp)
+            dq = _active_set_step(H, g, dq, q, lim_cols, lim_q, lower, upper, around, xp,
+                                  release)
         if fixed_cols is not None:
             dq[:, fixed_cols] = 0.0
         dv = xp.zeros((N, model.nv))
         dv[:, va] = xp.where(active[:, None], dq, 0.0)
-        q_try = clip_to_limits(model, integrate(model, q, dv))
+        q_try = integrate(model, q, dv)
+        if excursion:  # an excursion's revolute joints go unclipped
+            q_try = xp.where(release[:, None] & around, q_try, clip_to_limits(model, q_try))
+        else:
+            q_try = clip_to_limits(model, q_try)
         r2, J2, cost2, ctx2 = evaluate(model, objectives, q_try, seed_q, problem_idx)
         if fixed_cols is not None:
             J2[:, :, fixed_cols] = 0.0
-        # (every active row has run ``it`` iterations: a row that stops never resumes)
-        ref = cost0 if it < cfg.nonmonotone_iterations else cost
+        ref = xp.where(~mono & (iters - it0 < cfg.nonmonotone_iterations), cost0, cost)
         accepted = active & (cost2 < ref)
         slow = active & ~(accepted & (cost2 <= cost * cfg.stall_ratio))
         stall = xp.where(slow, stall + 1, xp.where(active, 0, stall))
@@ -180,10 +237,45 @@ def lm_solve_rows(model: Model, objectives, q0, seed_q, problem_idx, cfg: IKConf
         re = xp.where(accepted, re2, re)
         converged = converged | (accepted & (pe <= cfg.position_tolerance)
                                  & (re <= cfg.orientation_tolerance))
+        if excursion:
+            end = active & (phase == 1) & (converged | (iters - it0 >= cfg.excursion_iterations))
+            if xp is not np or end.any():
+                q_turned, inside = _turn_inside(q, lower, upper, around, xp)
+                keep = end & converged & inside
+                back = end & ~keep
+                q = xp.where(keep[:, None], q_turned, xp.where(back[:, None], q_back, q))
+                r, J, cost, pe, re = _take(back, (r, J, cost, pe, re),
+                                           _evaluate(model, objectives, q, seed_q, problem_idx,
+                                                     fixed_cols), xp)
+                lam = xp.where(back, cfg.lambda_initial, lam)
+                stall = xp.where(back, 0, stall)
+                converged = converged & ~back
+                mono = mono | end
+                phase = xp.where(end, 2, phase)
     else:
         if deadline is not None and time.perf_counter() >= deadline and bool(
                 xp.any(active & ~converged)):
             timed_out = True
+    if excursion:  # the iterations ran out in an excursion: where it started
+        out = phase == 1
+        q = xp.where(out[:, None], q_back, q)
+        pe, re = xp.where(out, pe_back, pe), xp.where(out, re_back, re)
+        converged = converged & ~out
     return q, converged, iters, pe, re, timed_out
+
+
+def _evaluate(model, objectives, q, seed_q, problem_idx, fixed_cols):
+    """(r, J, cost, pos_err, rot_err) of rows q, the fixed columns of J zeroed."""
+    r, J, cost, ctx = evaluate(model, objectives, q, seed_q, problem_idx)
+    if fixed_cols is not None:
+        J[:, :, fixed_cols] = 0.0
+    pe, re = goal_errors(objectives, ctx, problem_idx)
+    return r, J, cost, pe, re
+
+
+def _take(rows, old, new, xp):
+    """``new``'s arrays in ``rows`` (N,) bool, ``old``'s elsewhere."""
+    return tuple(xp.where(rows.reshape((-1,) + (1,) * (a.ndim - 1)), b, a)
+                 for a, b in zip(old, new))
 
 

@@ -158,7 +158,8 @@ def _fparams(cfg: IKConfig) -> np.ndarray:
     """The float options of the kernels, in the order ``solve_problem`` reads them."""
     return np.array([cfg.position_tolerance, cfg.orientation_tolerance, cfg.lambda_initial,
                      cfg.lambda_min, cfg.lambda_max, cfg.lambda_up, cfg.lambda_down,
-                     cfg.stall_ratio, cfg.stall_iterations, cfg.nonmonotone_iterations],
+                     cfg.stall_ratio, cfg.stall_iterations, cfg.nonmonotone_iterations,
+                     cfg.excursion_iterations, cfg.excursion_stall],
                     dtype=np.float64)
 
 
