@@ -341,7 +341,8 @@ def test_fuzz_core_api(data):
             kw = data.draw(st.dictionaries(
                 st.sampled_from(["timeout", "max_iterations", "num_seeds", "rng_seed",
                                  "position_tolerance", "solve_mode", "stall_ratio",
-                                 "lambda_min", "use_fast_path", "nonmonotone_iterations"]),
+                                 "lambda_min", "use_fast_path", "nonmonotone_iterations",
+                                 "excursion_iterations", "excursion_stall"]),
                 st.one_of(junk(), st.floats(allow_nan=True, allow_infinity=True),
                           st.integers(-2**70, 2**70), st.sampled_from(["speed", "fastest"])),
                 max_size=3))

@@ -43,6 +43,9 @@ BAD_CONFIGS = {
     "stall_ratio 1": (dict(stall_ratio=1.0), "stall_ratio"),
     "nonmonotone_iterations negative": (dict(nonmonotone_iterations=-1), "nonmonotone_iterations"),
     "nonmonotone_iterations float": (dict(nonmonotone_iterations=2.5), "nonmonotone_iterations"),
+    "excursion_iterations negative": (dict(excursion_iterations=-1), "excursion_iterations"),
+    "excursion_stall zero": (dict(excursion_stall=0), "excursion_stall"),
+    "excursion_stall float": (dict(excursion_stall=1.5), "excursion_stall"),
     "use_fast_path str": (dict(use_fast_path="yes"), "use_fast_path"),
 }
 
