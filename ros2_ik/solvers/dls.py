@@ -135,10 +135,7 @@ def lm_solve_rows(model: Model, objectives, q0, seed_q, problem_idx, cfg: IKConf
     iters = xp.zeros(N, dtype=xp.int64)
     fixed_cols = _fixed_columns(model, movable)
     fixed_cols = None if fixed_cols is None else const(xp, fixed_cols)
-    r, J, cost, ctx = evaluate(model, objectives, q, seed_q, problem_idx)
-    if fixed_cols is not None:
-        J[:, :, fixed_cols] = 0.0
-    pe, re = goal_errors(objectives, ctx, problem_idx)
+    r, J, cost, pe, re = _evaluate(model, objectives, q, seed_q, problem_idx, fixed_cols)
     converged = (pe <= cfg.position_tolerance) & (re <= cfg.orientation_tolerance)
     cost0 = cost  # the non-monotone phase's reference
     timed_out = False
