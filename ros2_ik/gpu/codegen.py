@@ -772,10 +772,8 @@ def _emit_lm_kernel(e: _Emit, ch: Chain, scalar: str):
                     i = ch.colq[a]
                     with e.block(""):
                         e(f"qs[{a}] = q{i}; S v = q{i} + dq[{a}];")
-                        if around[i]:  # an excursion's revolute joints go unclipped
-                            with e.block("if (!release)"):
-                                _emit_clip(e, "v", i, lo, hi, around)
-                        else:
+                        # an excursion's revolute joints go unclipped
+                        with e.block("if (!release)" if around[i] else ""):
                             _emit_clip(e, "v", i, lo, hi, around)
                         e(f"q{i} = v;")
                 e("S pe2, re2;")

@@ -324,8 +324,9 @@ def solve_problem(p, q, active, conv, iters, pe, re, tout, starts, pre, axis, ty
         phase = 0 if (give_up <= 0 and exc_n > 0) else 2
         mono = False
         it0 = 0
-        for i in range(qr.shape[0]):
-            qS[i] = qr[i]
+        if phase == 0:  # the seed an excursion would start from
+            for i in range(qr.shape[0]):
+                qS[i] = qr[i]
         pe_a = pe_r
         re_a = re_r
         while not ok and it < max_iter and (give_up <= 0 or stall < give_up):
@@ -440,7 +441,8 @@ def solve_problem(p, q, active, conv, iters, pe, re, tout, starts, pre, axis, ty
                 stall += 1
             if phase == 1 and (ok or it - it0 >= exc_n):
                 if not (ok and turn_inside(qr, colq, lower, upper, around)):
-                    # back to where the excursion started, inside the limits for good
+                    # back where the row stood when the excursion began, inside the limits
+                    # for good
                     for i in range(qr.shape[0]):
                         qr[i] = qA[i]
                     cost, pe_r, re_r = evaluate(qr, starts, pre, axis, typ, qi, mult, off, post,
