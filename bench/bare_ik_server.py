@@ -28,7 +28,8 @@ from ros2_ik.ros.conversions import as_f64, f64_array
 from ros2_ik.ros.node import SERVICE_QOS
 from ros2_ik.ros.params import Settings, ik_config
 from ros2_ik.ros.robot import default_tip_of
-from ros2_ik.solvers import ChainSolver, warm_up
+from ros2_ik.api import ChainSolver
+from ros2_ik.solvers import warm_up  # TODO manual
 
 
 def main() -> int:

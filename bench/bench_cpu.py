@@ -41,7 +41,9 @@ import peers as peerlib
 from common import banner, paired, timeit
 from ros2_ik import Model
 from ros2_ik.kinematics import fk_frames, jacobian, native
-from ros2_ik.solvers import ChainSolver, IKConfig, cxx, solve_pose, warm_up
+from ros2_ik.api import ChainSolver, solve_pose
+from ros2_ik.ik import IKConfig
+from ros2_ik.solvers import cxx, warm_up  # TODO manual
 
 POS_TOL, ORI_TOL = 1e-4, 1e-3
 LIMIT_SLACK = 1e-12

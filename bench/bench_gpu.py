@@ -37,7 +37,8 @@ from ros2_ik import load_robot
 from ros2_ik.kinematics.fk import fk_frames
 from ros2_ik.kinematics.se3 import pose_error
 from ros2_ik.model import MAX_BATCH
-from ros2_ik.solvers import IKConfig, solve_pose
+from ros2_ik.ik import IKConfig
+from ros2_ik.api import solve_pose
 
 TIPS = {"ur": None, "panda": None, "dual_arm": ("left_tool", "right_tool")}
 
@@ -54,7 +55,7 @@ _cp = None
 
 
 def report():
-    from ros2_ik.gpu import codegen, compile as gc
+    from ros2_ik.backends import codegen, compile as gc
 
     out(f"== generated kernels: sm_90 resources ({gc.tools()})")
     out(f"{'robot':10s} {'dtype':8s} {'kernel':12s} {'regs':>5s} {'stack B':>8s} "
@@ -71,7 +72,7 @@ def report():
 
 
 def targets_on_device(cp, m, tips, P, seed=1):
-    from ros2_ik.gpu.runtime import GpuKinematics
+    from ros2_ik.backends.cuda import GpuKinematics
 
     rng = np.random.default_rng(seed)
     kin = GpuKinematics(m, tips, dtype="float64", xp=cp)
@@ -119,7 +120,7 @@ class _Chunked:
 
 
 def bench_solve(cp, sizes, robots, seeds_list, dtype):
-    from ros2_ik.gpu.runtime import GpuSolver
+    from ros2_ik.backends.cuda import GpuSolver
 
     global _cp
     _cp = cp
@@ -186,8 +187,8 @@ def bench_solve(cp, sizes, robots, seeds_list, dtype):
 
 
 def bench_latency(cp, dtype):
-    from ros2_ik.gpu.runtime import GpuSolver
-    from ros2_ik.solvers import ChainSolver
+    from ros2_ik.backends.cuda import GpuSolver
+    from ros2_ik.api import ChainSolver
 
     out(f"\n== batch 1: latency of one goal (node settings: 32 seeds, stall 5), {dtype}; "
         "with and without the captured CUDA graph, interleaved")
@@ -224,7 +225,7 @@ def bench_latency(cp, dtype):
 
 
 def bench_fk(cp):
-    from ros2_ik.gpu.runtime import GpuKinematics
+    from ros2_ik.backends.cuda import GpuKinematics
 
     out("\n== FK / Jacobian throughput (device time, CUDA events; q on the device)")
     for name in ("panda", "dual_arm"):
@@ -253,7 +254,7 @@ def bench_fk(cp):
 
 def bench_tuning(cp, dtype):
     """Launch shapes and register caps of the LM kernel on panda, batch 1M."""
-    from ros2_ik.gpu.runtime import GpuSolver
+    from ros2_ik.backends.cuda import GpuSolver
 
     out(f"\n== LM kernel variants: panda, batch 1,000,000, {dtype} (block, register cap)")
     m = load_robot("panda")
@@ -277,7 +278,7 @@ def bench_tuning(cp, dtype):
 
 
 def kernel_resources(cp, dtype):
-    from ros2_ik.gpu.runtime import GpuSolver
+    from ros2_ik.backends.cuda import GpuSolver
 
     out(f"\n== kernel resources on this device ({dtype})")
     dev = cp.cuda.runtime.getDeviceProperties(0)
@@ -293,7 +294,7 @@ def kernel_resources(cp, dtype):
             try:
                 from cupy.cuda import driver
 
-                from ros2_ik.gpu.runtime import BLOCK
+                from ros2_ik.backends.cuda import BLOCK
 
                 blocks = driver.occupancyMaxActiveBlocksPerMultiprocessor(kern.kernel.ptr, BLOCK,
                                                                           0)
@@ -322,7 +323,7 @@ def main(argv=None):
     if a.report:
         report()
         return 0
-    from ros2_ik.gpu.runtime import get_cupy
+    from ros2_ik.backends.cuda import get_cupy
 
     cp = get_cupy()
     out(f"cupy {cp.__version__}, CUDA runtime {cp.cuda.runtime.runtimeGetVersion()}, driver "

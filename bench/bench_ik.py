@@ -52,8 +52,9 @@ from common import banner
 from ros2_ik import load_robot, robots
 from ros2_ik import solvers as solvers_mod
 from ros2_ik.kinematics import fk_frames, pose_error
-from ros2_ik.solvers import IKConfig, solve_pose
-from ros2_ik.solvers.common import expand_seeds, movable_coordinates
+from ros2_ik.ik import IKConfig
+from ros2_ik.api import solve_pose
+from ros2_ik.ik.seeds import expand_seeds, movable_coordinates
 
 POS_TOL, ORI_TOL = 1e-4, 1e-3
 STRICT_POS, STRICT_ORI = 1e-5, 1e-4

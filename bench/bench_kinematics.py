@@ -20,7 +20,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from common import banner, timeit
 from ros2_ik import get_backend, load_robot, robots
 from ros2_ik.kinematics import compiled, fk, jacobian
-from ros2_ik.solvers import warm_up
+from ros2_ik.solvers import warm_up  # TODO manual
 
 
 def main(argv=None) -> int:

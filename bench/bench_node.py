@@ -42,7 +42,8 @@ from ros2_ik import load_robot
 from ros2_ik.kinematics import fk_frames, pose_error, pose_to_pq
 from ros2_ik.ros.robot import default_tip_of
 from ros2_ik.ros.params import Settings, ik_config
-from ros2_ik.solvers import ChainSolver, solve_pose, warm_up
+from ros2_ik.api import ChainSolver, solve_pose
+from ros2_ik.solvers import warm_up  # TODO manual
 
 MIN_SUCCESS = 0.8
 

@@ -43,7 +43,7 @@ from common import banner
 from ros2_ik import load_robot
 from ros2_ik.kinematics import fk_frames, pose_error, pq_to_pose
 from ros2_ik.reach import Box, Study, StudyConfig, grid_targets, run_study
-from ros2_ik.solvers import warm_up
+from ros2_ik.solvers import warm_up  # TODO manual
 
 TIP = "panda_hand_tcp"
 DIRECTIONS, ROLLS = 25, 4
@@ -236,7 +236,7 @@ def part_ray(args, out_root: Path) -> dict:
 
 
 def _warm():
-    from ros2_ik.solvers import warm_up as w
+    from ros2_ik.solvers import warm_up as w  # TODO manual
 
     return w()
 

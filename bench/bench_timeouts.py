@@ -28,7 +28,9 @@ from bench.common import banner
 from ros2_ik import load_robot
 from ros2_ik.errors import InvalidInputError
 from ros2_ik.kinematics import fk_frames
-from ros2_ik.solvers import IKConfig, solve_pose, trajectory_seed, warm_up
+from ros2_ik.ik import IKConfig
+from ros2_ik.api import solve_pose, trajectory_seed
+from ros2_ik.solvers import warm_up  # TODO manual
 
 
 def overrun(call, timeout):

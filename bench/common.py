@@ -42,8 +42,8 @@ def banner(title: str) -> str:
         lines.append(f"gpu {dev['name'].decode()} driver {cupy.cuda.runtime.driverGetVersion()}")
     except Exception:  # noqa: BLE001 - no CuPy, no driver or no device: all mean no GPU here
         lines.append("gpu none")
-    from ros2_ik.gpu import hostrun
-    from ros2_ik.solvers import cxx
+    from ros2_ik.backends import host as hostrun
+    from ros2_ik.solvers import cxx  # TODO manual
 
     lines.append(f"compiled CPU rows (ROS2_IK_CXX) {cxx.enabled()}, C++ compiler "
                  f"{hostrun.available() or 'none'}")

@@ -1,19 +1,29 @@
-"""ros2_ik: batched kinematics and inverse kinematics for ROS 2, on NumPy or CuPy.
+"""ros2_ik: batched kinematics and inverse kinematics for ROS 2, on NumPy, compiled C++ or CuPy.
 
-The core (``model``, ``kinematics``, ``solvers``, ``backend``) imports without rclpy and CuPy;
-everything that touches ROS lives in ``ros2_ik.ros``.
+The public API is here: :func:`load_robot` / :class:`Model`, :func:`fk`, :func:`fk_frames`,
+:func:`jacobian`, :func:`solve_pose`, :func:`solve_ik`, :class:`IKSolver`,
+:class:`ChainSolver`, :func:`trajectory_seed`, :class:`IKConfig` and the errors. The layers
+below it (imports point down only): ``api`` (prepared solvers: the one dispatch point) ->
+``backends`` (the one compiled source: host, CUDA) -> ``ik`` (the IK reference) ->
+``kinematics`` (FK and Jacobian reference) -> ``model``. The core imports without rclpy and
+CuPy; everything that touches ROS lives in ``ros2_ik.ros``.
 """
 
+from .api import (ChainSolver, IKSolver, Kinematics, fk, fk_frames, jacobian, solve_ik,
+                  solve_pose, trajectory_seed)
 from .backend import Backend, get_backend, get_xp
 from .errors import (BackendUnavailableError, IKError, InputTypeError, InvalidInputError,
                      ShapeError,
                      UnknownJointError, UnknownLinkError, UrdfError)
+from .ik import IKConfig, IKResult, SolveMode, Status
 from .model import JointType, Model, load_robot
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = [
     "Model", "JointType", "load_robot", "Backend", "get_backend", "get_xp", "IKError",
     "UrdfError", "UnknownLinkError", "UnknownJointError", "ShapeError", "InvalidInputError",
-    "InputTypeError", "BackendUnavailableError", "__version__",
+    "InputTypeError", "BackendUnavailableError", "__version__", "fk", "fk_frames", "jacobian",
+    "solve_pose", "solve_ik", "IKSolver", "ChainSolver", "Kinematics", "trajectory_seed",
+    "IKConfig", "IKResult", "SolveMode", "Status",
 ]

@@ -46,12 +46,12 @@ def run(args) -> int:
     from ros2_ik_interfaces.action import TrajectorySeed
     from ros2_ik_interfaces.srv import ComputeFK, ComputeIK, ComputeJacobian
 
-    from .kinematics import fk_frames, jacobian, pose_error, pose_to_pq
+    from .api import fk_frames, interpolate_keyframes, jacobian
+    from .kinematics import pose_error, pose_to_pq
     from .ros import codes
     from .ros.conversions import (as_f64, f64_array, joint_states, pq_to_pose_stamped,
                                   sec_to_duration)
     from .ros.node import CLIENT_QOS, KinematicsNode, make_executor
-    from .solvers import interpolate_keyframes
 
     failures: list[str] = []
     domain = args.domain_id

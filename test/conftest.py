@@ -2,12 +2,6 @@
 
 from __future__ import annotations
 
-import os
-
-# the compiled CPU rows (solvers/cxx.py) are built in the call that first needs them, not in
-# the background, so which kernel answers a large batch does not depend on timing
-os.environ.setdefault("ROS2_IK_CXX", "wait")
-
 import numpy as np
 import pytest
 
@@ -18,7 +12,7 @@ ROBOT_NAMES = tuple(robots.ROBOTS)
 #: IKConfig options under which an unreachable goal's solve never ends by itself before
 #: max_iterations: the damping grows by only a factor 1 + 1e-6 per rejected step (float32 still
 #: sees it) up to 1e300, so a rejected step is never "the same step again" (a row rejected with
-#: its lambda unchanged stops: see ros2_ik.solvers.dls). Timeout and cancel tests use it for a
+#: its lambda unchanged stops: see ros2_ik.ik.lm). Timeout and cancel tests use it for a
 #: solve that only they end.
 ENDLESS = dict(lambda_up=1.0 + 1e-6, lambda_max=1e300)
 
@@ -34,19 +28,6 @@ PLANAR_2LINK = """<?xml version="1.0"?>
     <origin xyz="{a2} 0 0"/></joint>
 </robot>
 """
-
-
-@pytest.fixture(scope="session", autouse=True)
-def _compiled_kernels_loaded():
-    """The compiled kernels loaded before the first test, as the cxx rows above: until they
-    are, a solve with a timeout takes the NumPy reference path (ros2_ik.solvers.fast.warm_up),
-    whose non-monotone LM can end a hard seed otherwise than the compiled rows (README,
-    Solvers), so a warm-up finishing in the middle of a test would change its answers. Cold
-    starts are tested in fresh interpreters (test_warm_up.py, test_ros_node.py)."""
-    from ros2_ik.solvers import fast
-
-    if fast.available():
-        fast.warm_up()
 
 
 @pytest.fixture(scope="session")
@@ -67,3 +48,7 @@ def cupy_or_skip():
     import cupy
 
     return cupy
+
+
+#: the backend of a "compiled" / "reference" test parameter
+BACKEND = {True: "host", False: "reference"}

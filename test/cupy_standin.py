@@ -21,7 +21,8 @@ import types
 
 import numpy as np
 
-from ros2_ik.gpu import codegen, hostrun
+from ros2_ik.backends import codegen
+from ros2_ik.backends import host as hostrun
 
 stats = {"to_host": 0, "to_device": 0, "launches": 0, "implicit": 0, "graph_launches": 0}
 strict = True  # False: count implicit host syncs in stats["implicit"] instead of raising

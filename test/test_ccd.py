@@ -9,8 +9,8 @@ from conftest import PLANAR_2LINK
 from ros2_ik.errors import InvalidInputError
 from ros2_ik.kinematics import fk_frames, pose_error
 from ros2_ik.model import Model
-from ros2_ik.solvers import (IKConfig, PositionObjective, PostureObjective, Status, solve_ik,
-                             solve_pose)
+from ros2_ik.ik import IKConfig, PositionObjective, PostureObjective, Status
+from ros2_ik.api import solve_ik, solve_pose
 
 
 def _check(m, tip, T, res, tol_p=1e-4, tol_r=1e-3, position_only=False):

@@ -18,6 +18,9 @@ def test_core_imports_without_rclpy_and_cupy():
         m = ros2_ik.load_robot('panda')
         T = fk(m, m.neutral_q())
         assert T.shape == (1, m.num_links, 4, 4)
+        r = ros2_ik.solve_pose(m, ros2_ik.fk_frames(m, m.neutral_q(), [m.tips[0]])[:, 0])
+        assert r.success.all()
+        import ros2_ik.reach
         assert backend.get_backend('auto').__name__ == 'numpy'
         assert not backend.cupy_available()
         bad = [k for k in sys.modules if k.startswith(('rclpy', 'cupy')) and sys.modules[k]]
@@ -41,11 +44,34 @@ def test_cupy_backend_request_without_gpu_is_a_clear_error():
         get_backend("tpu")
 
 
-def _import_graph(package: str) -> dict:
+#: The layers of the package, lowest first: a module may import modules of its own layer or
+#: of the layers below (the same package without a circle), never one above.
+LAYERS = (
+    ("ros2_ik.errors", "ros2_ik.validate", "ros2_ik.backend", "ros2_ik.robots"),
+    ("ros2_ik.model",),
+    ("ros2_ik.kinematics",),
+    ("ros2_ik.ik",),
+    ("ros2_ik.backends",),
+    ("ros2_ik.api",),
+    ("ros2_ik.reach",),
+    ("ros2_ik.ros", "ros2_ik.demo"),
+)
+
+
+def _layer(module: str) -> int:
+    if module == "ros2_ik":  # the package's facade: above everything but the ROS layer
+        return len(LAYERS) - 1.5
+    for i, names in enumerate(LAYERS):
+        if any(module == n or module.startswith(n + ".") for n in names):
+            return i
+    raise AssertionError(f"{module} has no layer: add it to LAYERS")
+
+
+def _import_graph(package: str = "ros2_ik") -> dict:
     """{module: set of modules of ``package`` it imports}, from every ``import`` / ``from ...
-    import`` statement of its modules (module level and inside functions alike), relative or
-    absolute; ``from . import x`` counts as an import of the submodule ``x``. The package's
-    ``__init__`` (which gathers the public names) is left out as a target."""
+    import`` statement of every module under it (module level and inside functions alike),
+    relative or absolute. ``from X import y`` is an import of the module ``X.y`` where that is
+    a module, else of ``X`` (a package ``X`` is its ``__init__``)."""
     import ast
     from pathlib import Path
 
@@ -53,8 +79,11 @@ def _import_graph(package: str) -> dict:
 
     root = Path(ros2_ik.__file__).resolve().parent.parent
     pkg_dir = root.joinpath(*package.split("."))
-    modules = {f"{package}.{p.stem}" if p.stem != "__init__" else package: p
-               for p in pkg_dir.glob("*.py")}
+    modules = {}
+    for p in pkg_dir.rglob("*.py"):
+        parts = p.relative_to(root).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        modules[name] = p
     graph = {}
     for mod, path in modules.items():
         here = mod.split(".") if path.stem == "__init__" else mod.split(".")[:-1]
@@ -66,10 +95,13 @@ def _import_graph(package: str) -> dict:
                 base = (".".join(here[:len(here) - node.level + 1] + ([node.module] if node.module
                                                                         else []))
                         if node.level else node.module)
-                targets = [base] + [f"{base}.{a.name}" for a in node.names]
+                targets = []
+                for a in node.names:
+                    sub = f"{base}.{a.name}"
+                    targets.append(sub if sub in modules else base)
             else:
                 continue
-            edges |= {t for t in targets if t in modules and t not in (mod, package)}
+            edges |= {t for t in targets if t in modules and t != mod}
         graph[mod] = edges
     return graph
 
@@ -100,18 +132,24 @@ def _find_cycle(graph: dict):
     return None
 
 
-def test_solvers_import_graph_has_no_cycle():
-    """One role per module in ros2_ik.solvers: no module imports one that imports it back, not
-    even inside a function (an import deferred to dodge a circle is a circle all the same)."""
-    graph = _import_graph("ros2_ik.solvers")
-    assert "ros2_ik.solvers.fast" in graph["ros2_ik.solvers.api"]
-    assert _find_cycle(graph) is None, " -> ".join(_find_cycle(graph))
-    # the prepared solver sits above the entry points; the planner below them
-    assert "ros2_ik.solvers.api" in graph["ros2_ik.solvers.prepared"]
-    for low in ("fast", "dls", "ccd", "checks", "residuals", "common"):
-        assert "ros2_ik.solvers.api" not in graph[f"ros2_ik.solvers.{low}"], low
-        assert "ros2_ik.solvers.prepared" not in graph[f"ros2_ik.solvers.{low}"], low
-    assert "ros2_ik.solvers.dls" not in graph["ros2_ik.solvers.ccd"]
+def test_the_whole_package_has_no_import_circle_and_no_upward_import():
+    """Every module of ros2_ik, function-level imports included (an import deferred to dodge a
+    circle is a circle all the same): no circle anywhere, no module importing one of a layer
+    above its own (the core never imports the ROS layer; the kinematics neither the IK nor the
+    backends; the reference IK not the backends), and only the ROS layer and the facade above
+    the public API."""
+    graph = _import_graph()
+    assert len(graph) > 50 and "ros2_ik.api.solver" in graph
+    cycle = _find_cycle(graph)
+    assert cycle is None, " -> ".join(cycle)
+    upward = sorted(f"{a} -> {b}" for a, bs in graph.items() for b in bs
+                    if _layer(b) > _layer(a))
+    assert not upward, upward
+    # the one dispatch point: only the API layer imports the compiled backends' runtimes
+    for a, bs in graph.items():
+        if a.startswith(("ros2_ik.reach", "ros2_ik.ros", "ros2_ik.demo")):
+            assert not {b for b in bs if b.startswith("ros2_ik.backends")}, a
+    assert "ros2_ik.ik.batch" not in graph["ros2_ik.backends.host"]
 
 
 def test_cycle_finder_sees_a_circle():
@@ -119,7 +157,8 @@ def test_cycle_finder_sees_a_circle():
     assert _find_cycle({"a": {"b"}, "b": set()}) is None
 
 
-@pytest.mark.parametrize("package", ["ros2_ik.kinematics", "ros2_ik.model"])
-def test_kinematics_and_model_import_graphs_have_no_cycle(package):
-    graph = _import_graph(package)
-    assert _find_cycle(graph) is None, " -> ".join(_find_cycle(graph))
+def test_the_graph_sees_function_level_and_relative_imports():
+    graph = _import_graph()
+    # a function-level relative import (the prepared solver builds the host backend lazily)
+    assert "ros2_ik.backends.host" in graph["ros2_ik.api.solver"]
+    assert "ros2_ik.ik.config" in graph["ros2_ik.backends.interface"]

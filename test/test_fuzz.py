@@ -36,10 +36,12 @@ from hypothesis import strategies as st  # noqa: E402
 
 from ros2_ik import Model, load_robot, robots  # noqa: E402
 from ros2_ik.errors import IKError  # noqa: E402
-from ros2_ik.kinematics import fk, fk_frames, jacobian, maximal_to_generalized  # noqa: E402
+from ros2_ik.api import fk, fk_frames, jacobian  # noqa: E402
+from ros2_ik.kinematics import maximal_to_generalized  # noqa: E402
 from ros2_ik.model import MAX_VALUE, JointType  # noqa: E402
-from ros2_ik.solvers import IKConfig, Status, solve_pose, trajectory_seed  # noqa: E402
-from ros2_ik.solvers.prepared import ChainSolver  # noqa: E402
+from ros2_ik.ik import IKConfig, Status
+from ros2_ik.api import solve_pose, trajectory_seed
+from ros2_ik.api import ChainSolver
 
 LONG = int(os.environ.get("FUZZ_EXAMPLES", "0"))
 EXAMPLES = LONG or 60
@@ -255,10 +257,9 @@ MODELS = {n: load_robot(n) for n in ("panda", "ur", "misc")}
 
 
 def setup_module(module):
-    from ros2_ik.solvers import fast
+    from ros2_ik.api import prebuild
 
-    if fast.available():  # the one-time kernel load/compile is not a timeout overrun
-        fast.ensure_compiled()
+    prebuild(sorted(MODELS))  # a one-time kernel build is not a timeout overrun
 
 
 def junk():
@@ -318,13 +319,12 @@ def targets_like(draw, m: Model, tip: str):
 
 def configs():
     return st.builds(
-        lambda timeout, iters, seeds, mode, fast, stall: IKConfig(
+        lambda timeout, iters, seeds, mode, stall: IKConfig(
             timeout=timeout, max_iterations=iters, num_seeds=seeds, solve_mode=mode,
-            use_fast_path=fast, stall_iterations=stall),
+            stall_iterations=stall),
         st.sampled_from([None, None, 0.0, 1e-4, 0.005, 0.05]),
         st.integers(1, 300), st.integers(1, 12),
-        st.sampled_from(["speed", "distance", "manipulability"]), st.booleans(),
-        st.sampled_from([0, 0, 5]))
+        st.sampled_from(["speed", "distance", "manipulability"]), st.sampled_from([0, 0, 5]))
 
 
 @FUZZ
@@ -341,7 +341,7 @@ def test_fuzz_core_api(data):
             kw = data.draw(st.dictionaries(
                 st.sampled_from(["timeout", "max_iterations", "num_seeds", "rng_seed",
                                  "position_tolerance", "solve_mode", "stall_ratio",
-                                 "lambda_min", "use_fast_path", "nonmonotone_iterations",
+                                 "lambda_min", "nonmonotone_iterations",
                                  "excursion_iterations", "excursion_stall"]),
                 st.one_of(junk(), st.floats(allow_nan=True, allow_infinity=True),
                           st.integers(-2**70, 2**70), st.sampled_from(["speed", "fastest"])),
@@ -371,14 +371,15 @@ def test_fuzz_core_api(data):
             np.testing.assert_allclose(fk(m, out), fk(m, q), atol=1e-7)
         elif what in ("solve", "chain"):
             cfg = data.draw(configs())
+            backend = data.draw(st.sampled_from(["auto", "auto", "reference"]))
             T = data.draw(targets_like(m, tip))
             if what == "chain":
                 target = T[0] if isinstance(T, np.ndarray) and T.ndim >= 2 else T
                 seed = data.draw(st.sampled_from([None, "mid", "outside", "junk"]))
                 s = {None: None, "mid": m.neutral_q(), "outside": m.neutral_q() + 100.0,
                      "junk": "x"}[seed]
-                r = timed(lambda: ChainSolver(m, tip, cfg).solve(target, seed=s), cfg.timeout,
-                          f"ChainSolver {name}")
+                cs = ChainSolver(m, tip, cfg, backend=backend)  # prepared: not timed
+                r = timed(lambda: cs.solve(target, seed=s), cfg.timeout, f"ChainSolver {name}")
                 if seed == "outside" and m.nq and np.isfinite(m.upper).any():
                     assert r.status[0] == Status.INVALID_INPUT
                 TT = np.asarray(target, dtype=float)
@@ -395,7 +396,7 @@ def test_fuzz_core_api(data):
                     stop = lambda: time.perf_counter() >= t_c  # noqa: E731
                 solver = data.draw(st.sampled_from(["dls", "dls", "ccd", "ccd+dls"]))
                 r = timed(lambda: solve_pose(m, T, tips=tip, config=cfg, solver=solver,
-                                             should_stop=stop),
+                                             should_stop=stop, backend=backend),
                           cfg.timeout if cancel is None else cancel, f"solve_pose {name}")
                 if isinstance(T, np.ndarray) and T.shape[-2:] == (4, 4):
                     check_ik_result(m, [tip], T, r, cfg)

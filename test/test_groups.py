@@ -13,13 +13,14 @@ import pytest
 
 from ros2_ik import load_robot
 from ros2_ik.errors import SrdfError
-from ros2_ik.gpu import hostrun
+from ros2_ik.backends import host as hostrun
 from ros2_ik.kinematics.fk import fk_frames
 from ros2_ik.kinematics.se3 import pose_error
 from ros2_ik.model import Group, parse_srdf
-from ros2_ik.solvers import IKConfig, solve_pose
-from ros2_ik.solvers.prepared import ChainSolver
-from ros2_ik.solvers.trajectory import trajectory_seed
+from ros2_ik.ik import IKConfig
+from ros2_ik.api import solve_pose
+from ros2_ik.api import ChainSolver
+from ros2_ik.api import trajectory_seed
 
 SRDF = """<?xml version="1.0"?>
 <robot name="dual_arm">
@@ -126,13 +127,14 @@ def _check(model, group, T, seeds, q, ok, min_success=0.5):
     assert np.all((q >= model.lower - 1e-12) & (q <= model.upper + 1e-12))
 
 
-@pytest.mark.parametrize("solver,fast_path", [("dls", True), ("dls", False), ("ccd", True),
-                                              ("ccd+dls", True)])
-def test_a_group_solve_moves_only_the_groups_joints(dual, srdf, solver, fast_path):
+@pytest.mark.parametrize("solver,backend", [("dls", "host"), ("dls", "reference"),
+                                            ("ccd", "host"), ("ccd+dls", "host")])
+def test_a_group_solve_moves_only_the_groups_joints(dual, srdf, solver, backend):
     g = srdf.group(dual, "left_arm")
     T, seeds = _problems(dual, 24)
-    cfg = IKConfig(num_seeds=K, stall_iterations=5, use_fast_path=fast_path)
-    r = solve_pose(dual, T, group=g, seeds=seeds, solver=solver, config=cfg)  # tip: the group's
+    cfg = IKConfig(num_seeds=K, stall_iterations=5)
+    r = solve_pose(dual, T, group=g, seeds=seeds, solver=solver, config=cfg,
+                   backend=backend)  # tip: the group's
     _check(dual, g, T, seeds, r.q, r.success, min_success=0.3 if solver == "ccd" else 0.5)
     # without the group the waist is free: the same problems move it (the case has teeth)
     if solver == "dls":
@@ -188,7 +190,7 @@ def test_chain_solver_and_trajectory_take_a_group(dual, srdf, mode):
 @pytest.mark.skipif(hostrun.available() is None, reason="no g++ to run kernels on the host")
 def test_gpu_solver_on_the_groups_model(dual, srdf, monkeypatch):
     import cupy_standin
-    from ros2_ik.gpu.runtime import GpuSolver
+    from ros2_ik.backends.cuda import GpuSolver
 
     cp = cupy_standin.install(monkeypatch)
     g = srdf.group(dual, "left_arm")

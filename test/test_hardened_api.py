@@ -13,7 +13,8 @@ from ros2_ik.errors import (IKError, InputTypeError, InvalidInputError, ShapeErr
                             UnknownRobotError)
 from ros2_ik.kinematics import fk, fk_frames, jacobian, maximal_to_generalized
 from ros2_ik.kinematics.jacobian import jacobians_all
-from ros2_ik.solvers import IKConfig, solve_pose, trajectory_seed
+from ros2_ik.ik import IKConfig
+from ros2_ik.api import solve_pose, trajectory_seed
 
 
 @pytest.fixture(scope="module")
@@ -46,7 +47,6 @@ BAD_CONFIGS = {
     "excursion_iterations negative": (dict(excursion_iterations=-1), "excursion_iterations"),
     "excursion_stall zero": (dict(excursion_stall=0), "excursion_stall"),
     "excursion_stall float": (dict(excursion_stall=1.5), "excursion_stall"),
-    "use_fast_path str": (dict(use_fast_path="yes"), "use_fast_path"),
 }
 
 
@@ -174,7 +174,7 @@ def test_seeds_a_solve_cannot_start_from_are_invalid_problems():
     crashed the solve (division by zero in FK), and one with 1e308 in an unbounded coordinate
     was solved from and returned. Both are now that problem's INVALID_INPUT, with a message;
     the other problems are solved."""
-    from ros2_ik.solvers import Status
+    from ros2_ik.ik import Status
 
     m = load_robot("misc")
     q = m.neutral_q()

@@ -184,3 +184,40 @@ def test_no_warning_for_a_clean_robot():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         Model.from_urdf(_robot(AB + _joint("j", "a", "b")))
+
+
+def test_a_robot_of_twenty_thousand_links_loads_and_answers():
+    """Defect: a URDF of 20,000 links (4 MB, under the 8 MB limit) raised MemoryError while
+    building a dense (joints x velocities) table. Every table is linear in the model's size
+    now: it loads, FK and Jacobians answer, and a solve on a long chain is the reference's
+    (the compiled source is generated for at most MAX_COLUMNS moving joints and
+    MAX_COORDINATES coordinates)."""
+    from ros2_ik import api
+    from ros2_ik.api.solver import MAX_COLUMNS
+    from ros2_ik.ik import IKConfig
+    from ros2_ik.model import MAX_URDF_BYTES, Model
+
+    n = 20_000
+    parts = ['<robot name="long">', '<link name="l0"/>']
+    for i in range(1, n):
+        parts.append(f'<link name="l{i}"/><joint name="j{i}" type="revolute"><parent '
+                     f'link="l{i - 1}"/><child link="l{i}"/><origin xyz="0 0 0.001"/><axis '
+                     'xyz="0 0 1"/><limit lower="-1" upper="1" effort="1" velocity="1"/></joint>')
+    urdf = "\n".join(parts + ["</robot>"])
+    assert len(urdf) < MAX_URDF_BYTES
+    m = Model.from_urdf(urdf)
+    assert m.nq == n - 1 and m.tables.screws.col.shape == (n - 1,)
+    T = api.fk_frames(m, m.neutral_q(), ["l10", f"l{n - 1}"])
+    np.testing.assert_allclose(T[0, 1, :3, 3], [0, 0, 0.001 * (n - 1)], atol=1e-9)
+    J = api.jacobian(m, m.neutral_q(), "l10")
+    assert J.shape == (1, 6, n - 1) and np.all(J[0, :, 10:] == 0)
+    s = api.IKSolver(m, ["l60"], IKConfig())
+    assert s.backend == "reference" and str(MAX_COLUMNS) in s.reason
+    s = api.IKSolver(m, ["l8"], IKConfig())
+    assert s.backend == "reference" and "coordinates" in s.reason
+    q = m.neutral_q()
+    q[:8] = 0.3
+    from ros2_ik.errors import InvalidInputError
+
+    with pytest.raises(InvalidInputError, match="memory budget"):  # up front, saying so
+        s.solve(api.fk_frames(m, q, ["l8"])[:, 0], seeds=m.neutral_q())

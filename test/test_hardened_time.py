@@ -11,12 +11,13 @@ import time
 
 import numpy as np
 import pytest
-from conftest import ENDLESS
+from conftest import BACKEND, ENDLESS
 
 from ros2_ik import load_robot
 from ros2_ik.kinematics import fk_frames
-from ros2_ik.solvers import IKConfig, Status, solve_pose, trajectory_seed
-from ros2_ik.solvers.prepared import ChainSolver
+from ros2_ik.ik import IKConfig, Status
+from ros2_ik.api import solve_pose, trajectory_seed
+from ros2_ik.api import ChainSolver
 
 SLACK = 0.5  # [s] allowed overrun on this noisy shared machine (the goal is ~20 ms)
 
@@ -54,9 +55,9 @@ def test_large_batch_timeout_is_honoured_and_finished_problems_kept(ur, fast):
     n = 200_000 if fast else 40_000
     T = np.broadcast_to(_reachable(ur, tip, 64), (n // 64, 64, 4, 4)).reshape(-1, 4, 4).copy()
     timeout = 0.2 if fast else 2.0  # the reference path: long enough to finish some chunks
-    cfg = IKConfig(timeout=timeout, use_fast_path=fast, num_seeds=2)
+    cfg = IKConfig(timeout=timeout, num_seeds=2)
     t0 = time.perf_counter()
-    r = solve_pose(ur, T, tips=tip, config=cfg)
+    r = solve_pose(ur, T, tips=tip, config=cfg, backend=BACKEND[fast])
     dt = time.perf_counter() - t0
     assert dt <= timeout + SLACK, f"{n} problems, timeout {timeout} s: returned after {dt:.3f} s"
     assert len(r) == T.shape[0]
@@ -74,9 +75,9 @@ def test_many_seeds_reference_path_timeout(panda):
     tip = "panda_link8"
     far = np.tile(np.eye(4), (100, 1, 1))
     far[:, 0, 3] = 5.0  # unreachable: every seed runs until the deadline
-    cfg = IKConfig(timeout=0.01, num_seeds=1000, use_fast_path=False)
+    cfg = IKConfig(timeout=0.01, num_seeds=1000)
     t0 = time.perf_counter()
-    r = solve_pose(panda, far, tips=tip, config=cfg)
+    r = solve_pose(panda, far, tips=tip, config=cfg, backend="reference")
     dt = time.perf_counter() - t0
     assert dt <= 0.01 + SLACK, f"returned after {dt:.3f} s"
     assert np.all(r.status == Status.TIMED_OUT)
@@ -91,7 +92,7 @@ def test_trajectory_timeout_many_nodes(panda):
     assert dt <= 0.3 + SLACK, f"returned after {dt:.3f} s"
     assert (r.status == Status.TIMED_OUT).any() and r.success[0]
     # the targets of every node (built on first use) are the interpolated path's
-    from ros2_ik.solvers import interpolate_keyframes
+    from ros2_ik.api import interpolate_keyframes
 
     np.testing.assert_array_equal(r.targets, interpolate_keyframes(K, [0, 199_999]))
     solved = np.nonzero(r.success)[0]
@@ -114,9 +115,10 @@ def _cancel_after(delay):
 def test_cancel_is_seen_at_any_size_and_reported_preempted(panda, fast):
     far = np.eye(4)[None].copy()
     far[0, 0, 3] = 5.0  # one unreachable goal, a huge iteration budget
-    cfg = IKConfig(max_iterations=100_000, use_fast_path=fast, **ENDLESS)
+    cfg = IKConfig(max_iterations=100_000, **ENDLESS)
     t0 = time.perf_counter()
-    r = solve_pose(panda, far, tips="panda_link8", config=cfg, should_stop=_cancel_after(0.005))
+    r = solve_pose(panda, far, tips="panda_link8", config=cfg, should_stop=_cancel_after(0.005),
+                   backend=BACKEND[fast])
     dt = time.perf_counter() - t0
     assert dt <= 0.005 + SLACK
     assert r.status[0] == Status.PREEMPTED and not r.success[0]
@@ -168,17 +170,19 @@ def test_memory_bounded_by_chunks_with_identical_results(panda, rng, monkeypatch
 
 
 def test_solve_chunks_give_the_same_results(panda, monkeypatch):
-    from ros2_ik.solvers import api
+    from ros2_ik.backends import host
+    from ros2_ik.ik import batch
 
     tip = "panda_link8"
     T = _reachable(panda, tip, 40)
     for fast in (True, False):
-        cfg = IKConfig(num_seeds=3, use_fast_path=fast)
-        whole = solve_pose(panda, T, tips=tip, config=cfg)
+        cfg = IKConfig(num_seeds=3)
+        whole = solve_pose(panda, T, tips=tip, config=cfg, backend=BACKEND[fast])
         with monkeypatch.context() as mp:
-            mp.setattr(api, "FAST_CHUNK_ROWS", 7)
-            mp.setattr(api, "REFERENCE_CHUNK_ROWS", 7)
-            parts = solve_pose(panda, T, tips=tip, config=cfg)
+            mp.setattr(host, "MAX_SLICE_ROWS", 7)  # slices of 2 problems, on 2 threads
+            mp.setattr(host, "SMALL", 1)
+            mp.setattr(batch, "REFERENCE_CHUNK_ROWS", 7)
+            parts = solve_pose(panda, T, tips=tip, config=cfg, backend=BACKEND[fast])
         np.testing.assert_array_equal(parts.q, whole.q)
         np.testing.assert_array_equal(parts.status, whole.status)
         assert whole.success.mean() > 0.5
@@ -193,8 +197,8 @@ def test_over_budget_calls_are_refused_up_front_saying_how_to_split(panda):
         trajectory_seed(panda, K, [0, 50_000_000 - 1], tip="panda_link8")
     far = np.eye(4)[None]
     with pytest.raises(InvalidInputError, match="memory budget.*fewer seeds"):
-        solve_pose(panda, far, tips="panda_link8",
-                   config=IKConfig(num_seeds=100_000, use_fast_path=False))
+        solve_pose(panda, far, tips="panda_link8", config=IKConfig(num_seeds=100_000),
+                   backend="reference")
     q = np.zeros((1, 7))
     with pytest.raises(InvalidInputError, match="memory budget.*split q"):
         fk_frames(panda, np.broadcast_to(q, (10_000_000, 7)), ["panda_link8"] * 1)
@@ -212,13 +216,14 @@ def test_a_timeout_shorter_than_writing_the_results_is_refused_at_once(ur, monke
     long enough, or none, the same batch is solved. The cost is set by hand here (this
     machine's real one depends on its load), so the test is exact."""
     from ros2_ik.errors import InvalidInputError
-    from ros2_ik.solvers import api
+    from ros2_ik.ik import batch as api
 
     tip = ur.tips[0]
     T = np.broadcast_to(_reachable(ur, tip, 64), (20_000 // 64, 64, 4, 4)).reshape(-1, 4, 4)
     cost = api.ResultCost()
     cost.FIRST_GUESS = 5e-7  # [s/byte]: about 1 s for these 20,000 rows
     monkeypatch.setattr(api, "RESULT_COST", cost)
+    monkeypatch.setattr("ros2_ik.api.solver.RESULT_COST", cost)
     t0 = time.perf_counter()
     with pytest.raises(InvalidInputError, match="timeout is too short for 19968 problems") as e:
         solve_pose(ur, T, tips=tip, config=IKConfig(timeout=0.05, num_seeds=2))
@@ -237,12 +242,12 @@ def test_a_timeout_shorter_than_writing_the_results_is_refused_at_once(ur, monke
 def test_a_trajectory_too_long_for_its_timeout_is_refused_at_once(panda, monkeypatch):
     """The same rule for a trajectory's nodes (one result row each)."""
     from ros2_ik.errors import InvalidInputError
-    from ros2_ik.solvers import api
+    from ros2_ik.ik import batch as api
 
     cost = api.ResultCost()
     cost.FIRST_GUESS = 5e-7
     monkeypatch.setattr(api, "RESULT_COST", cost)
-    monkeypatch.setattr("ros2_ik.solvers.trajectory.RESULT_COST", cost)
+    monkeypatch.setattr("ros2_ik.api.trajectory.RESULT_COST", cost)
     K = _reachable(panda, "panda_link8", 2)
     with pytest.raises(InvalidInputError, match="timeout is too short for 20000 trajectory nodes"):
         trajectory_seed(panda, K, [0, 19_999], tip="panda_link8",

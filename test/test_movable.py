@@ -2,7 +2,7 @@
 
 Every coordinate that is not on a base->tip path of the requested tips (nor the leader of a mimic
 joint on such a path) must equal the problem's seed in every returned solution, for every
-solver, seed count, solve mode and path: the compiled (Numba) path, the NumPy reference path,
+solver, seed count, solve mode and backend: the host backend, the NumPy reference,
 CCD, ChainSolver, trajectory seeds and the generated GPU kernels run on the host. The cases use
 many random restarts that are given up early (num_seeds=32, stall_iterations=5) so that restart
 seeds win often; each case checks that they did, and every success is re-checked by FK here.
@@ -14,15 +14,17 @@ import numpy as np
 import pytest
 
 from ros2_ik import load_robot
-from ros2_ik.gpu import codegen, hostrun
+from ros2_ik.backends import codegen
+from ros2_ik.backends import host as hostrun
 from ros2_ik.kinematics.fk import fk_frames
 from ros2_ik.kinematics.se3 import pose_error
-from ros2_ik.solvers import IKConfig, PoseObjective, solve_ik, solve_pose
-from ros2_ik.solvers import fast
-from ros2_ik.solvers.common import clip_to_limits, expand_seeds, movable_coordinates, restart_seeds
-from ros2_ik.solvers.prepared import ChainSolver
-from ros2_ik.solvers.objectives import Objective
-from ros2_ik.solvers.trajectory import trajectory_seed
+from ros2_ik.ik import IKConfig, PoseObjective
+from ros2_ik.api import solve_ik, solve_pose
+from ros2_ik.backends import interface
+from ros2_ik.ik.seeds import clip_to_limits, expand_seeds, movable_coordinates, restart_seeds
+from ros2_ik.api import ChainSolver
+from ros2_ik.ik.objectives import Objective
+from ros2_ik.api import trajectory_seed
 
 K = 32
 STALL = 5
@@ -99,13 +101,14 @@ def test_movable_coordinates_follow_the_paths(dual, misc):
 
 
 @pytest.mark.parametrize("tip", ["left_tool", "right_tool", "head_link"])
-@pytest.mark.parametrize("solver,fast_path", [("dls", True), ("dls", False), ("ccd", True),
-                                              ("ccd+dls", True)])
-def test_dual_arm_solves_move_only_the_tips_chain(dual, tip, solver, fast_path):
+@pytest.mark.parametrize("solver,backend", [("dls", "host"), ("dls", "reference"),
+                                            ("ccd", "host"), ("ccd", "reference"),
+                                            ("ccd+dls", "host")])
+def test_dual_arm_solves_move_only_the_tips_chain(dual, tip, solver, backend):
     P = 24
     T, seeds = _problems(dual, tip, P)
-    r = solve_pose(dual, T, tips=tip, seeds=seeds, solver=solver,
-                   config=_cfg(use_fast_path=fast_path))
+    r = solve_pose(dual, T, tips=tip, seeds=seeds, solver=solver, config=_cfg(),
+                   backend=backend)
     if tip == "head_link" and solver == "dls":
         # one revolute joint (the waist, +-2.6 rad): LM's first seed reaches every goal, going
         # round the arc outside the limits where that is the way, so no restart need win
@@ -200,56 +203,39 @@ need_cxx = pytest.mark.skipif(hostrun.available() is None, reason="no g++ to run
 
 @need_cxx
 @pytest.mark.parametrize("tip", ["left_tool", "head_link"])
-def test_gpu_lm_kernel_rows_keep_off_path_seed_and_equal_numba(dual, tip):
-    """The host-run float64 LM kernel: off-path coordinates of every row are the seed's, and
-    every row equals the Numba fast path's row (both apply the same rule)."""
+def test_gpu_lm_kernel_rows_keep_off_path_seed(dual, tip):
+    """The CUDA text's LM kernel, run on the host row by row (as a GPU runs it, one thread a
+    row): off-path coordinates of every row are the seed's, and restart rows converge."""
     m = dual
     P = 40
     T, seeds = _problems(m, tip, P, seed=31)
     cfg = _cfg(nonmonotone_iterations=0)  # classic LM: restart rows must win (see above)
-    W = np.ones((P, 1, 6))
-    T4 = np.ascontiguousarray(T[:, None])
-    # Numba rows, from the rows solve_ik builds
-    ch = fast._chain_arrays(m, (int(m.link_index(tip)),))
-    rows = expand_seeds(m, seeds, K, cfg.rng_seed, np, movable_coordinates(m, [tip]))
-    q = np.ascontiguousarray(clip_to_limits(m, rows))
-    N = P * K
-    conv, iters = np.zeros(N, bool), np.zeros(N, np.int64)
-    pe, re, tout = np.full(N, np.inf), np.full(N, np.inf), np.zeros(N, bool)
-    fast.ensure_compiled()
-    fast._get_kernels().solve_serial(
-        0, P, q, np.ones(N, bool), conv, iters, pe, re, tout, ch["starts"], ch["pre"],
-        ch["axis"], ch["typ"], ch["qi"], ch["mult"], ch["off"], ch["col"], ch["post"],
-        ch["colq"], T4, W, np.array(m.lower), np.array(m.upper),
-        np.array(fast.limited_revolute(m)),
-        fast._fparams(cfg), int(cfg.max_iterations), K, True, -1, np.zeros(1, np.int64))
-    # the generated kernel on the host
+    W = np.ones((P, 6))
     src = codegen.solve_source(codegen.chain_of(m, [tip]), "float64", host=True)
     lm = hostrun.compile_host(src).get_function("r2ik_lm")
-    rnd, _ = restart_seeds(m, K, cfg.rng_seed)
-    nq = m.nq
+    rnd, _ = restart_seeds(m, K, cfg.rng_seed, movable_coordinates(m, [tip]))
+    nq, N = m.nq, P * K
     qo = np.zeros((N, nq))
-    c2, it2 = np.zeros(N, np.uint8), np.zeros(N, np.int32)
-    pe2, re2, to2 = np.zeros(N), np.zeros(N), np.zeros(N, np.uint8)
-    lm(N, seeds, nq, np.ascontiguousarray(rnd.reshape(-1, nq)),
-       np.ascontiguousarray(T4.reshape(P, -1)), np.ascontiguousarray(W.reshape(P, -1)), P, K,
-       np.ones(P, np.uint8), int(cfg.max_iterations), fast._fparams(cfg), 1,
+    conv, iters = np.zeros(N, np.uint8), np.zeros(N, np.int32)
+    pe, re, tout = np.zeros(N), np.zeros(N), np.zeros(N, np.uint8)
+    opt = interface.options_record(cfg).view(np.uint8)
+    lm(N, P, K, seeds, nq, np.ascontiguousarray(rnd.reshape(-1, nq)), 0,
+       np.ascontiguousarray(T.reshape(P, -1)), W, 6, np.ones(P, np.uint8), opt,
        np.zeros(1, np.uint64), np.array([-1, 0]), np.zeros(1, np.int32), np.zeros(P, np.int32),
-       qo, c2, it2, pe2, re2, to2)
+       qo, conv, iters, pe, re, tout)
     off = _off_by_name(m, tip)
     rows_seed = np.repeat(seeds, K, axis=0)
     assert np.array_equal(qo[:, off], rows_seed[:, off])
-    assert np.array_equal(q[:, off], rows_seed[:, off])
-    assert np.array_equal(c2.astype(bool), conv) and np.array_equal(it2, iters)
-    assert np.max(np.abs(qo - q)) <= 1e-12
-    assert conv.reshape(P, K)[:, 1:].any()  # restart rows converge: the case says something
+    conv = conv.astype(bool).reshape(P, K)
+    assert conv.any(axis=1).mean() >= 0.5
+    assert conv[:, 1:].any()  # restart rows converge: the case says something
 
 
 @need_cxx
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_gpu_solver_keeps_off_path_seed(dual, monkeypatch, dtype):
     import cupy_standin
-    from ros2_ik.gpu.runtime import GpuSolver
+    from ros2_ik.backends.cuda import GpuSolver
 
     cp = cupy_standin.install(monkeypatch)
     tip = "left_tool"
@@ -263,7 +249,7 @@ def test_gpu_solver_keeps_off_path_seed(dual, monkeypatch, dtype):
 def test_goals_without_a_link_keep_every_coordinate_movable(dual):
     """A custom goal objective (no ``link``) leaves every coordinate to the restarts, as
     before; regularizers add nothing to the goals' coordinates."""
-    from ros2_ik.solvers.api import goal_movable
+    from ros2_ik.ik.batch import goal_movable
 
     T, _ = _problems(dual, "left_tool", 2)
     pose = PoseObjective(dual, "left_tool", T)

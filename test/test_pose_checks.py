@@ -4,7 +4,6 @@ checks goals or keyframes uses it: the node's conversions, PoseObjective (the re
 trajectory keyframes, and the compiled goal checks (same bound, tested here)."""
 
 import re
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -12,7 +11,8 @@ import pytest
 from ros2_ik.errors import InvalidInputError
 from ros2_ik.kinematics.se3 import axis_angle_matrix
 from ros2_ik.model import load_robot
-from ros2_ik.solvers import PoseObjective, interpolate_keyframes
+from ros2_ik.ik import PoseObjective
+from ros2_ik.api import interpolate_keyframes
 from ros2_ik.validate import QUAT_NORM_TOL, ROTATION_TOL, bad_rotations, check_poses
 
 
@@ -59,11 +59,14 @@ def test_one_quaternion_bound_for_keyframes_and_messages():
 
 
 def test_compiled_goal_checks_use_the_same_bound():
-    from ros2_ik.gpu import codegen
+    from ros2_ik.backends import codegen
 
     assert float(codegen.ROTATION_TOL_C) == ROTATION_TOL
-    src = Path(codegen.__file__).parents[1].joinpath("solvers", "_fast_kernels.py").read_text()
-    bounds = re.findall(r"if abs\(d - \(1\.0 if a == b else 0\.0\)\) > ([0-9.e-]+):", src)
+    from ros2_ik import load_robot
+
+    m = load_robot("panda")
+    src = codegen.solve_source(codegen.chain_of(m, [m.tips[0]]), "float64", host=True)
+    bounds = re.findall(r"if \(fabs\(d - \(a == b \? 1\.0 : 0\.0\)\) > ([0-9.e-]+)\)", src)
     assert bounds and all(float(b) == ROTATION_TOL for b in bounds)
 
 

@@ -27,7 +27,7 @@ from ros2_ik.ros.conversions import (as_f64, f64_array, pq_to_pose_stamped,  # n
                                      sec_to_duration)
 from ros_testing import (Client, NodeProcess, ik_request, joint_state,  # noqa: E402
                                  random_domain_id)
-from ros2_ik.solvers import interpolate_keyframes, solve_pose  # noqa: E402
+from ros2_ik.api import interpolate_keyframes, solve_pose
 
 TIP = "panda_hand_tcp"
 MAX_BATCH = 50_000
@@ -46,7 +46,7 @@ def ros():
         # the first solve after a fresh clone compiles kernels (tens of seconds on 2 cores)
         assert node.wait_for_log("solver warmed up", 240), node.log_text()
         # this process's bare solves must take the same (compiled) path as the node's
-        from ros2_ik.solvers import warm_up
+        from ros2_ik.solvers import warm_up  # TODO manual
 
         warm_up()
         yield types.SimpleNamespace(node=node, client=client, model=load_robot("panda"),
@@ -127,7 +127,7 @@ def test_one_goal_answer_equals_the_prepared_solver(ros):
     """A one-goal request (solve_pose answers it with a prepared ChainSolver): the same answer
     as a bare ChainSolver with the node's options and the request's seed, FK-verified."""
     from ros2_ik.ros.params import Settings, ik_config
-    from ros2_ik.solvers import ChainSolver
+    from ros2_ik.api import ChainSolver
 
     model = ros.model
     q_seed = model.neutral_q() + 0.1

@@ -398,7 +398,7 @@ def test_default_tips():
 def test_codes_equal_the_interface_and_the_core():
     from ros2_ik_interfaces.msg import IKErrorCode
 
-    from ros2_ik.solvers import Status
+    from ros2_ik.ik import Status
 
     for name in ("SUCCESS", "FAILURE", "TIMED_OUT", "PREEMPTED", "INVALID_GOAL",
                  "INVALID_ROBOT_STATE", "INVALID_LINK_NAME", "FRAME_TRANSFORM_FAILURE",

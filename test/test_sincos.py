@@ -1,15 +1,15 @@
-"""The compiled solvers' sine and cosine (ros2_ik/solvers/sincos.py): the recipe is accurate
-against libm, and its three copies (the Numba kernels', the generated host C++'s, the host
-lanes' vector one) give its values bit for bit, outside its reduction range and for NaN too."""
+"""The host kernels' sine and cosine (ros2_ik/backends/sincos.py): the recipe is accurate
+against libm, and its two renderings in the generated host C++ (one value, and a vector of
+lanes) give its values bit for bit, outside its reduction range and for NaN too."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from ros2_ik.gpu import codegen, hostrun
-from ros2_ik.solvers import fast
-from ros2_ik.solvers.sincos import REDUCE_MAX, sincos
+from ros2_ik.backends import codegen
+from ros2_ik.backends import host as hostrun
+from ros2_ik.backends.sincos import REDUCE_MAX, sincos
 
 HALF_PI = np.pi / 2
 
@@ -49,7 +49,7 @@ def test_recipe_is_as_accurate_as_libm_within_a_few_ulp():
 
 def test_recipe_check_has_teeth():
     """A coefficient off by one part in 1e9 breaks the accuracy bound above."""
-    from ros2_ik.solvers import sincos as mod
+    from ros2_ik.backends import sincos as mod
 
     x = _inputs()
     x = x[np.isfinite(x)][:5000]
@@ -62,32 +62,10 @@ def test_recipe_check_has_teeth():
     assert np.max(np.abs(bad[0] - np.sin(x))) > 2.3e-16
 
 
-@pytest.mark.skipif(not fast.available(), reason="needs Numba")
-def test_numba_copy_is_the_recipe_bit_for_bit():
-    import numba
-
-    from ros2_ik.solvers import _fast_kernels as k
-
-    @numba.njit
-    def run(x, s, c):
-        for i in range(x.shape[0]):
-            s[i], c[i] = k.sincos(x[i])
-
-    x = _inputs()
-    s, c = np.empty_like(x), np.empty_like(x)
-    run(x, s, c)
-    rs, rc = sincos(x)
-    np.testing.assert_array_equal(s, rs)
-    np.testing.assert_array_equal(c, rc)
-    assert np.array_equal(np.signbit(s), np.signbit(rs))
-
-
 @pytest.mark.skipif(hostrun.available() is None, reason="needs g++")
 def test_host_cxx_copies_are_the_recipe_bit_for_bit():
     """The host shim's scalar r2ik_sincos and the lanes' vector one (where this CPU runs the
     lanes) against the recipe; each lane of a vector sees different inputs."""
-    from ros2_ik.gpu import lanes
-
     body = r"""
 R2IK_KERNEL r2ik_sincos_test(const double* R2IK_RESTRICT x, long long n,
                              double* R2IK_RESTRICT s, double* R2IK_RESTRICT c,
@@ -98,26 +76,27 @@ R2IK_KERNEL r2ik_sincos_test(const double* R2IK_RESTRICT x, long long n,
   lanes[0] = r2ik_test_lanes(x, n, sv, cv);
 }
 """
-    vec = lanes.types_source() + r"""
+    vec = codegen._VECTOR_TYPES.replace("LANES_N", "4") + codegen._vector_sincos() + r"""
 static int r2ik_test_lanes_v(const double* x, long long n, double* sv, double* cv) {
   for (long long i = 0; i + R2IK_L <= n; i += R2IK_L) {
-    V a, s, c;
+    Vv a, s, c;
     for (int l = 0; l < R2IK_L; ++l) a.x[l] = x[i + l];
     r2ik_sincos(a, s, c);
     for (int l = 0; l < R2IK_L; ++l) { sv[i + l] = s.x[l]; cv[i + l] = c.x[l]; }
   }
   return R2IK_L;
 }
+}  // namespace r2ik_v
 #pragma GCC pop_options
 #endif
 static int r2ik_test_lanes(const double* x, long long n, double* sv, double* cv) {
 #ifdef R2IK_LANES
-  if (__builtin_cpu_supports("avx2")) return r2ik_test_lanes_v(x, n, sv, cv);
+  if (__builtin_cpu_supports("avx2")) return r2ik_v::r2ik_test_lanes_v(x, n, sv, cv);
 #endif
   return 0;
 }
 """
-    src = codegen._DEVICE_PRELUDE + "typedef double S;\n" + vec + body
+    src = codegen._DEVICE_PRELUDE + codegen._PRELUDE + "typedef double S;\n" + vec + body
     fn = hostrun.compile_host(codegen.host_variant(src)).get_function("r2ik_sincos_test")
     x = _inputs()
     x = x[:len(x) // 4 * 4]

@@ -7,13 +7,13 @@ import math
 import numpy as np
 import pytest
 
-from conftest import ENDLESS, cupy_or_skip
+from conftest import BACKEND, ENDLESS, cupy_or_skip
 from ros2_ik import robots
 from ros2_ik.errors import InvalidInputError, ShapeError, UnknownLinkError
 from ros2_ik.kinematics import fk, fk_frames, pose_error, pose_to_pq
-from ros2_ik.solvers import (IKConfig, Objective, PoseObjective, PostureObjective, Status,
-                             solve_pose)
-from ros2_ik.solvers.common import seed_distance
+from ros2_ik.ik import IKConfig, Objective, PoseObjective, PostureObjective, Status
+from ros2_ik.api import solve_pose
+from ros2_ik.ik.seeds import seed_distance
 
 TOL_P, TOL_R = 1e-4, 1e-3
 
@@ -130,8 +130,8 @@ def test_distance_mode_picks_nearest_converged(models):
     cfg = IKConfig(num_seeds=12, solve_mode="distance", rng_seed=1)
     res = solve_pose(m, T[:, 0], tips="panda_link8", seeds=seeds, config=cfg)
     # recompute every seed's outcome with the same rows and check the winner is the nearest
-    from ros2_ik.solvers.common import expand_seeds, finalize_q
-    from ros2_ik.solvers.dls import lm_solve_rows
+    from ros2_ik.ik.seeds import expand_seeds, finalize_q
+    from ros2_ik.ik.lm import lm_solve_rows
 
     objs = [PoseObjective(m, "panda_link8", T[:, 0])]
     rows = expand_seeds(m, seeds, 12, 1, np)
@@ -224,7 +224,8 @@ def test_timeout_honoured_and_reported(models):
     T = np.eye(4)[None].repeat(50, 0)
     T[:, 0, 3] = 3.0
     res = solve_pose(m, T, tips="panda_link8",
-                     config=IKConfig(num_seeds=16, max_iterations=100000, timeout=0.05))
+                     config=IKConfig(num_seeds=16, max_iterations=100000, timeout=0.05,
+                                     **ENDLESS))
     assert np.all(res.status == Status.TIMED_OUT)
     assert "timed out" in res.messages[0]
     assert res.solve_time < 5.0  # generous: only checks that the deadline ends the loop
@@ -237,7 +238,7 @@ def test_cancel_via_should_stop(models, fast):
     T[0, 0, 3] = 3.0
     calls = []
     res = solve_pose(m, T, tips="panda_link8",
-                     config=IKConfig(max_iterations=10_000_000, use_fast_path=fast, **ENDLESS),
+                     config=IKConfig(max_iterations=10_000_000, **ENDLESS), backend=BACKEND[fast],
                      should_stop=lambda: calls.append(1) or len(calls) > 3)
     assert not res.success[0] and len(calls) >= 4
     assert res.iterations[0] < 10_000_000  # the cancel ended the loop, not the iteration cap
@@ -281,16 +282,16 @@ def test_whole_batch_errors_are_clear(models):
 
 
 def test_numpy_and_cupy_agree(models):
-    """Like with like: the xp reference path (use_fast_path=False) on NumPy and on CuPy, same
+    """Like with like: the xp reference path (backend="reference") on NumPy and on CuPy, same
     seeds and seed rule. Last-bit differences of the two linear-algebra libraries may send a
     row along another path, so the outcomes agree on nearly every problem and every success
-    is verified; the fused GPU kernels are compared with the Numba path in test_gpu.py."""
+    is verified; the fused GPU kernels are compared with the reference in test_gpu.py."""
     cp = cupy_or_skip()
     m = models["panda"]
     q, T = _targets(m, ["panda_link8"], 64, 43)
-    cfg = IKConfig(num_seeds=4, use_fast_path=False)
-    a = solve_pose(m, T[:, 0], tips="panda_link8", config=cfg)
-    b = solve_pose(m, cp.asarray(T[:, 0]), tips="panda_link8", config=cfg)
+    cfg = IKConfig(num_seeds=4)
+    a = solve_pose(m, T[:, 0], tips="panda_link8", config=cfg, backend="reference")
+    b = solve_pose(m, cp.asarray(T[:, 0]), tips="panda_link8", config=cfg, backend="reference")
     assert np.mean(a.success == b.success) >= 0.95
     assert np.mean(a.iterations == b.iterations) >= 0.9
     same = (a.success & b.success) & (a.iterations == b.iterations) & (a.seed_index == b.seed_index)
@@ -317,25 +318,18 @@ def _one_joint(lower, upper, jtype="revolute"):
 ROUND = [(-2 * math.pi, 2 * math.pi, 6.1, 0.2), (-2.6, 2.6, 2.5, -2.5), (0.82, 5.46, 1.0, 5.0)]
 
 
-@pytest.mark.parametrize("path", ["reference", "numba", "c++ rows"])
+@pytest.mark.parametrize("path", ["reference", "one goal", "a batch"])
 @pytest.mark.parametrize("lower,upper,seed,goal", ROUND)
 def test_a_revolute_joint_goes_round_its_limits_instead_of_sticking_at_one(
         path, lower, upper, seed, goal, monkeypatch):
     """A revolute joint whose step goes past a limit continues 2 pi on where that is inside the
-    limits (the same pose), on every CPU path: a goal across the arc outside the limits is
+    limits (the same pose), on every backend: a goal across the arc outside the limits is
     reached from the seed on the near side of it, in a handful of iterations."""
-    from ros2_ik.solvers import cxx, fast
-
     m = _one_joint(lower, upper)
-    n = 1
-    if path == "c++ rows":
-        if not cxx.enabled() or not fast.available():
-            pytest.skip("needs g++ and Numba")
-        monkeypatch.setenv("ROS2_IK_CXX", "wait")
-        n = cxx.MIN_ROWS
+    n = 64 if path == "a batch" else 1  # the host lanes take 4 problems at a time
     T = np.repeat(fk_frames(m, np.array([[goal]]), ["t"])[:, 0], n, axis=0)
-    res = solve_pose(m, T, tips="t", seeds=np.full((n, 1), seed),
-                     config=IKConfig(use_fast_path=path != "reference"))
+    res = solve_pose(m, T, tips="t", seeds=np.full((n, 1), seed), config=IKConfig(),
+                     backend="reference" if path == "reference" else "host")
     assert res.success.all(), res.messages[0]
     assert np.abs(res.q[:, 0] - goal).max() < 1e-3
     assert res.iterations.max() <= 10
@@ -348,7 +342,7 @@ def test_a_step_that_cannot_go_round_stops_at_the_limit(fast):
     stops at the limit it pushes against, and the goal past it is not reported reached."""
     m = _one_joint(-1.0, 1.0)
     T = fk_frames(m, np.array([[1.4]]), ["t"])[:, 0]
-    res = solve_pose(m, T, tips="t", seeds=np.array([0.5]), config=IKConfig(use_fast_path=fast))
+    res = solve_pose(m, T, tips="t", seeds=np.array([0.5]), backend=BACKEND[fast])
     assert not res.success[0]
     assert res.q[0, 0] == 1.0
 
@@ -357,7 +351,7 @@ def test_clip_to_limits_goes_round_only_where_that_lands_inside():
     """Against a scalar statement of the rule: revolute joints with limits go 2 pi on when
     past a limit and that lands inside; everything else is clipped; a continuous joint is
     untouched."""
-    from ros2_ik.solvers.common import clip_to_limits
+    from ros2_ik.ik.seeds import clip_to_limits
 
     rng = np.random.default_rng(5)
     for lower, upper, jtype in ((-2.6, 2.6, "revolute"), (0.82, 5.46, "revolute"),
@@ -400,14 +394,15 @@ def test_target_shapes_for_one_tip(models):
 def test_stall_gives_up_seeds_but_never_the_last(models, fast):
     m = models["panda"]
     q, T = _targets(m, ["panda_link8"], 40, 61)
-    base = dict(use_fast_path=fast, max_iterations=100)
-    one = solve_pose(m, T[:, 0], tips="panda_link8", config=IKConfig(**base))
+    base = dict(max_iterations=100)
+    bk = BACKEND[fast]
+    one = solve_pose(m, T[:, 0], tips="panda_link8", config=IKConfig(**base), backend=bk)
     one_st = solve_pose(m, T[:, 0], tips="panda_link8",
-                        config=IKConfig(stall_iterations=1, **base))
+                        config=IKConfig(stall_iterations=1, **base), backend=bk)
     np.testing.assert_array_equal(one.success, one_st.success)  # one seed: it is the last
     np.testing.assert_allclose(one.q, one_st.q, atol=1e-12)
     many = solve_pose(m, T[:, 0], tips="panda_link8",
-                      config=IKConfig(num_seeds=32, stall_iterations=5, **base))
+                      config=IKConfig(num_seeds=32, stall_iterations=5, **base), backend=bk)
     _verify(m, ["panda_link8"], T, many)
     assert many.success_rate >= one.success_rate
     # stalled seeds stopped early: the winning seed's iteration count stays small
@@ -429,13 +424,14 @@ def test_limit_excursion_crosses_the_arc_outside_the_limits(fast_path):
     answers 3.9, inside the limits and checked by FK; with it off, or with too few iterations
     left to finish it, the answer stays where it stalled (not converged, inside the limits)."""
     from ros2_ik import Model
-    from ros2_ik.solvers import ChainSolver
+    from ros2_ik.api import ChainSolver
 
     m = Model.from_urdf(_ARC_URDF, base="base", tips=["tip"])
     T = fk_frames(m, np.array([[3.9]]), ["tip"])[:, 0]
     seeds = np.array([[0.6]])
-    cfg = IKConfig(use_fast_path=fast_path)
-    on = solve_pose(m, T, tips="tip", seeds=seeds, config=cfg)
+    cfg = IKConfig()
+    bk = BACKEND[fast_path]
+    on = solve_pose(m, T, tips="tip", seeds=seeds, config=cfg, backend=bk)
     assert on.success[0] and on.iterations[0] <= cfg.max_iterations
     assert m.lower[0] <= on.q[0, 0] <= m.upper[0] and abs(on.q[0, 0] - 3.9) < 1e-3
     pe, re = pose_error(T, fk_frames(m, on.q, ["tip"])[:, 0])
@@ -443,9 +439,8 @@ def test_limit_excursion_crosses_the_arc_outside_the_limits(fast_path):
     if fast_path:  # the prepared one-goal path spells the same steps
         one = ChainSolver(m, "tip", cfg).solve(T[0], seed=seeds[0])
         assert one.success[0] and abs(one.q[0, 0] - on.q[0, 0]) < 1e-9
-    for short in (IKConfig(use_fast_path=fast_path, excursion_iterations=0),
-                  IKConfig(use_fast_path=fast_path, max_iterations=32)):
-        off = solve_pose(m, T, tips="tip", seeds=seeds, config=short)
+    for short in (IKConfig(excursion_iterations=0), IKConfig(max_iterations=32)):
+        off = solve_pose(m, T, tips="tip", seeds=seeds, config=short, backend=bk)
         assert not off.success[0] and off.status[0] == Status.NOT_CONVERGED
         assert off.q[0, 0] == pytest.approx(0.5)  # where it stalled, inside the limits
         assert off.position_error[0] > 0.1

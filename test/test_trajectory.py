@@ -7,8 +7,9 @@ import pytest
 
 from ros2_ik.errors import InvalidInputError, ShapeError, UnknownLinkError
 from ros2_ik.kinematics import fk_frames, pose_error, pose_to_pq
-from ros2_ik.solvers import IKConfig, Status, interpolate_keyframes, trajectory_seed
-from ros2_ik.solvers.common import seed_distance
+from ros2_ik.ik import IKConfig, Status
+from ros2_ik.api import interpolate_keyframes, trajectory_seed
+from ros2_ik.ik.seeds import seed_distance
 
 TIP = "panda_hand_tcp"
 

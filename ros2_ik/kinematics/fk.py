@@ -1,6 +1,8 @@
 """Batched forward kinematics and generalized <-> maximal coordinates.
 
-Reference implementation written once against ``xp`` (NumPy or CuPy). Shapes:
+The reference implementation, written once against ``xp`` (NumPy or CuPy); it never calls
+compiled code (:func:`ros2_ik.api.fk_frames` chooses a compiled backend where one covers the
+model). Shapes:
 ``q (B, nq)``, link poses ``T (B, L, 4, 4)`` expressed in the model's base frame.
 
 The transform chain (per link l with parent p, URDF child frame == joint frame):
@@ -17,7 +19,6 @@ from ..backend import const, get_xp
 from ..errors import InvalidInputError, ShapeError
 from ..model import JointType, Model
 from ..validate import as_float_array, check_memory
-from . import compiled
 from .se3 import (axis_angle_matrix, matrix_to_quat, pose_inverse, quat_multiply,
                   quat_normalize, quat_to_matrix, so3_exp)
 
@@ -90,17 +91,6 @@ def fk(model: Model, q, *, check: bool = True):
     Returns:
         T_base_link: (B, L, 4, 4), link order ``model.link_names`` (index 0 = base = identity).
     """
-    T = compiled.small_call(model, q, model.link_names, False)  # one configuration, a few
-    if T is not None:
-        return T
-    qc = compiled.as_q(model, q)  # the compiled path's q, or None
-    if qc is not None:
-        if check:
-            _check_fk_memory(model, qc)
-        T = compiled.link_poses(model, qc, compiled.frames_selection(model, model.link_names),
-                                check)
-        if T is not None:
-            return T
     if check:
         q = model.check_q(q)
         _check_fk_memory(model, q)
@@ -122,17 +112,7 @@ def _check_fk_memory(model: Model, q) -> None:
 
 def fk_frames(model: Model, q, frames):
     """Poses (B, F, 4, 4) of the named frames (links), in the base frame."""
-    T = compiled.small_call(model, q, frames, False)
-    if T is not None:
-        return T
-    sel = compiled.frames_selection(model, frames)  # model.link_indices(frames), cached
-    idx = sel[0]
-    qc = compiled.as_q(model, q)
-    if qc is not None:
-        check_result_memory(qc.shape[0], len(idx) * 128, "fk_frames' result")
-        T = compiled.link_poses(model, qc, sel)
-        if T is not None:
-            return T
+    idx = model.link_indices(frames)
     q = model.check_q(q)
     ix = get_xp(q).asarray(idx)
     return chunked_rows(q, lambda qq: fk(model, qq, check=False)[:, ix],

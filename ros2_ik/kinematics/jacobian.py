@@ -29,7 +29,6 @@ import numpy as np
 from ..backend import const, get_xp
 from ..errors import InvalidInputError, ShapeError
 from ..validate import as_float_array, check_memory, check_names, check_number
-from . import compiled
 from .fk import check_result_memory, chunked_rows
 from ..model import JointType, Model
 from .fk import fk, integrate
@@ -70,8 +69,7 @@ def _world_jac_from_screws(model: Model, T, a, p, frames):
         return xp.zeros((B, F, 6, model.nv), dtype=T.dtype)
     key = tuple(int(f) for f in frames)
     fr, sup = model.memo("kinematics.jacobian.support", key, lambda: (
-        np.array(key, dtype=np.int64), model.support_mask()[np.asarray(key)][:, c.link]),
-        max_keys=1024)                                                  # (F,), (F, C)
+        np.array(key, dtype=np.int64), _support(model, key)), max_keys=1024)  # (F,), (F, C)
     fi = const(xp, fr)
     pf = T[:, fi][..., :3, 3]                                           # (B, F, 3)
     S = const(xp, sup, T.dtype)                                         # (F, C)
@@ -80,8 +78,43 @@ def _world_jac_from_screws(model: Model, T, a, p, frames):
     lin = xp.where(rot, xp.cross(aa, pf[:, :, None] - p[:, None]), aa)      # (B, F, C, 3)
     ang = xp.where(rot, aa, 0.0)
     contrib = xp.concatenate([lin, ang], axis=-1) * S[None, :, :, None]    # (B, F, C, 6)
-    scatter = const(xp, c.scatter, T.dtype)                               # (C, nv)
-    return xp.swapaxes(contrib, -1, -2) @ scatter                          # (B, F, 6, nv)
+    return _to_columns(model, xp.swapaxes(contrib, -1, -2))               # (B, F, 6, nv)
+
+
+def _support(model: Model, frames) -> np.ndarray:
+    """(F, C) bool: contribution c moves frame f (its joint is on f's path from the base)."""
+    link = model.tables.screws.link
+    out = np.zeros((len(frames), link.shape[0]), dtype=bool)
+    for i, f in enumerate(frames):
+        out[i] = np.isin(link, model.ancestors(int(f)))
+    return out
+
+
+def _to_columns(model: Model, contrib):
+    """Contributions (..., C) added into their velocity columns (..., nv), times their factor
+    (a mimic joint adds into its leader's column). Most columns take one contribution: those
+    are written at once, the few shared ones (mimic joints) added after."""
+    xp = get_xp(contrib)
+    c = model.tables.screws
+    first, cols, rest = model.memo("kinematics.jacobian.columns", "first and the rest",
+                                   lambda: _column_split(c.col))
+    w = contrib * const(xp, c.factor, contrib.dtype)
+    out = xp.zeros(contrib.shape[:-1] + (model.nv,), dtype=contrib.dtype)
+    out[..., const(xp, cols)] = w[..., const(xp, first)]
+    for i in rest:
+        out[..., int(c.col[i])] += w[..., int(i)]
+    return out
+
+
+def _column_split(col: np.ndarray):
+    """(the first contribution of each column, those columns, the other contributions):
+    indices into ``col`` (kept with the model: uploaded once to a device)."""
+    _, first = np.unique(col, return_index=True)
+    rest = np.setdiff1d(np.arange(col.shape[0]), first)
+    out = (first.astype(np.int64), col[first].astype(np.int64), rest.astype(np.int64))
+    for a in out:
+        a.setflags(write=False)
+    return out
 
 
 def _express(J, R):
@@ -134,14 +167,6 @@ def jacobian(model: Model, q, link: str, *, reference: str | None = None,
             with a reference).
         method: "analytic" or "numerical" (central differences, see :func:`numerical_jacobian`).
     """
-    if reference is None and (expressed_in is None or expressed_in == "world") and \
-            method == "analytic":  # a control loop's call: the short path, when it takes it
-        J = compiled.small_call(model, q, link, True)
-        if J is not None:
-            return J
-    fast = _compiled_jacobian(model, q, link, reference, expressed_in, method)
-    if fast is not None:
-        return fast
     if not isinstance(link, str):  # a list of frames, as fk_frames: (B, F, 6, nv_active)
         names = check_names(link, "link")
         q = model.check_q(q)
@@ -164,25 +189,6 @@ def jacobian(model: Model, q, link: str, *, reference: str | None = None,
     L = model.num_links
     return chunked_rows(q, one, L * (128 * 3 + 96) + 2 * 48 * model.nv, 48 * model.nv_active,
                         "the Jacobian")
-
-
-def _compiled_jacobian(model: Model, q, link, reference, expressed_in, method):
-    """:func:`jacobian` by the compiled kernels (:mod:`.compiled`), with the reference's checks,
-    or None when they do not take this call (then the reference answers)."""
-    if method != "analytic":
-        return None
-    qc = compiled.as_q(model, q)
-    if qc is None:
-        return None
-    if expressed_in is None:
-        expressed_in = "world" if reference is None else "reference"
-    _check_express(expressed_in, reference)
-    sel = compiled.pairs_selection(model, link, reference, compiled.EXPRESS[expressed_in])
-    check_result_memory(qc.shape[0], 48 * model.nv_active * len(sel[0]), "the Jacobian")
-    J = compiled.jacobians(model, qc, sel)
-    if J is None:
-        return None  # q has a value check_q refuses: the reference raises its error
-    return J[:, 0] if isinstance(link, str) else J
 
 
 def jacobians_all(model: Model, q, frames=None):
@@ -299,9 +305,9 @@ def jacobian_dot(model: Model, q, qd, link: str):
     rot = xp.asarray(c.rot)[None, :, None]
     lin = xp.where(rot, xp.cross(adot, pf - p) + xp.cross(a, vf - v_c), adot)
     ang = xp.where(rot, adot, 0.0)
-    S = xp.asarray(model.support_mask()[f][cl], dtype=q.dtype)[None, :, None]
+    S = xp.asarray(_support(model, [f])[0], dtype=q.dtype)[None, :, None]
     contrib = xp.concatenate([lin, ang], axis=-1) * S                # (B, C, 6)
-    Jd = xp.swapaxes(contrib, -1, -2) @ xp.asarray(c.scatter, dtype=q.dtype)
+    Jd = _to_columns(model, xp.swapaxes(contrib, -1, -2))
     return Jd[:, :, xp.asarray(model.v_active)]
 
 

@@ -5,8 +5,9 @@
 the solvers) reads them from there, so each table has one definition. Notation: ``L`` links,
 ``nq`` / ``nv`` coordinates / velocities, ``C`` screw contributions (one per 1-D motion of a
 joint: 1 for a revolute, continuous or prismatic joint, 3 for planar, 6 for floating), ``F``
-floating joints. Every array is NumPy and not writeable (``writeable=False``); a kernel that
-needs writable input (Numba types a read-only array as another type) takes a copy.
+floating joints. Every array is NumPy and not writeable (``writeable=False``). Every table is
+linear in the model's size (a robot of 20,000 links has tables of a few megabytes): what is
+quadratic (which joints move which link) is computed for the frames a call asks for.
 
 What depends on a model *and* something else (a tip set, a seed count, a frame selection) is not
 here: those are memos, :meth:`ros2_ik.model.Model.memo`.
@@ -21,7 +22,7 @@ import numpy as np
 
 from .joint_types import JointType
 
-__all__ = ["MotionTable", "ScrewTable", "PackedTable", "ModelTables", "build_tables"]
+__all__ = ["MotionTable", "ScrewTable", "ModelTables", "build_tables"]
 
 _ONE_DOF = (JointType.REVOLUTE, JointType.CONTINUOUS, JointType.PRISMATIC)
 
@@ -64,21 +65,9 @@ class ScrewTable:
     link: np.ndarray     # (C,) int64 the joint's child link
     dir: np.ndarray      # (C, 3) float64 unit direction in the joint frame
     rot: np.ndarray      # (C,) bool rotation (else translation)
-    scatter: np.ndarray  # (C, nv) float64 scatters it (times a mimic factor) into velocity columns
+    col: np.ndarray      # (C,) int64 the velocity column it adds into
+    factor: np.ndarray   # (C,) float64 times this (a mimic joint's multiplier; else 1)
     parent: np.ndarray   # (C,) int64 the parent link of ``link``
-
-
-@dataclass(frozen=True, eq=False)
-class PackedTable:
-    """The model as the compiled kinematics kernels read it (see
-    :mod:`ros2_ik.kinematics._compiled_kernels`)."""
-
-    ints: np.ndarray      # (L, 3) int64 per link: parent (0 for the root), joint type, q index
-    fl: np.ndarray        # (L, 23) float64 per link: origin rows 0-2 (12), axis (3), planar
-    #                       e1 (3), e2 (3), mimic multiplier and offset
-    cint: np.ndarray      # (C, 3) int64 per contribution: link, is rotation, active column
-    cfl: np.ndarray       # (C, 4) float64 per contribution: direction (3), scatter factor
-    floating: np.ndarray  # (F,) int64 first q index of each floating joint
 
 
 @dataclass(frozen=True, eq=False)
@@ -87,8 +76,6 @@ class ModelTables:
 
     motion: MotionTable
     screws: ScrewTable
-    packed: PackedTable
-    support: np.ndarray          # (L, L) bool: [f, l] the joint into link l moves link f
     neutral_q: np.ndarray        # (nq,) float64 mid-range configuration (Model.neutral_q)
     wide_revolute: np.ndarray    # (nq,) bool revolute coordinates whose limits span >= 2 pi
     limited_revolute: np.ndarray  # (nq,) bool revolute coordinates with finite limits (a value
@@ -107,8 +94,7 @@ def build_tables(model) -> ModelTables:
         wide = limited & (model.upper - model.lower >= 2 * math.pi)
     cols, qs = _limited_columns(model, wide)
     return _read_only(ModelTables(
-        motion=_motion(model), screws=screws, packed=_packed(model, screws),
-        support=_support(model), neutral_q=_neutral_q(model), wide_revolute=wide,
+        motion=_motion(model), screws=screws, neutral_q=_neutral_q(model), wide_revolute=wide,
         limited_revolute=limited, limited_columns=cols, limited_q=qs))
 
 
@@ -164,51 +150,12 @@ def _screws(model) -> ScrewTable:
                 links.append(l), dirs.append(ex[k % 3]), rot.append(k >= 3)
                 cols.append(col + k), fac.append(1.0)
     C = len(links)
-    S = np.zeros((C, model.nv))
-    for i in range(C):
-        S[i, cols[i]] += fac[i]
     link = np.array(links, dtype=np.int64)
     return _read_only(ScrewTable(link=link, dir=np.array(dirs, dtype=float).reshape(C, 3),
-                                 rot=np.array(rot, dtype=bool), scatter=S,
+                                 rot=np.array(rot, dtype=bool),
+                                 col=np.array(cols, dtype=np.int64),
+                                 factor=np.array(fac, dtype=np.float64),
                                  parent=np.asarray(model.link_parent)[link]))
-
-
-def _packed(model, c: ScrewTable) -> PackedTable:
-    L = model.num_links
-    ints = np.zeros((L, 3), dtype=np.int64)
-    fl = np.zeros((L, 23))
-    for l in range(L):
-        t = int(model.joint_type[l])
-        ints[l, 0] = max(int(model.link_parent[l]), 0)
-        ints[l, 1] = t
-        mimic = int(model.mimic_q[l]) >= 0 and t in _ONE_DOF
-        ints[l, 2] = int(model.mimic_q[l]) if mimic else int(model.q_start[l])
-        fl[l, :12] = model.origin[l][:3].ravel()
-        fl[l, 12:15] = model.axis[l]
-        fl[l, 15:18] = model.planar_e1[l]
-        fl[l, 18:21] = model.planar_e2[l]
-        fl[l, 21] = float(model.mimic_multiplier[l]) if mimic else 1.0
-        fl[l, 22] = float(model.mimic_offset[l]) if mimic else 0.0
-    S = c.scatter                                          # (C, nv): one entry per row
-    col = np.argmax(np.abs(S), axis=1) if S.size else np.zeros(0, dtype=np.int64)
-    active = np.full(model.nv, -1, dtype=np.int64)
-    active[np.asarray(model.v_active)] = np.arange(model.nv_active)
-    C = len(c.link)
-    cint = np.stack([c.link, c.rot.astype(np.int64), active[col] if C else col],
-                    axis=1).astype(np.int64).reshape(C, 3)
-    cfl = np.concatenate([c.dir, S[np.arange(C), col][:, None]], axis=1).reshape(C, 4)
-    return _read_only(PackedTable(ints=ints, fl=fl, cint=np.ascontiguousarray(cint),
-                                  cfl=np.ascontiguousarray(cfl),
-                                  floating=np.array(list(model.floating_q_starts),
-                                                    dtype=np.int64)))
-
-
-def _support(model) -> np.ndarray:
-    L = model.num_links
-    S = np.zeros((L, L), dtype=bool)
-    for f in range(L):
-        S[f, model.ancestors(f)] = True
-    return S
 
 
 def _neutral_q(model) -> np.ndarray:

@@ -31,7 +31,7 @@ import numpy as np
 from ..backend import get_xp
 from ..errors import (InputTypeError, InvalidInputError, ShapeError, UnknownJointError,
                       UnknownLinkError)
-from ..validate import check_int, check_name, check_names, describe
+from ..validate import check_int, check_memory, check_name, check_names, describe
 from .joint_types import JointType
 from .tables import ModelTables, build_tables
 from .urdf import MAX_VALUE, JointDesc, RobotDesc, parse_urdf
@@ -512,7 +512,7 @@ class Model:
         the model goes; a model never changes, so the value stays right).
 
         ``owner`` names the caller's memo (by convention its module and what it keeps, e.g.
-        ``"solvers.fast.chain"``): keys of different owners never meet. Once an owner holds
+        ``"model.chain"``): keys of different owners never meet. Once an owner holds
         ``max_keys`` keys for this model, new keys are computed on each call and not kept. An
         unhashable key is not kept either (``build()`` decides what such a key means). Model-wide
         tables are :attr:`tables`, not memos. Thread safe: two threads that build the same key
@@ -611,6 +611,17 @@ class Model:
         except ValueError:
             raise UnknownJointError(name, self.joint_names[1:]) from None
 
+    def default_tip(self) -> str:
+        """The leaf link with the most moving joints above it (first in the model's order on
+        ties): the end of the longest kinematic chain, e.g. the flange or TCP of an arm."""
+        best, best_n = self.tips[0] if self.tips else self.base, -1
+        for tip in self.tips:
+            n = sum(1 for l in self.ancestors(self.link_index(tip))
+                    if self.joint_type[l] != JointType.FIXED)
+            if n > best_n:
+                best, best_n = tip, n
+        return best
+
     def ancestors(self, link: int) -> np.ndarray:
         """Link indices from ``link`` up to (excluding) the root, child first."""
         out = []
@@ -621,8 +632,15 @@ class Model:
 
     def support_mask(self) -> np.ndarray:
         """``S[f, l]`` is True when the joint into link ``l`` moves link ``f`` (l is an ancestor
-        of f or f itself); shape (L, L)."""
-        return self.tables.support
+        of f or f itself); shape (L, L), computed on each call (quadratic in the links: refused
+        over the memory budget)."""
+        L = self.num_links
+        check_memory(L * L, "the support mask", f"{L} x {L} links",
+                     "use Model.ancestors(link) for the links you need")
+        S = np.zeros((L, L), dtype=bool)
+        for f in range(L):
+            S[f, self.ancestors(f)] = True
+        return S
 
     # ------------------------------------------------------------------ configurations
     def neutral_q(self) -> np.ndarray:

@@ -99,9 +99,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _study_from_args(args):
-    from .. import load_robot  # noqa: PLC0415
+    from ..model import load_robot  # noqa: PLC0415
     from ..model import Model  # noqa: PLC0415
-    from ..solvers import IKConfig  # noqa: PLC0415
+    from ..ik import IKConfig  # noqa: PLC0415
     from .study import Study  # noqa: PLC0415
     from .targets import Box, Sphere, grid_targets, load_targets  # noqa: PLC0415
 

@@ -37,10 +37,9 @@ from typing import Callable
 import numpy as np
 
 from ..errors import InvalidInputError
-from ..kinematics import compiled, fk_frames, jacobian
+from ..api import fk_frames, jacobian, solve_pose
+from ..ik import SOLVERS, IKConfig, Status
 from ..model import JointType, Model
-from ..solvers import SOLVERS, IKConfig, Status, solve_pose
-from ..ros.robot import default_tip_of  # plain NumPy: no rclpy there
 from ..validate import check_int
 from .targets import Targets
 
@@ -139,7 +138,7 @@ class Study:
     config: StudyConfig = field(default_factory=StudyConfig)
 
     def __post_init__(self):
-        tip = self.tip if self.tip is not None else default_tip_of(self.model)
+        tip = self.tip if self.tip is not None else self.model.default_tip()
         self.model.link_index(tip)  # UnknownLinkError listing the valid links
         object.__setattr__(self, "tip", tip)
         if len(self.targets) == 0:
@@ -377,9 +376,8 @@ def solve_shard(spec: ShardSpec, poses: np.ndarray,
         if ok.any():
             rows = todo[ok]
             q = out["q"][rows]
-            # the compiled kinematics, ready in every process that has Numba (they agree with
-            # the NumPy path to rounding only): the same bytes from any worker
-            compiled.ensure_compiled()
+            # the prepared kinematics (their backend is fixed when built, on every worker):
+            # the same bytes from any worker
             out["manipulability"][rows] = manipulability(
                 np.asarray(jacobian(spec.model, q, spec.tip)))
             out["limit_margin"][rows] = limit_margin(spec.model, q, spec.margin_q)

@@ -2,7 +2,7 @@
 exception type request handlers raise to reject a request.
 
 The values equal MoveIt's ``MoveItErrorCodes`` where MoveIt has the same meaning, and the core's
-:class:`ros2_ik.solvers.Status` values (1, -31, -6, -16) are the per-problem codes, unchanged.
+:class:`ros2_ik.ik.Status` values (1, -31, -6, -16) are the per-problem codes, unchanged.
 This module needs no rclpy, so the mapping is testable anywhere.
 """
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..kinematics import fk_frames, quat_to_matrix
+from ..api import fk_frames
+from ..kinematics import quat_to_matrix
 from . import codes
 
 __all__ = ["ik_markers", "GREEN", "RED"]

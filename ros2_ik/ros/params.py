@@ -14,8 +14,8 @@ from dataclasses import dataclass, fields
 from typing import Any, Mapping
 
 from .. import robots
-from ..solvers import IKConfig, SolveMode
-from ..solvers.common import MAX_SEEDS
+from ..ik import SOLVERS
+from ..ik.config import MAX_SEEDS, IKConfig, SolveMode
 
 __all__ = ["ParamSpec", "PARAMS", "SPECS", "Settings", "validate", "descriptor", "ik_config",
            "BACKENDS", "TRAJECTORY_MODES", "MODEL_PARAMS", "markdown_table"]
@@ -58,7 +58,7 @@ PARAMS: tuple[ParamSpec, ...] = (
     # --- solver defaults (a request's non-zero / non-empty fields override them) ---
     ParamSpec("backend", "auto", "Array backend: auto (CuPy when a GPU is usable, else NumPy), "
               "numpy, or cupy.", choices=BACKENDS),
-    ParamSpec("solver", "dls", "Default IK solver; one of ros2_ik.solvers.SOLVERS "
+    ParamSpec("solver", "dls", "Default IK solver; one of ros2_ik.ik.SOLVERS "
               "(dls, ccd, ccd+dls)."),
     ParamSpec("solve_mode", "speed", "Which converged seed wins: speed (first), distance (closest "
               "to the seed), manipulability (largest).", choices=SOLVE_MODES),
@@ -168,10 +168,8 @@ def validate(name: str, value: Any) -> str | None:
     if spec.choices is not None and value not in spec.choices:
         return f"parameter {name!r} = {value!r} is not one of {list(spec.choices)}"
     if name == "solver":
-        from .. import solvers  # noqa: PLC0415  (read at call time: solvers may be added)
-
-        if value not in solvers.SOLVERS:
-            return f"parameter 'solver' = {value!r} is not one of {list(solvers.SOLVERS)}"
+        if value not in SOLVERS:
+            return f"parameter 'solver' = {value!r} is not one of {list(SOLVERS)}"
     if name == "robot" and value:
         from .. import robots  # noqa: PLC0415
 

@@ -15,7 +15,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from ..errors import SrdfError, UnknownLinkError
-from ..kinematics import fk_frames
+from ..api import fk_frames
 from ..model import MAX_VALUE, Group, JointType, Model, Srdf
 from .codes import (FRAME_TRANSFORM_FAILURE, INVALID_GROUP_NAME, INVALID_LINK_NAME,
                     INVALID_ROBOT_STATE, RequestError)
@@ -30,15 +30,8 @@ MULTI_DOF_KINDS = {int(JointType.FLOATING): "floating", int(JointType.PLANAR): "
 
 
 def default_tip_of(model: Model) -> str:
-    """The leaf link with the most moving joints above it (first in the model's order on ties):
-    the end of the longest kinematic chain, e.g. the flange or TCP of an arm."""
-    best, best_n = model.tips[0] if model.tips else model.base, -1
-    for tip in model.tips:
-        n = sum(1 for l in model.ancestors(model.link_index(tip)) if model.joint_type[l] !=
-                JointType.FIXED)
-        if n > best_n:
-            best, best_n = tip, n
-    return best
+    """:meth:`ros2_ik.model.Model.default_tip` (kept here for the ROS layer's callers)."""
+    return model.default_tip()
 
 
 @dataclass(frozen=True)

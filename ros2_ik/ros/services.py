@@ -19,12 +19,13 @@ from typing import Callable
 
 import numpy as np
 
-from .. import solvers
+from .. import api
+from ..ik import SOLVERS
 from ..backend import to_numpy
-from ..kinematics import fk_frames, jacobian, pose_inverse, pose_to_pq, pq_to_pose
+from ..api import fk_frames, jacobian
+from ..kinematics import pose_inverse, pose_to_pq, pq_to_pose
 from ..model import MAX_VALUE
-from ..solvers import IKConfig, SolveMode
-from ..solvers.common import MAX_SEEDS
+from ..ik.config import MAX_SEEDS, IKConfig, SolveMode
 from . import codes
 from .codes import RequestError
 from .conversions import (as_f64, check_poses, describe_bad_pose, duration_to_sec, f64_array,
@@ -123,9 +124,9 @@ def _timeout(d) -> float:
 
 def _solver(name: str, s: Settings) -> str:
     solver = name or s.solver
-    if solver not in solvers.SOLVERS:  # read at call time: solvers may be added
+    if solver not in SOLVERS:
         raise RequestError(codes.INVALID_REQUEST,
-                           f"unknown solver {solver!r}; use one of {list(solvers.SOLVERS)} or '' "
+                           f"unknown solver {solver!r}; use one of {list(SOLVERS)} or '' "
                            "for the node default")
     return solver
 
@@ -323,7 +324,7 @@ def compute_ik(ctx: Context, req, resp) -> IKOutcome:
     if idx.size:
         targets = pq if idx.size == N else pq[idx]
         # (one goal for one tip: solve_pose answers it with a prepared ChainSolver)
-        res = solvers.solve_pose(model, ctx.xp.asarray(targets), tips=tips, weights=weights,
+        res = api.solve_pose(model, ctx.xp.asarray(targets), tips=tips, weights=weights,
                                  seeds=seed, config=cfg, solver=solver,
                                  should_stop=ctx.should_stop, group=group)
         q[idx] = to_numpy(res.q)
@@ -361,7 +362,7 @@ def _compute_ik_one(ctx: Context, req, resp, robot: LoadedRobot, tips: list[str]
     messages: dict[int, str] = {}
     solve_time = 0.0
     if ok:
-        res = solvers.solve_pose(robot.model, ctx.xp.asarray(pq), tips=tips, weights=weights,
+        res = api.solve_pose(robot.model, ctx.xp.asarray(pq), tips=tips, weights=weights,
                                  seeds=seed, config=cfg, solver=solver,
                                  should_stop=ctx.should_stop, group=group)
         q = np.asarray(to_numpy(res.q), dtype=np.float64).reshape(1, -1)
@@ -547,7 +548,7 @@ def trajectory_seed_goal(ctx: Context, goal, result, *, progress=None) -> dict:
                            f"keyframe {k}: {describe_bad_pose(raw[k], int(reason[k]))}")
     pq = _to_base(robot, pq, frames, seed, "keyframe header.frame_id")
 
-    r = solvers.trajectory_seed(model, pq, nidx, tip=tip, mode=mode, seed=seed, config=cfg,
+    r = api.trajectory_seed(model, pq, nidx, tip=tip, mode=mode, seed=seed, config=cfg,
                                 solver=solver, should_stop=ctx.should_stop, progress=progress)
     status = np.asarray(r.status, dtype=np.int32)
     full = robot.full_q(np.asarray(r.q))

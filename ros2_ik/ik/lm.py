@@ -33,8 +33,8 @@ a row that may not be given up (a problem's last seed, or any seed without
 cross the arc outside a joint's limits (Robotics Toolbox's ``ik_LM`` solves without limits
 throughout and rejects an answer outside them). The answer of the excursion is kept if it
 converges and every revolute joint, moved by whole turns, lies inside its limits; otherwise the
-row goes back to where it stood and goes on inside the limits, monotone. The compiled paths
-spell the same steps (``_fast_kernels.solve_problem``, ``gpu.codegen``, ``gpu.lanes``).
+row goes back to where it stood and goes on inside the limits, monotone. The one compiled
+source (:mod:`ros2_ik.backends.codegen`) spells the same steps for every compiled backend.
 """
 
 from __future__ import annotations
@@ -48,7 +48,8 @@ import numpy as np
 from ..backend import const, get_xp, to_numpy
 from ..kinematics.fk import integrate
 from ..model import Model
-from .common import IKConfig, clip_to_limits, limited_revolute
+from .config import IKConfig
+from .seeds import clip_to_limits, limited_revolute
 from .residuals import evaluate, goal_errors
 
 __all__ = ["lm_solve_rows"]
@@ -71,7 +72,7 @@ def _active_set_step(H, g, dq, q, cols, qidx, lower, upper, around, xp, release=
     """Joints at a limit that the step pushes outward leave the system, unless they are
     revolute (``around``) and the step goes past the arc outside the limits (2 pi on, the value
     is inside: :func:`.common.clip_to_limits`); rows where that happens solve again without
-    them (they do not move). One re-solve, as the fast path. Rows in ``release`` (N,) bool (the
+    them (they do not move). One re-solve, as the compiled rows. Rows in ``release`` (N,) bool (the
     limit excursion) never block a revolute joint."""
     qc = q[:, qidx]
     d = dq[:, cols]

@@ -33,7 +33,8 @@ from ..backend import get_xp
 from ..errors import InvalidInputError
 from ..kinematics.fk import fk
 from ..model import JointType, Model
-from .common import IKConfig, clip_to_limits
+from .config import IKConfig
+from .seeds import clip_to_limits
 from .residuals import evaluate, goal_errors
 from .objectives import PoseObjective
 

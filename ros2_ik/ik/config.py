@@ -1,25 +1,25 @@
-"""What every solver shares: configuration, status codes, results, seeds, selection."""
+"""The IK specification's options and outcomes: :class:`IKConfig`, :class:`Status`,
+:class:`SolveMode`, :class:`IKResult` and the messages of unsolved problems.
+
+The compiled kernels' interface is generated from these types
+(:mod:`ros2_ik.backends.interface`): a field added here reaches every backend by its name."""
 
 from __future__ import annotations
 
 import enum
-import math
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..backend import const, get_xp
 from ..errors import InputTypeError, InvalidInputError
-from ..kinematics.fk import difference, wrap_angle
-from ..model import Model
 from ..validate import MAX_TIMEOUT, check_int, check_number, describe
 
 #: Largest ``max_iterations`` / ``stall_iterations`` / ``nonmonotone_iterations`` accepted.
 MAX_ITERATIONS = 1_000_000_000
 MAX_SEEDS = 100_000  # seeds per problem: IKConfig, the node's parameter and requests
 
-__all__ = ["Status", "SolveMode", "IKConfig", "IKResult", "expand_seeds", "finalize_q",
-           "movable_coordinates"]
+__all__ = ["Status", "SolveMode", "IKConfig", "IKResult", "MAX_ITERATIONS", "MAX_SEEDS",
+           "INVALID_GOAL_MESSAGE", "unsolved_message"]
 
 
 class Status(enum.IntEnum):
@@ -74,7 +74,6 @@ class IKConfig:
     lambda_max: float = 1e6
     lambda_up: float = 3.0
     lambda_down: float = 0.3
-    use_fast_path: bool = True
     stall_iterations: int = 0
     stall_ratio: float = 0.9
     nonmonotone_iterations: int = 50
@@ -107,10 +106,6 @@ class IKConfig:
                                                              low=0.0, low_open=True, high=1.0))
         if self.stall_ratio >= 1.0:
             raise InvalidInputError(f"stall_ratio must be in (0, 1), got {self.stall_ratio}")
-        if not isinstance(self.use_fast_path, (bool, np.bool_)):
-            raise InputTypeError(
-                f"use_fast_path must be a bool, got {describe(self.use_fast_path)}")
-        object.__setattr__(self, "use_fast_path", bool(self.use_fast_path))
         if not (self.lambda_min <= self.lambda_initial <= self.lambda_max):
             raise InvalidInputError("need 0 < lambda_min <= lambda_initial <= lambda_max, got "
                                     f"{self.lambda_min}, {self.lambda_initial}, "
@@ -150,121 +145,3 @@ def unsolved_message(timed_out: bool, pos_err: float, rot_err: float, cfg: IKCon
     return (f"{why}: best error {pos_err:.3g} m / "
             f"{rot_err:.3g} rad (tolerances {cfg.position_tolerance:g} m / "
             f"{cfg.orientation_tolerance:g} rad)")
-
-
-def movable_coordinates(model: Model, links=None) -> np.ndarray:
-    """(nq,) bool: the coordinates a solve for the tips ``links`` (link names or indices) may
-    move: those of the joints on the paths from the base to each tip, and the leaders of the
-    mimic joints on those paths. Every other coordinate stays at the problem's seed. ``None``
-    (a goal without a link, e.g. a custom objective): every coordinate. Frozen joints are in
-    the mask when on a path, but no solver moves them."""
-    if links is None:
-        return np.ones(model.nq, dtype=bool)
-    ids = tuple(sorted({int(model.link_index(l)) if isinstance(l, str) else int(l)
-                        for l in links}))
-    return model.memo("solvers.common.movable", ids, lambda: _movable(model, ids)).copy()
-
-
-def _movable(model: Model, ids) -> np.ndarray:
-    on_path = set()
-    leaders = set()
-    for l in ids:
-        while l > 0:
-            on_path.add(l)
-            if model.mimic_q[l] >= 0:
-                leaders.add(int(model.mimic_q[l]))
-            l = int(model.link_parent[l])
-    m = np.array([int(j) in on_path for j in model.q_joint], dtype=bool)
-    for qi in leaders:
-        m[qi] = True
-    return m
-
-
-def restart_seeds(model: Model, num_seeds: int, rng_seed: int, movable=None):
-    """The K-1 random seeds (K-1, nq) drawn from ``rng_seed``, and the mask (nq,) of coordinates
-    every seed keeps from the problem's own seed: frozen joints, floating bases, unbounded
-    translations (continuous joints are drawn in (-pi, pi]), and every coordinate not in
-    ``movable`` (:func:`movable_coordinates`; None: all movable). The random values of the kept
-    coordinates are drawn all the same, so the other coordinates do not depend on ``movable``."""
-    mov = None if movable is None else np.asarray(movable, dtype=bool)
-    if mov is not None and mov.shape != (model.nq,):
-        raise InvalidInputError(f"movable must have shape ({model.nq},), got {mov.shape}")
-    rnd, keep = model.memo("solvers.common.restart_seeds", (int(num_seeds), int(rng_seed)),
-                           lambda: _restart_seeds(model, int(num_seeds), int(rng_seed)))
-    rnd, keep = rnd.copy(), keep.copy()
-    if mov is not None:
-        keep |= ~mov
-    return rnd, keep
-
-
-def _restart_seeds(model: Model, num_seeds: int, rng_seed: int):
-    rnd = model.random_q(np.random.default_rng(rng_seed), max(num_seeds - 1, 0))
-    keep = ~(np.isfinite(model.lower) & np.isfinite(model.upper)) & ~model.q_continuous
-    frozen_links = {model.joint_index(n) for n in model.frozen}
-    keep |= np.array([int(l) in frozen_links for l in model.q_joint], dtype=bool)
-    for s in model.floating_q_starts:
-        keep[s:s + 7] = True
-    return rnd, keep
-
-
-def expand_seeds(model: Model, seeds, num_seeds: int, rng_seed: int, xp, movable=None):
-    """Rows (P*K, nq): for each problem its own seed, then K-1 random seeds within limits.
-
-    The K-1 random seeds (:func:`restart_seeds`) are drawn once from ``rng_seed`` and shared by
-    every problem, so a problem's result does not depend on its position in the batch (batched
-    == loop of singles). Coordinates outside ``movable`` (:func:`movable_coordinates`; None:
-    all) and those :func:`restart_seeds` keeps are the problem's seed in every row.
-    """
-    P = seeds.shape[0]
-    K = int(num_seeds)
-    if K == 1:
-        return seeds.copy()
-    rnd, keep = restart_seeds(model, K, rng_seed, movable)
-    rnd = xp.asarray(rnd[None].repeat(P, axis=0), dtype=seeds.dtype)
-    keepx = xp.asarray(keep)
-    rnd = xp.where(keepx, seeds[:, None, :], rnd)
-    rows = xp.concatenate([seeds[:, None, :], rnd], axis=1)
-    return rows.reshape(P * K, model.nq)
-
-
-def limited_revolute(model: Model) -> np.ndarray:
-    """(nq,) bool: revolute coordinates with finite limits. A value past one of their limits
-    is moved by 2 pi (the same pose) when that lands inside the limits (:func:`clip_to_limits`):
-    a joint with limits like +-2 pi is never pinned at a limit it could go around, and a step
-    of a joint with a narrower range that crosses the arc outside its limits lands on the
-    arc's far side instead of at the near limit. (Read-only: a kernel that needs a writable
-    array takes a copy.)"""
-    return model.tables.limited_revolute
-
-
-def clip_to_limits(model: Model, q):
-    """Back inside the limits: limited revolute joints by 2 pi first where that lands inside
-    (:func:`limited_revolute`), then clipped. The Numba kernels (``_fast_kernels.go_around``)
-    and the generated C++/CUDA (``codegen._emit_clip``) spell the same comparisons."""
-    xp = get_xp(q)
-    lo = const(xp, model.lower, q.dtype)
-    hi = const(xp, model.upper, q.dtype)
-    w = limited_revolute(model)
-    if w.any():
-        wx = const(xp, w)
-        two_pi = 2 * math.pi
-        q = xp.where(wx & (q > hi) & (q - two_pi >= lo), q - two_pi, q)
-        q = xp.where(wx & (q < lo) & (q + two_pi <= hi), q + two_pi, q)
-    return xp.clip(q, lo, hi)
-
-
-def finalize_q(model: Model, q, seed):
-    """Continuous joints wrapped to within pi of the seed (no 2 pi flips), then limits."""
-    xp = get_xp(q)
-    if model.q_continuous.any():
-        c = xp.asarray(np.nonzero(model.q_continuous)[0])
-        q = q.copy()
-        q[:, c] = seed[:, c] + wrap_angle(q[:, c] - seed[:, c], xp)
-    return clip_to_limits(model, q)
-
-
-def seed_distance(model: Model, q, seed):
-    """Wrap-aware L-infinity distance between rows of q and seed (N,)."""
-    xp = get_xp(q)
-    d = difference(model, seed, q)
-    return xp.max(xp.abs(d), axis=1) if d.shape[1] else xp.zeros(q.shape[0])

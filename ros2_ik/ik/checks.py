@@ -9,7 +9,7 @@ from ..backend import to_numpy
 from ..errors import InputTypeError, InvalidInputError, ShapeError
 from ..model import MAX_VALUE, Group, Model
 from ..validate import as_float_array, describe
-from .common import IKConfig
+from .config import IKConfig
 
 __all__ = ["SOLVERS", "SEED_LIMIT_SLACK", "check_call_options", "check_seed_shape",
            "check_seeds", "apply_group"]

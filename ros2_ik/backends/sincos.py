@@ -1,22 +1,17 @@
-"""The sine and cosine of the compiled solvers' forward kinematics, written out.
+"""The sine and cosine of the host kernels' forward kinematics, written out.
 
-The compiled LM rows (the Numba kernels of :mod:`._fast_kernels`, the generated host C++ of
-:mod:`ros2_ik.gpu.codegen` and its side-by-side lanes, :mod:`ros2_ik.gpu.lanes`) take each
-revolute joint's sine and cosine from this one recipe, so that all of them compute the same
-rows bit for bit, and so that the lanes can compute 4 joints' pairs in a few vector
-instructions, where libm's ``sincos`` is a call per lane (a third of a 7-DOF arm's solve time
-went there). It is the classic one (Cody and Waite's reduction by pi/2 in three parts, then
-Cephes' polynomials on [-pi/4, pi/4]); written out because no library gives the same bits to
-Numba, g++ and a vector of lanes. Its error against a correctly rounded sine or cosine is at
-most 2.3e-16 absolute (tested); a joint value beyond :data:`REDUCE_MAX` (or not finite) takes
-libm's pair instead. The CUDA kernels keep CUDA's ``sincos``; the public ``fk``/``jacobian``
-and the NumPy reference keep libm's.
+The generated host C++ (:mod:`.codegen`, one row at a time or rows side by side in vector
+lanes) takes each revolute joint's sine and cosine from this one recipe, so that the scalar
+and the vector renderings compute the same rows bit for bit, and so that the lanes compute 4
+joints' pairs in a few vector instructions, where libm's ``sincos`` is a call per lane (a third
+of a 7-DOF arm's solve time went there). It is the classic one (Cody and Waite's reduction by
+pi/2 in three parts, then Cephes' polynomials on [-pi/4, pi/4]). Its error against a correctly
+rounded sine or cosine is at most 2.3e-16 absolute (tested); a joint value beyond
+:data:`REDUCE_MAX` (or not finite) takes libm's pair instead. The CUDA kernels keep CUDA's
+``sincos``; the reference keeps libm's.
 
-Every step below is one IEEE operation in a fixed order (no fused multiply-add: Numba's
-default, and the host builds' ``-ffp-contract=off``); the three implementations follow
-:func:`sincos` line by line. The Numba kernels bake the constants below in when they compile,
-and Numba's disk cache is keyed on ``_fast_kernels.py`` alone: change a constant here, and
-touch that file too.
+Every step below is one IEEE operation in a fixed order (no fused multiply-add: the host
+builds' ``-ffp-contract=off``); the generated text follows :func:`sincos` line by line.
 """
 
 from __future__ import annotations

@@ -1,10 +1,11 @@
 """The generated kernels on a GPU through CuPy: :class:`GpuSolver` and :class:`GpuKinematics`.
 
 Per solve, on one CUDA stream and with one host synchronisation (reading the results):
-upload targets/seeds (or take CuPy arrays as they are) -> check the goals on the device ->
-``r2ik_stamp`` (device clock at the call) -> ``r2ik_lm`` (one thread per problem x seed; seeds
-expanded in the kernel) -> ``r2ik_select`` (winning seed, float64 finalisation and FK
-verification against the caller's tolerances) -> copy (P, nq) solutions and (P, 6) info back.
+upload targets/seeds (or take CuPy arrays as they are) -> ``r2ik_stamp`` (device clock at the
+call) -> ``r2ik_prep`` (goal and seed checks on the device) -> ``r2ik_lm`` (one thread per
+problem x seed; seeds expanded in the kernel) -> ``r2ik_select`` (winning seed, float64
+finalisation, FK verification against the caller's tolerances, the status) -> copy the
+(P, nq + fields) answers back, read as the host backend's (:func:`.result.result_of`).
 
 - Source: :func:`.codegen.solve_source`, compiled by NVRTC through ``cupy.RawModule`` once per
   source text (the text is the cache key: model, tips and dtype are all in it; CuPy also keeps
@@ -23,19 +24,21 @@ enforces CuPy's host/device rules; by default CuPy itself is imported (lazily).
 
 from __future__ import annotations
 
-import collections
 import threading
 import time
 
 import numpy as np
 
 from ..errors import InvalidInputError, ShapeError
-from ..model import Model
-from ..solvers.common import (INVALID_GOAL_MESSAGE, IKConfig, IKResult, SolveMode, Status,
-                              restart_seeds, unsolved_message)
+from ..ik.checks import check_seed_shape
+from ..ik.config import IKConfig, IKResult, SolveMode
+from ..ik.seeds import movable_coordinates, restart_seeds
+from ..model import MAX_BATCH, Model
+from . import interface
 from .codegen import chain_of, frames_source, solve_source, source_hash
+from .result import result_of
 
-__all__ = ["GpuSolver", "GpuKinematics", "solver_for", "get_cupy", "NVRTC_OPTIONS", "BLOCK"]
+__all__ = ["GpuSolver", "GpuKinematics", "get_cupy", "NVRTC_OPTIONS", "BLOCK"]
 
 NVRTC_OPTIONS = ("--std=c++17",)
 BLOCK = 128        # threads per block (the LM kernel uses about 200 registers a thread)
@@ -117,9 +120,10 @@ class _Workspace:
         if P > self.problems:
             n = max(P, 2 * self.problems)
             self.done = cp.empty(n, dtype=cp.int32)
-            self.out = cp.empty(n * (nq + 7), dtype=cp.float64)  # q (P, nq) | 7 fields (P,)
+            # per problem: q (nq), then the interface's OUT_FIELDS
+            self.out = cp.empty(n * (nq + len(interface.OUT_FIELDS)), dtype=cp.float64)
             self.active = cp.empty(n, dtype=cp.uint8)
-            self.valid = cp.empty(n, dtype=cp.uint8)
+            self.flags = cp.empty(n, dtype=cp.uint8)
             self.problems = n
         if P * T > self.goals:
             n = max(P * T, 2 * self.goals)
@@ -178,36 +182,36 @@ class GpuSolver:
         self._select = mod.get_function("r2ik_select")
         self._prep = mod.get_function("r2ik_prep")
         K = int(cfg.num_seeds)
-        rnd, _ = restart_seeds(model, K, cfg.rng_seed)
+        rnd, _ = restart_seeds(model, K, cfg.rng_seed, movable_coordinates(model, self.tips))
         rnd = np.asarray(rnd, dtype=np.float64).reshape(-1, model.nq)
         self._rnd = cp.asarray(rnd if K > 1 else np.zeros((1, model.nq)))
-        from ..solvers.fast import _fparams  # noqa: PLC0415 - one order of the options
-
-        self._fp = cp.asarray(_fparams(cfg))
-        self._neutral_d = cp.asarray(np.asarray(model.neutral_q(), dtype=np.float64))
+        self._opt = cp.asarray(interface.options_record(cfg).view(np.uint8))
+        self._neutral = np.asarray(model.neutral_q(), dtype=np.float64)
+        self._neutral_d = cp.asarray(self._neutral)
         self._local = threading.local()
         self._weights = {}  # (6 weights, tips) -> device (T, 6)
         self.graphs = bool(graphs)
         self.graph_error = None
 
-    def _launch(self, ws, P, K, tg, w, w_stride, sd, stride, seed_ok, params):
+    def _launch(self, ws, P, K, tg, w, w_stride, sd, stride, params):
         """The four kernels of a solve, on the current stream (ws.stream)."""
+        T = len(self.tips)
         self._stamp((1,), (1,), (ws.clock0, ws.stop, params))
-        self._prep(*_grid(P), (tg, w, np.int64(w_stride),
-                               seed_ok if seed_ok is not None else np.uint64(0),
-                               np.int64(P), ws.tgtS, ws.wS, ws.active, ws.valid, ws.done))
+        self._prep(*_grid(P), (np.int64(P), np.int64(0), tg, w, np.int64(w_stride), sd,
+                               np.int64(stride), ws.tgtS, ws.wS, ws.active, ws.flags, ws.done))
         self._lm(*_grid(P * K, self.block), (
-            sd, np.int64(stride), self._rnd, ws.tgtS, ws.wS, np.int64(P), np.int32(K), ws.active,
-            np.int32(self.config.max_iterations), self._fp, np.int32(1), ws.clock0, params,
-            ws.stop, ws.done, ws.q_rows, ws.conv, ws.iters, ws.pe, ws.re, ws.tout))
-        self._select(*_grid(P), (ws.q_rows, ws.conv, ws.iters, ws.pe, ws.re, ws.tout, sd,
-                                 np.int64(stride), tg, w, np.int64(w_stride), np.int64(P),
-                                 np.int32(K), self._fp, ws.valid, ws.out))
+            np.int64(P), np.int32(K), sd, np.int64(stride), self._rnd, np.uint64(0), ws.tgtS,
+            ws.wS, np.int64(6 * T), ws.active, self._opt, ws.clock0, params, ws.stop, ws.done,
+            ws.q_rows, ws.conv, ws.iters, ws.pe, ws.re, ws.tout))
+        self._select(*_grid(P), (np.int64(P), np.int64(0), np.int32(K), ws.q_rows, ws.conv,
+                                 ws.iters, ws.pe, ws.re, ws.tout, np.uint64(0), ws.flags, sd,
+                                 np.int64(stride), tg, w, np.int64(w_stride), self._opt, ws.stop,
+                                 ws.out))
 
-    def _graph(self, ws, P, K, T, stride, w_stride, has_seed_ok):
+    def _graph(self, ws, P, K, T, stride, w_stride):
         """The captured CUDA graph of a solve of this shape (with its own input buffers), made
         on first use; None (and no more graphs for this solver) if capture fails."""
-        key = (id(self), P, K, stride, w_stride, has_seed_ok)
+        key = (id(self), P, K, stride, w_stride)
         g = ws.graphs.get(key)
         if g is not None:
             return g
@@ -216,12 +220,11 @@ class GpuSolver:
         g.tg = cp.empty((P, T, 4, 4), dtype=cp.float64)
         g.w = cp.empty((P, T, 6) if w_stride else (T, 6), dtype=cp.float64)
         g.sd = cp.empty((P, self.model.nq), dtype=cp.float64) if stride else self._neutral_d
-        g.seed_ok = cp.empty(P, dtype=cp.uint8) if has_seed_ok else None
         g.params = cp.zeros(2, dtype=cp.int64)
         try:
             ws.stream.begin_capture()
             try:
-                self._launch(ws, P, K, g.tg, g.w, w_stride, g.sd, stride, g.seed_ok, g.params)
+                self._launch(ws, P, K, g.tg, g.w, w_stride, g.sd, stride, g.params)
             finally:
                 g.graph = ws.stream.end_capture()
         except Exception as exc:  # noqa: BLE001 - a driver or CuPy without capture: no graphs
@@ -260,14 +263,14 @@ class GpuSolver:
         return cp.ascontiguousarray(t)
 
     def solve(self, targets, *, seeds=None, weights=(1, 1, 1, 1, 1, 1), should_stop=None,
-              timeout: float | None = None) -> IKResult:
+              timeout: float | None = ..., start_time: float | None = None) -> IKResult:
         """Solve P pose problems; ``timeout`` [s] overrides ``config.timeout``.
 
         Returns an :class:`IKResult` (host arrays), every success verified by float64 FK.
         """
-        t0 = time.perf_counter()
+        t0 = time.perf_counter() if start_time is None else float(start_time)
         cp = self.cp
-        timeout = self.config.timeout if timeout is None else timeout
+        timeout = self.config.timeout if timeout is ... else timeout
         ws = self._ws()
         # inputs were made on the caller's current stream, which our non-blocking stream does
         # not wait for by itself: order them, then do every device operation on our stream
@@ -278,102 +281,83 @@ class GpuSolver:
             return self._solve(ws, t0, targets, seeds, weights, should_stop, timeout)
 
     def _solve(self, ws, t0, targets, seeds, weights, should_stop, timeout):
-        cp, m, cfg = self.cp, self.model, self.config
+        cp, m = self.cp, self.model
         tg = self._targets(targets)
-        P, T, K = tg.shape[0], tg.shape[1], int(cfg.num_seeds)
-        from ..model import MAX_BATCH  # noqa: PLC0415
-
+        P, T, K = tg.shape[0], tg.shape[1], int(self.config.num_seeds)
         if P * K > MAX_BATCH:
             raise InvalidInputError(f"{P} problems x {K} seeds = {P * K} rows exceeds the limit "
                                     f"{MAX_BATCH}; split the batch or use fewer seeds")
-        from ..solvers.checks import check_seeds  # noqa: PLC0415
-
         if seeds is None:  # one shared seed: stride 0, nothing copied per problem
-            sd, stride, seed_ok = self._neutral_d, 0, None
-            bad_seed, msgs = np.zeros(P, dtype=bool), {}
+            sd, stride, seeds_h = self._neutral_d, 0, self._neutral
         else:
-            sd, bad_seed, msgs = check_seeds(m, seeds, P, cp)
-            sd, stride = cp.ascontiguousarray(sd, dtype=cp.float64), m.nq
-            seed_ok = cp.asarray((~bad_seed).astype(np.uint8)) if bad_seed.any() else None
-        wk = None  # host weights, one set for all problems: a key for the cached upload
-        if isinstance(weights, (tuple, list)) or isinstance(weights, np.ndarray):
-            wh = np.asarray(weights, dtype=np.float64)
-            wk = tuple(wh.tolist()) if wh.shape == (6,) else None
-        w = self._weights.get((wk, T)) if wk is not None else None
-        if w is not None:  # the same 6 weights as before: uploaded once
-            w_stride = 0
-        elif (w := cp.asarray(weights, dtype=cp.float64)).shape == (6,):  # one set: stride 0
-            w, w_stride = cp.ascontiguousarray(cp.broadcast_to(w, (T, 6))), 0
-            if wk is not None and len(self._weights) < 64:
-                self._weights[(wk, T)] = w
-        elif w.shape in ((P, 6), (P, T, 6)):
-            w, w_stride = cp.ascontiguousarray(cp.broadcast_to(w.reshape(P, -1, 6),
-                                                               (P, T, 6))), 6 * T
-        else:
-            raise ShapeError(f"weights must have shape (6,), ({P}, 6) or ({P}, {T}, 6), "
-                             f"got {tuple(w.shape)}")
+            s = check_seed_shape(m, seeds, P, cp)
+            sd = cp.ascontiguousarray(s, dtype=cp.float64)
+            stride = 0 if sd.ndim == 1 else m.nq
+            seeds_h = None  # read back only for the messages of bad seeds
+        w, w_stride = self._weights_of(weights, P, T)
         ws.ensure(P, K, T, m.nq, self.dtype)
         stop0 = 1 if (should_stop is not None and should_stop()) else 0
         budget = -1 if timeout is None else max(
             0, int((timeout - (time.perf_counter() - t0)) * 1e9))
         ws.params_h[:] = (budget, stop0)
-        graph = (self._graph(ws, P, K, T, stride, w_stride, seed_ok is not None)
+        graph = (self._graph(ws, P, K, T, stride, w_stride)
                  if self.graphs and P <= GRAPH_MAX_PROBLEMS else None)
         if graph is not None:  # small batch: inputs into the graph's buffers, one launch
             graph.tg[...] = tg
             graph.w[...] = w
             if stride:
                 graph.sd[...] = sd
-            if seed_ok is not None:
-                graph.seed_ok[...] = seed_ok
             graph.params.set(ws.params_h, stream=ws.stream)
             ws.t_start.record(ws.stream)
             graph.graph.launch(ws.stream)
         else:
             ws.params.set(ws.params_h, stream=ws.stream)
             ws.t_start.record(ws.stream)
-            self._launch(ws, P, K, tg, w, w_stride, sd, stride, seed_ok, ws.params)
+            self._launch(ws, P, K, tg, w, w_stride, sd, stride, ws.params)
         done = ws.t_end
         done.record(ws.stream)
-        cancelled = bool(stop0)
         if should_stop is None:
             done.synchronize()
         else:  # wait, passing on a cancel; no host sync before this point
+            cancelled = bool(stop0)
             while not done.done:
                 if not cancelled and should_stop():
                     ws.cancel()
                     cancelled = True
                 time.sleep(POLL_S)
         self.last_device_time = cp.cuda.get_elapsed_time(ws.t_start, done) / 1e3  # [s]
-        res = ws.out[:P * (m.nq + 7)].get(stream=ws.stream)  # the one device -> host copy
-        q = res[:P * m.nq].reshape(P, m.nq)                   # contiguous views, no copies
-        info = res[P * m.nq:].reshape(7, P)
-        valid_h = info[6] > 0.5
-        ok = info[0] > 0.5
-        invalid = ~valid_h | bad_seed
-        ok &= ~invalid
-        timed = info[5] > 0.5
-        status = np.full(P, int(Status.PREEMPTED if cancelled else Status.NOT_CONVERGED),
-                         dtype=np.int64)
-        if not cancelled:
-            status[timed] = Status.TIMED_OUT
-        status[invalid] = Status.INVALID_INPUT
-        status[ok] = Status.CONVERGED
-        pe, re = info[1], info[2]
-        messages = [""] * P
-        for p, msg in msgs.items():
-            messages[p] = msg
-        for p in np.nonzero(~valid_h & ~bad_seed)[0][:1000]:
-            messages[p] = INVALID_GOAL_MESSAGE
-        for p in np.nonzero(~ok & ~invalid)[0][:1000]:
-            messages[p] = ("cancelled before a solution was found" if cancelled else
-                           unsolved_message(bool(timed[p]), pe[p], re[p], cfg))
-        pe[invalid] = np.nan
-        re[invalid] = np.nan
-        return IKResult(q=q, success=ok, position_error=pe, orientation_error=re,
-                        iterations=info[3].astype(np.int64),
-                        seed_index=info[4].astype(np.int64), status=status,
-                        messages=messages, solve_time=time.perf_counter() - t0)
+        F = len(interface.OUT_FIELDS)
+        out = ws.out[:P * (m.nq + F)].get(stream=ws.stream).reshape(P, m.nq + F)  # one copy
+        if seeds_h is None:
+            flags = out[:, m.nq + interface.OUT_FIELDS.index("flags")].astype(np.int64)
+            bad = (flags & interface.FLAG_BITS["seed_ok"]) == 0
+            seeds_h = (cp.asnumpy(sd) if bad.any() else
+                       np.broadcast_to(self._neutral, (P, m.nq)))
+        return result_of(m, self.config, out, seeds_h, t0)
+
+    def _weights_of(self, weights, P, T):
+        """Device weights (T, 6) shared (stride 0; cached per value) or (P, T, 6)."""
+        cp = self.cp
+        wk = None  # host weights, one set for all problems: a key for the cached upload
+        if isinstance(weights, (tuple, list)) or isinstance(weights, np.ndarray):
+            wh = np.asarray(weights, dtype=np.float64)
+            wk = tuple(wh.tolist()) if wh.shape == (6,) else None
+            if wk is not None and not all(np.isfinite(v) and v >= 0 for v in wk):
+                raise InvalidInputError("weights must be finite and >= 0 (0 frees an axis)")
+        w = self._weights.get((wk, T)) if wk is not None else None
+        if w is not None:  # the same 6 weights as before: uploaded once
+            return w, 0
+        w = cp.asarray(weights, dtype=cp.float64)
+        if w.shape == (6,):  # one set: stride 0
+            w = cp.ascontiguousarray(cp.broadcast_to(w, (T, 6)))
+            if wk is not None and len(self._weights) < 64:
+                self._weights[(wk, T)] = w
+            return w, 0
+        if w.shape in ((P, 6), (P, T, 6)):
+            w = cp.ascontiguousarray(cp.broadcast_to(w.reshape(P, -1, 6), (P, T, 6)))
+            return w, 6 * T
+        raise ShapeError(f"weights must have shape (6,), ({P}, 6) or ({P}, {T}, 6), "
+                         f"got {tuple(w.shape)}")
 
 
 class GpuKinematics:
@@ -420,30 +404,3 @@ class GpuKinematics:
         out = self.cp.empty((B, len(self.frames), 6, self.model.nv_active), dtype=self.dtype)
         self._jac(*_grid(B), (q, np.int64(B), out))
         return out
-
-
-_solvers: collections.OrderedDict | None = None
-_solvers_lock = threading.Lock()
-MAX_CACHED_SOLVERS = 16
-
-
-def solver_for(model: Model, tips: tuple, config: IKConfig, dtype="float32", xp=None):
-    """A :class:`GpuSolver` for (model, tips, config, dtype), prepared once and kept (the 16
-    most recent), or None when the kernels do not cover the model's chains."""
-    global _solvers
-    key = (id(model), tuple(tips), config, str(np.dtype(dtype)), id(xp))
-    with _solvers_lock:
-        if _solvers is None:
-            _solvers = collections.OrderedDict()
-        hit = _solvers.get(key)
-        if hit is not None and hit[0] is model:
-            _solvers.move_to_end(key)
-            return hit[1]
-    if chain_of(model, tips) is None:
-        return None
-    s = GpuSolver(model, tips, config, dtype=dtype, xp=xp)
-    with _solvers_lock:
-        _solvers[key] = (model, s)
-        while len(_solvers) > MAX_CACHED_SOLVERS:
-            _solvers.popitem(last=False)
-    return s

@@ -1,9 +1,12 @@
-"""Public IK entry points: :func:`solve_ik` (any objectives) and :func:`solve_pose` (pose goals).
+"""The reference batch solve: any objectives, on ``xp`` (NumPy or CuPy), chunked.
 
 Flow: validate -> expand problems into seeds (rows, ``problem_idx``) -> solver (``dls``, ``ccd``
-or ``ccd+dls``; the compiled fast path where it applies) -> choose one converged row per problem
-by the solve mode -> wrap continuous joints near the seed -> verify by FK against the tolerances
-and the limits.
+or ``ccd+dls``) -> choose one converged row per problem by the solve mode -> wrap continuous
+joints near the seed -> verify by FK against the tolerances and the limits.
+
+This is the specification every compiled backend is tested against; it never calls a compiled
+path. The public entry points (:mod:`ros2_ik.api`) choose, once per prepared solver, whether
+this or a compiled backend answers.
 """
 
 from __future__ import annotations
@@ -17,35 +20,34 @@ from ..backend import get_xp, to_numpy
 from ..errors import InputTypeError, InvalidInputError, ShapeError
 from ..kinematics.jacobian import jacobians_all
 from ..model import MAX_BATCH, Model
-from .common import (INVALID_GOAL_MESSAGE, IKConfig, IKResult, SolveMode, Status,
-                     expand_seeds, finalize_q, movable_coordinates, seed_distance,
-                     unsolved_message)
-from . import fast
+from ..validate import check_memory, describe
 from .ccd import ccd_solve_rows
-from .checks import SOLVERS, apply_group, check_call_options, check_seed_shape, check_seeds
-from .dls import lm_solve_rows
-from .residuals import evaluate, goal_errors
+from .checks import check_call_options, check_seed_shape, check_seeds
+from .config import INVALID_GOAL_MESSAGE, IKConfig, IKResult, SolveMode, Status, unsolved_message
+from .lm import lm_solve_rows
 from .objectives import Objective, PoseObjective
-from ..validate import as_float_array, check_memory, check_names, describe
+from .residuals import evaluate, goal_errors
+from .seeds import expand_seeds, finalize_q, movable_coordinates, seed_distance
 
-__all__ = ["solve_ik", "solve_pose", "SOLVERS"]
+__all__ = ["reference_solve", "select", "goal_movable", "RESULT_COST", "ResultCost",
+           "CCD_POLISH_SWEEPS"]
 
 CCD_POLISH_SWEEPS = 10  # "ccd+dls": CCD sweeps before the LM polish
 
 
-def solve_ik(model: Model, objectives: Sequence[Objective], *, seeds=None,
-             config: IKConfig | None = None, solver: str = "dls",
-             regularizers: Sequence[Objective] = (),
-             should_stop: Callable[[], bool] | None = None,
-             start_time: float | None = None) -> IKResult:
-    """Solve P IK problems at once.
+def reference_solve(model: Model, objectives: Sequence[Objective], *, seeds=None,
+                    config: IKConfig | None = None, solver: str = "dls",
+                    regularizers: Sequence[Objective] = (),
+                    should_stop: Callable[[], bool] | None = None,
+                    start_time: float | None = None) -> IKResult:
+    """Solve P IK problems at once on the objectives' array module (the reference).
 
     Args:
         objectives: goal objectives (each holding per-problem data for the same P problems).
         seeds: (P, nq) or (nq,) starting configurations; default mid-range.
         config: :class:`IKConfig` (tolerances, iterations, timeout, seeds, solve mode).
         solver: "dls" (Levenberg-Marquardt), "ccd" (cyclic coordinate descent, one tip) or
-            "ccd+dls" (a few CCD sweeps, then LM from there); one of :data:`SOLVERS`.
+            "ccd+dls" (a few CCD sweeps, then LM from there).
         regularizers: extra objectives minimized alongside (posture, joint-limit avoidance);
             they do not enter the success test.
         should_stop: polled between iterations; returning True ends the solve (cancel).
@@ -88,47 +90,40 @@ def solve_ik(model: Model, objectives: Sequence[Objective], *, seeds=None,
     # which coordinates this solve may move, decided once (goal objectives' links; a goal
     # without a link, e.g. a custom objective: all); every other one stays at the seed
     movable = goal_movable(model, objectives)
-    # the timeout counts from the call, less a one-time kernel compilation in this process
-    first = [o.take(0, 1) for o in objectives + regularizers]
-    splittable = all(o is not None for o in first)
-    probe = fast.plan(model, first[:len(objectives)], first[len(objectives):], cfg, "dls", xp) \
-        if splittable else fast.plan(model, objectives, regularizers, cfg, "dls", xp)
-    compile_time = probe.compile_time if probe is not None else 0.0
-    deadline = None if cfg.timeout is None else t0 + cfg.timeout + compile_time
+    deadline = None if cfg.timeout is None else t0 + cfg.timeout
     stop = _LatchedStop(should_stop)
+    splittable = all(o.take(0, 1) is not None for o in objectives + regularizers)
 
     # Chunks of whole problems, solved one after the other: every chunk's checks, seeds,
     # iterations and verification are bounded in time and memory, and the deadline and
     # should_stop are seen between chunks as well as between iterations. Rows are independent,
     # so the results equal one call on the whole batch.
-    rows = ((FAST_CHUNK_ROWS if deadline is None else FAST_TIMED_CHUNK_ROWS) if probe is not None
-            else REFERENCE_CHUNK_ROWS if xp is np else DEVICE_CHUNK_ROWS)
-    if probe is None:  # a chunk holds at least one problem's K rows
-        m = sum(int(getattr(o, "dim", 6)) for o in objectives + regularizers)
-        row = 6 * model.num_links * 128 + 32 * m * model.nv_active + 24 * model.nv ** 2 + 4096
-        check_memory(K * row, "the reference-path solve of one problem", f"{K} seeds",
-                     "use fewer seeds (num_seeds), or a model and goal the compiled path takes")
+    rows = REFERENCE_CHUNK_ROWS if xp is np else DEVICE_CHUNK_ROWS
+    m = sum(int(getattr(o, "dim", 6)) for o in objectives + regularizers)
+    row = 6 * model.num_links * 128 + 32 * m * model.nv_active + 24 * model.nv ** 2 + 4096
+    check_memory(K * row, "the reference-path solve of one problem", f"{K} seeds",
+                 "use fewer seeds (num_seeds), or a model and goal a compiled backend takes")
     per_chunk = max(1, rows // K) if splittable else P
     if per_chunk >= P:
         return _solve_chunk(model, objectives, regularizers, seeds, cfg, solver, K, deadline,
                             stop, t0, xp, movable)
-    # Every problem starts as "not started" (seed, TIMED_OUT): writing the results of a big
-    # batch takes time in proportion to its size, so it is done now, inside the budget, and
-    # a deadline reached between chunks costs nothing more. Where that writing alone would
-    # end the call past the deadline by more than RESULT_OVERRUN, the call is refused at once
-    # (every problem would be TIMED_OUT, later than promised).
+    # Every problem starts as "not started" (seed, TIMED_OUT), or INVALID_INPUT where its goal
+    # or seed is bad (checked for the whole batch now: a bad request is INVALID_INPUT whether
+    # or not its chunk is reached). Writing the results of a big batch takes time in
+    # proportion to its size, so it is done now, inside the budget, and a deadline reached
+    # between chunks costs nothing more. Where that writing alone would end the call past the
+    # deadline by more than RESULT_OVERRUN, the call is refused at once (every problem would
+    # be TIMED_OUT, later than promised).
     if deadline is not None:
         RESULT_COST.check(P, model.nq, deadline)
     t_out = time.perf_counter()
     out = _Results(P, model, seeds)
     RESULT_COST.record(P, model.nq, time.perf_counter() - t_out)
+    out.mark_invalid(*_invalid_problems(model, objectives, seeds, P, xp))
     for p0 in range(0, P, per_chunk):
         p1 = min(P, p0 + per_chunk)
-        if per_chunk < P:
-            objs = [o.take(p0, p1) for o in objectives]
-            regs = [o.take(p0, p1) for o in regularizers]
-        else:
-            objs, regs = objectives, regularizers
+        objs = [o.take(p0, p1) for o in objectives]
+        regs = [o.take(p0, p1) for o in regularizers]
         seeds_c = seeds if seeds is None or seeds.ndim == 1 else seeds[p0:p1]
         # a chunk whose checks and result selection alone (measured on earlier chunks of its
         # size) would end past the deadline is not started
@@ -142,18 +137,25 @@ def solve_ik(model: Model, objectives: Sequence[Objective], *, seeds=None,
     return out.result(t0)
 
 
-#: Rows (problems x seeds) solved together on the reference path / the compiled path: one LM
-#: iteration of a reference chunk, and its set-up and verification, take a few milliseconds, so
-#: the deadline and should_stop are seen that often, and the reference path's work arrays stay
-#: near 5 MB (about 20 KB per row). Smaller reference chunks measured no slower on 4,096
-#: problems. The compiled kernels see the deadline and should_stop inside; their chunks (about
-#: 200 bytes a row) are sized so that the threads rarely wait for each other at a chunk's end:
-#: 65,536 rows solved a reach-study shard 13 % faster on 2 threads than 16,384.
+def _invalid_problems(model, objectives, seeds, P, xp):
+    """(P,) bool: problems whose goal or seed is bad, and their messages {problem: text}."""
+    _, invalid, msgs = check_seeds(model, seeds, P, xp)
+    invalid = invalid.copy()
+    for o in objectives:
+        m = o.invalid_problems()
+        if m is not None:
+            m = to_numpy(m)
+            for p in np.nonzero(m & ~invalid)[0][:1000]:
+                msgs[int(p)] = INVALID_GOAL_MESSAGE
+            invalid |= m
+    return invalid, msgs
+
+
+#: Rows (problems x seeds) solved together on NumPy: one LM iteration of a chunk, and its
+#: set-up and verification, take a few milliseconds, so the deadline and should_stop are seen
+#: that often, and the work arrays stay near 5 MB (about 20 KB per row). Smaller chunks
+#: measured no slower on 4,096 problems.
 REFERENCE_CHUNK_ROWS = 256
-FAST_CHUNK_ROWS = 65536
-#: ... and with a timeout: one iteration of a chunk (the deadline is seen between iterations)
-#: then takes a few milliseconds here, not 10-20
-FAST_TIMED_CHUNK_ROWS = 4096
 #: On a device (CuPy) every chunk costs its own launches and host round trips whatever its
 #: size: 256-row chunks made 1,000 problems x 32 seeds 14x slower on an H100 than one chunk.
 #: The deadline and should_stop are still checked every iteration inside a chunk.
@@ -175,7 +177,7 @@ class _LatchedStop:
 
 def goal_movable(model: Model, objectives) -> np.ndarray:
     """(nq,) bool: the coordinates a solve for these goal objectives may move
-    (:func:`.common.movable_coordinates` of their links). Regularizers add none; a goal
+    (:func:`.seeds.movable_coordinates` of their links). Regularizers add none; a goal
     objective without a ``link`` (a custom one) makes every coordinate movable."""
     links = [getattr(o, "link", None) for o in objectives]
     if any(not isinstance(l, (int, np.integer)) for l in links):
@@ -188,28 +190,16 @@ def _solve_chunk(model, objectives, regularizers, seeds, cfg, solver, K, deadlin
     """One chunk of P problems: check seeds and goals, expand seeds, solve, select, verify."""
     t_start = time.perf_counter()
     P = objectives[0].num_problems
-    seeds_p, bad_seed, msgs = check_seeds(model, seeds, P, xp)
-    invalid = bad_seed.copy()
-    for o in objectives:
-        m = o.invalid_problems()
-        if m is not None:
-            m = to_numpy(m)
-            for p in np.nonzero(m & ~invalid)[0][:1000]:
-                msgs[int(p)] = INVALID_GOAL_MESSAGE
-            invalid |= m
+    seeds_p, _, _ = check_seeds(model, seeds, P, xp)
+    invalid, msgs = _invalid_problems(model, objectives, seeds, P, xp)
     # Invalid problems get a harmless placeholder target so the batch math stays finite.
     all_obj = list(objectives) + list(regularizers)
     if invalid.any():
         all_obj = [_sanitized(o, invalid, xp) for o in all_obj]
         objectives = all_obj[:len(objectives)]
-    fast_plan = fast.plan(model, objectives, regularizers, cfg, "dls", xp)
     if movable is None:
         movable = goal_movable(model, objectives)
     rows_seed = expand_seeds(model, seeds_p, K, cfg.rng_seed, xp, movable)
-    # the rows are what the compiled CPU rows build from the problems' seeds alone when the
-    # movable coordinates are those of the plan's tips (no custom goal objective)
-    movable_ok = fast_plan is not None and np.array_equal(
-        movable, movable_coordinates(model, list(fast_plan.tips)))
     problem_idx = xp.repeat(xp.arange(P), K)
     active = xp.asarray(np.repeat(~invalid, K))
     speed = cfg.solve_mode is SolveMode.SPEED
@@ -222,11 +212,6 @@ def _solve_chunk(model, objectives, regularizers, seeds, cfg, solver, K, deadlin
         deadline = deadline - min(_CHUNK_COST.reserve(P, K), 0.5 * max(deadline - t_lm, 0.0))
 
     def run_lm(start, act):
-        if fast_plan is not None:  # (rows_seed: the kernel may build the rows itself)
-            return fast_plan.solve(start, problem_idx, cfg, deadline=deadline, active=act,
-                                   first_per_problem=speed, num_problems=P,
-                                   should_stop=poll, expanded=(start is rows_seed
-                                                               and movable_ok))
         return lm_solve_rows(model, all_obj, start, rows_seed, problem_idx, cfg,
                              deadline=deadline, active=act, first_per_problem=speed,
                              num_problems=P, should_stop=poll, movable=movable)
@@ -242,9 +227,8 @@ def _solve_chunk(model, objectives, regularizers, seeds, cfg, solver, K, deadlin
             q, conv2, iters2, pe, re, timed_out = run_lm(q, active & ~conv)
             conv, iters = conv | conv2, iters + iters2
     t_sel = time.perf_counter()
-    out = _select(model, objectives, cfg, q, rows_seed, problem_idx, conv, iters, pe, re,
-                  timed_out and not stop.seen, invalid, msgs, P, K, t0, fast_plan,
-                  cancelled=stop.seen)
+    out = select(model, objectives, cfg, q, rows_seed, conv, iters, pe, re,
+                 timed_out and not stop.seen, invalid, msgs, P, K, t0, cancelled=stop.seen)
     if deadline_all is not None:
         _CHUNK_COST.record(P, K, t_lm - t_start, time.perf_counter() - t_sel)
     return out
@@ -373,11 +357,27 @@ class _Results:
         self.status[p0:p1] = r.status
         self.messages[p0:p1] = r.messages
 
+    invalid = None
+
+    def mark_invalid(self, invalid, msgs) -> None:
+        """Problems whose goal or seed is bad are INVALID_INPUT, started or not."""
+        if not invalid.any():
+            return
+        self.invalid = invalid
+        self.status[invalid] = Status.INVALID_INPUT
+        for p in np.nonzero(invalid)[0]:
+            self.messages[p] = msgs.get(int(p), "invalid goal or seed")
+
     def cancelled_from(self, p0) -> None:
-        """Problems ``p0:`` (already marked not started) were reached by a cancel."""
-        self.status[p0:] = Status.PREEMPTED
-        self.messages[p0:] = ["cancelled before this problem was started"] * (
-            len(self.messages) - p0)
+        """Problems ``p0:`` (not started) were reached by a cancel; the invalid ones stay so."""
+        msg = "cancelled before this problem was started"
+        if self.invalid is None or not self.invalid[p0:].any():
+            self.status[p0:] = Status.PREEMPTED
+            self.messages[p0:] = [msg] * (len(self.messages) - p0)
+            return
+        for p in np.nonzero(~self.invalid[p0:])[0] + p0:
+            self.status[p] = Status.PREEMPTED
+            self.messages[p] = msg
 
     def result(self, t0) -> IKResult:
         return IKResult(q=self.q, success=self.success, position_error=self.pe,
@@ -394,8 +394,13 @@ def _sanitized(obj, invalid, xp):
     return obj
 
 
-def _select(model, objectives, cfg, q, rows_seed, problem_idx, conv, iters, pe, re, timed_out,
-            invalid, msgs, P, K, t0, fast_plan=None, *, cancelled: bool = False) -> IKResult:
+def select(model, objectives, cfg, q, rows_seed, conv, iters, pe, re, timed_out, invalid, msgs,
+           P, K, t0, *, cancelled: bool = False) -> IKResult:
+    """One answer per problem from its K rows (problem-major): the converged row the solve mode
+    prefers (speed: fewest iterations, then lowest seed index; distance: nearest the problem's
+    seed, wrap-aware; manipulability: the largest), else the row with the smallest scaled
+    error; continuous joints wrapped near the seed, limits; then verified by FK against the
+    tolerances and the limits (the success flag never trusts the solver's own numbers)."""
     xp = get_xp(q)
     # continuous joints within pi of the problem's seed (not of a restart row's random seed),
     # as ChainSolver and the GPU kernels return them; finalize_q works row by row, so in speed
@@ -426,13 +431,9 @@ def _select(model, objectives, cfg, q, rows_seed, problem_idx, conv, iters, pe, 
     if speed:
         q_best = finalize_q(model, q_best, rows_seed[::K])
     # Honest verification: FK at the returned q against the caller's tolerances and limits.
-    if fast_plan is not None:  # FK along the compiled chains (tested equal to fk())
-        pe_f, re_f = fast_plan.verify(q_best)
-    else:
-        seeds0 = rows_seed[::K]
-        _, _, _, ctx = evaluate(model, objectives, q_best, seeds0, xp.arange(P),
-                                need_jacobian=False)
-        pe_f, re_f = (to_numpy(a) for a in goal_errors(objectives, ctx, xp.arange(P)))
+    seeds0 = rows_seed[::K]
+    _, _, _, ctx = evaluate(model, objectives, q_best, seeds0, xp.arange(P), need_jacobian=False)
+    pe_f, re_f = (to_numpy(a) for a in goal_errors(objectives, ctx, xp.arange(P)))
     qn = to_numpy(q_best)
     in_limits = np.all((qn >= model.lower - 1e-12) & (qn <= model.upper + 1e-12), axis=1)
     ok = (pe_f <= cfg.position_tolerance) & (re_f <= cfg.orientation_tolerance) & in_limits
@@ -452,66 +453,3 @@ def _select(model, objectives, cfg, q, rows_seed, problem_idx, conv, iters, pe, 
                     iterations=iters_n[np.arange(P), win], seed_index=win,
                     status=status.astype(np.int64), messages=messages,
                     solve_time=time.perf_counter() - t0)
-
-
-def solve_pose(model: Model, targets, *, tips: Sequence[str] | str | None = None,
-               weights=(1, 1, 1, 1, 1, 1), seeds=None, config: IKConfig | None = None,
-               solver: str = "dls", regularizers: Sequence[Objective] = (),
-               should_stop=None, group=None) -> IKResult:
-    """Pose IK for one or several tips.
-
-    CuPy targets on a machine with a GPU are solved by the fused GPU kernels
-    (:class:`ros2_ik.gpu.GpuSolver`, float32 with float64 verification) where they cover the
-    request (speed mode, solver "dls", no regularizers, a chain of 1-DOF joints); everything
-    else runs the reference path on the targets' array module.
-
-    Args:
-        targets: (P, 4, 4) or (P, 7) [x y z qx qy qz qw] for one tip; for K tips (P, K, 4, 4)
-            or (P, K, 7). Expressed in the model's base frame.
-        tips: link name(s); default ``model.tips``.
-        weights: (6,) per-axis weights in the target frame (x y z rx ry rz); 0 frees an axis.
-        group: a planning group (:class:`ros2_ik.model.Group`, from
-            :meth:`ros2_ik.model.Srdf.group`): the solve moves only the group's joints (every
-            other coordinate is the seed's), and its chain's tip is the default tip.
-    """
-    t_call = time.perf_counter()  # the timeout counts from here
-    if group is not None:
-        if regularizers:
-            raise InvalidInputError("regularizers are built for one model; a group solve "
-                                    "takes none")
-        model, tips = apply_group(model, group, tips)
-    tips = check_names(model.tips if tips is None else tips, "tips")
-    for tip in tips:
-        model.link_index(tip)  # UnknownLinkError listing the valid names
-    xp = get_xp(targets)
-    t = as_float_array(targets, "targets", "shape (P, 4, 4) or (P, 7) per tip",
-                       xp).astype(xp.float64, copy=False)
-    if len(tips) == 1 and ((t.ndim == 2 and t.shape[1] == 7)
-                           or (t.ndim == 3 and t.shape[1:] == (4, 4))):
-        t = t[:, None]  # (P, 7) / (P, 4, 4) for one tip -> (P, 1, ...)
-    if t.ndim == 2 and len(tips) > 1:
-        raise ShapeError(f"targets for {len(tips)} tips must have shape (P, {len(tips)}, 4, 4) "
-                         f"or (P, {len(tips)}, 7), got {tuple(t.shape)}")
-    if t.ndim < 3 or t.shape[1] != len(tips) or t.shape[2:] not in ((4, 4), (7,)):
-        raise ShapeError(f"targets must have shape (P, 4, 4) / (P, 7) for one tip or "
-                         f"(P, {len(tips)}, 4, 4) / (P, {len(tips)}, 7) for tips {tips}, got "
-                         f"{tuple(t.shape)}")
-    if t.shape[0] == 0:
-        raise InvalidInputError("empty batch: no targets given")
-    cfg = check_call_options(config, solver, should_stop)
-    if (xp is np and t.shape[0] == 1 and len(tips) == 1 and solver == "dls" and not regularizers
-            and cfg.use_fast_path and cfg.solve_mode is SolveMode.SPEED):
-        # one goal: a prepared compiled chain (the one ChainSolver runs)
-        r = fast.solve_single(model, tips[0], t[0, 0], weights, seeds, cfg, should_stop)
-        if r is not None:
-            return r
-    if (xp is not np and solver == "dls" and not regularizers and cfg.use_fast_path
-            and cfg.solve_mode is SolveMode.SPEED):
-        from ..gpu.runtime import solver_for  # noqa: PLC0415 - CuPy input: the fused kernels
-
-        gpu = solver_for(model, tuple(tips), cfg)
-        if gpu is not None:
-            return gpu.solve(t, seeds=seeds, weights=weights, should_stop=should_stop)
-    objs = [PoseObjective(model, tip, t[:, k], weights) for k, tip in enumerate(tips)]
-    return solve_ik(model, objs, seeds=seeds, config=config, solver=solver,
-                    regularizers=regularizers, should_stop=should_stop, start_time=t_call)

@@ -15,7 +15,6 @@ trajectory optimizer.
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
@@ -25,11 +24,13 @@ import numpy as np
 from ..errors import InputTypeError, InvalidInputError, ShapeError
 from ..validate import (MEMORY_BUDGET, as_float_array, bad_rotations, check_memory, check_name,
                         check_poses, describe)
+from ..ik.batch import RESULT_COST
+from ..ik.checks import apply_group, check_call_options
+from ..ik.config import IKConfig, SolveMode, Status
+from ..ik.seeds import seed_distance
 from ..kinematics.se3 import matrix_to_quat, pq_to_pose, quat_to_matrix, slerp
 from ..model import MAX_BATCH, Model
-from .api import RESULT_COST, solve_pose
-from .checks import apply_group, check_call_options
-from .common import IKConfig, SolveMode, Status, seed_distance
+from .solver import prepared_solver
 
 __all__ = ["trajectory_seed", "interpolate_keyframes", "TrajectoryResult", "MODES"]
 
@@ -161,7 +162,7 @@ def trajectory_seed(model: Model, keyframes, node_indices: Sequence[int], *,
                     weights=(1, 1, 1, 1, 1, 1),
                     should_stop: Callable[[], bool] | None = None,
                     progress: Callable[[int, int, int], None] | None = None,
-                    group=None) -> TrajectoryResult:
+                    group=None, backend: str = "auto") -> TrajectoryResult:
     """IK at every node of a path between keyframe poses (in the model's base frame).
 
     Args:
@@ -177,6 +178,7 @@ def trajectory_seed(model: Model, keyframes, node_indices: Sequence[int], *,
         progress: called as ``progress(nodes_done, nodes_total, nodes_failed)`` between chunks.
         group: a planning group (:meth:`ros2_ik.model.Srdf.group`): only its joints move, and
             its chain tip is the default tip.
+        backend: as :func:`.solve_pose`'s.
     """
     t0 = time.perf_counter()
     if not isinstance(mode, str) or mode not in MODES:
@@ -227,11 +229,10 @@ def trajectory_seed(model: Model, keyframes, node_indices: Sequence[int], *,
     done = failed = 0
     cancelled = False
 
-    def remaining_cfg():
-        if deadline is None:
-            return cfg
-        left = max(0.0, deadline - time.perf_counter())
-        return dataclasses.replace(cfg, timeout=left)
+    def remaining():
+        return None if deadline is None else max(0.0, deadline - time.perf_counter())
+
+    ik = prepared_solver(model, [tip], cfg, solver, backend)
 
     def stopped() -> bool:
         return should_stop is not None and bool(should_stop())
@@ -250,9 +251,8 @@ def trajectory_seed(model: Model, keyframes, node_indices: Sequence[int], *,
             break  # the rest are marked timed out already
         targets = _interpolate(K, n, qk, int(idx[0]), int(idx[-1]) + 1)
         done_targets.append(targets)
-        r = solve_pose(model, targets, tips=[tip], weights=weights,
-                       seeds=seed if mode == "parallel" else current, config=remaining_cfg(),
-                       solver=solver, should_stop=should_stop)
+        r = ik.solve(targets, weights=weights, seeds=seed if mode == "parallel" else current,
+                     timeout=remaining(), should_stop=should_stop)
         q[idx] = r.q
         success[idx] = r.success
         status[idx] = r.status

@@ -1,0 +1,21 @@
+"""The public API: prepared solvers and kinematics, the one place where a backend is chosen.
+
+- :class:`IKSolver` (and :func:`solve_pose`, :func:`solve_ik`, :class:`ChainSolver`,
+  :func:`trajectory_seed`, which go through it): IK on the backend fixed when it was built;
+- :class:`Kinematics` (and :func:`fk`, :func:`fk_frames`, :func:`jacobian`): FK and Jacobians;
+- :func:`prebuild`: build the compiled kernels of some robots into the on-disk cache.
+
+Backends: :mod:`ros2_ik.backends` (the one compiled source: host, CUDA) and the reference
+(:mod:`ros2_ik.ik`, :mod:`ros2_ik.kinematics`).
+"""
+
+from .chain import ChainSolver
+from .kinematics import Kinematics, fk, fk_frames, jacobian
+from .pose import solve_ik, solve_pose
+from .prebuild import prebuild
+from .solver import BACKENDS, IKSolver, compiled_status
+from .trajectory import MODES, TrajectoryResult, interpolate_keyframes, trajectory_seed
+
+__all__ = ["IKSolver", "BACKENDS", "solve_pose", "solve_ik", "ChainSolver", "Kinematics", "fk",
+           "fk_frames", "jacobian", "trajectory_seed", "interpolate_keyframes",
+           "TrajectoryResult", "MODES", "prebuild", "compiled_status"]

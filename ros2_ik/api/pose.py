@@ -1,0 +1,108 @@
+"""The public IK calls: :func:`solve_pose` (pose goals) and :func:`solve_ik` (any objectives).
+
+Both go through a prepared :class:`.solver.IKSolver` (kept per model, tips and options), which
+chose its backend when it was built; objectives other than pose goals, and regularizers, are
+the reference's (:func:`ros2_ik.ik.batch.reference_solve`).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Callable, Sequence
+
+from ..backend import get_xp
+from ..errors import InvalidInputError
+from ..ik.batch import reference_solve
+from ..ik.checks import apply_group, check_call_options
+from ..ik.config import IKConfig, IKResult
+from ..ik.objectives import Objective, OrientationObjective, PoseObjective, PositionObjective
+from ..model import Model
+from ..validate import check_names
+from .solver import check_targets, prepared_solver
+
+__all__ = ["solve_pose", "solve_ik"]
+
+_POSE_TYPES = (PoseObjective, PositionObjective, OrientationObjective)
+
+
+def solve_pose(model: Model, targets, *, tips: Sequence[str] | str | None = None,
+               weights=(1, 1, 1, 1, 1, 1), seeds=None, config: IKConfig | None = None,
+               solver: str = "dls", regularizers: Sequence[Objective] = (),
+               should_stop=None, group=None, backend: str = "auto") -> IKResult:
+    """Pose IK for one or several tips.
+
+    Args:
+        targets: (P, 4, 4) or (P, 7) [x y z qx qy qz qw] for one tip; for K tips (P, K, 4, 4)
+            or (P, K, 7). Expressed in the model's base frame. NumPy arrays are solved on the
+            CPU, CuPy arrays on their GPU.
+        tips: link name(s); default ``model.tips``.
+        weights: (6,) or (P, 6) per-axis weights in the target frame (x y z rx ry rz); 0 frees
+            an axis.
+        seeds: (P, nq) or (nq,) starting configurations; default mid-range.
+        config: :class:`IKConfig` (tolerances, iterations, timeout, seeds, solve mode).
+        solver: "dls", "ccd" or "ccd+dls".
+        regularizers: extra objectives (posture, joint-limit avoidance; the reference solves).
+        should_stop: polled while the solve runs; returning True ends it (cancel).
+        group: a planning group (:class:`ros2_ik.model.Group`, from
+            :meth:`ros2_ik.model.Srdf.group`): the solve moves only the group's joints (every
+            other coordinate is the seed's), and its chain's tip is the default tip.
+        backend: "auto" (default), "host", "cuda" or "reference" (:data:`.solver.BACKENDS`).
+    Returns:
+        :class:`IKResult`; every success verified by FK against the tolerances and limits.
+    """
+    t_call = time.perf_counter()  # the timeout counts from here
+    if group is not None:
+        if regularizers:
+            raise InvalidInputError("regularizers are built for one model; a group solve "
+                                    "takes none")
+        model, tips = apply_group(model, group, tips)
+    tips = check_names(model.tips if tips is None else tips, "tips")
+    for tip in tips:
+        model.link_index(tip)  # UnknownLinkError listing the valid names
+    cfg = check_call_options(config, solver, should_stop)
+    xp = get_xp(targets)
+    if regularizers:
+        t = check_targets(targets, tips, xp)
+        objs = [PoseObjective(model, tip, t[:, k], weights) for k, tip in enumerate(tips)]
+        return reference_solve(model, objs, seeds=seeds, config=cfg, solver=solver,
+                               regularizers=regularizers, should_stop=should_stop,
+                               start_time=t_call)
+    t_prep = time.perf_counter()
+    s = prepared_solver(model, tips, cfg, solver, backend, xp)
+    # the timeout counts from the call, less the preparation of the solver (a one-time build
+    # of its kernels: seconds of g++ for a robot this machine has not seen)
+    t_call += time.perf_counter() - t_prep
+    return s.solve(targets, seeds=seeds, weights=weights, should_stop=should_stop,
+                   timeout=cfg.timeout, start_time=t_call)
+
+
+def solve_ik(model: Model, objectives: Sequence[Objective], *, seeds=None,
+             config: IKConfig | None = None, solver: str = "dls",
+             regularizers: Sequence[Objective] = (),
+             should_stop: Callable[[], bool] | None = None,
+             start_time: float | None = None, backend: str = "auto") -> IKResult:
+    """Solve P IK problems with any objectives.
+
+    Pose goals (:class:`PoseObjective`, :class:`PositionObjective`,
+    :class:`OrientationObjective`) without regularizers are solved as :func:`solve_pose` solves
+    them (a compiled backend where it covers the request); anything else by the reference
+    (:func:`ros2_ik.ik.batch.reference_solve`, whose docstring has the arguments).
+    """
+    t0 = time.perf_counter() if start_time is None else float(start_time)
+    objs = [objectives] if isinstance(objectives, Objective) else objectives
+    if (isinstance(objs, (list, tuple)) and objs and not regularizers
+            and all(type(o) in _POSE_TYPES for o in objs)
+            and len({o.num_problems for o in objs}) == 1 and backend != "reference"):
+        cfg = check_call_options(config, solver, should_stop)
+        xp = get_xp(objs[0].targets)
+        tips = [o.link_name for o in objs]
+        t_prep = time.perf_counter()
+        s = prepared_solver(model, tips, cfg, solver, backend, xp)
+        t0 += time.perf_counter() - t_prep  # (as solve_pose: a one-time build is not timed)
+        t = xp.stack([o.targets for o in objs], axis=1)
+        w = objs[0].weights if len(objs) == 1 else xp.stack([o.weights for o in objs], axis=1)
+        return s.solve(t, seeds=seeds, weights=w, should_stop=should_stop,
+                       timeout=cfg.timeout, start_time=t0)
+    return reference_solve(model, objectives, seeds=seeds, config=config, solver=solver,
+                           regularizers=regularizers, should_stop=should_stop, start_time=t0)
+

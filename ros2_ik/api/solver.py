@@ -1,0 +1,303 @@
+"""The prepared solver: the one place where a backend is chosen.
+
+An :class:`IKSolver` is built once for a model, its tips, an :class:`IKConfig`, a solver name
+and an array module, and fixes its backend then (Newton's ``IKSolver`` idea); every call of
+``solve`` runs on that backend, so the same request gives the same answer on every run,
+however warm the process is. Every public entry point (:func:`.solve_pose`, :func:`.solve_ik`,
+:class:`.ChainSolver`, :func:`.trajectory_seed`, the node, reach studies) goes through one.
+
+Backends (:data:`BACKENDS`):
+
+- ``"host"``: the one compiled source built for this CPU (:mod:`ros2_ik.backends.host`);
+- ``"cuda"``: the same source on a GPU through CuPy (:mod:`ros2_ik.backends.cuda`);
+- ``"reference"``: the readable spec on ``xp`` (:mod:`ros2_ik.ik.batch`), for everything
+  the compiled source does not cover: joints other than revolute, continuous, prismatic and
+  fixed on a tip's path, the ``manipulability`` solve mode, CCD on several tips or on a GPU,
+  and machines without a C++ compiler.
+- ``"auto"`` (the default): ``"cuda"`` for CuPy input, ``"host"`` for NumPy input, where they
+  cover the request, else ``"reference"``; :attr:`IKSolver.reason` says why.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import threading
+import time
+from collections import OrderedDict
+from typing import Sequence
+
+import numpy as np
+
+from ..backend import get_xp
+from ..errors import BackendUnavailableError, InvalidInputError, ShapeError
+from ..ik.batch import RESULT_COST, reference_solve
+from ..backends.result import result_of
+from ..ik.checks import SOLVERS, check_call_options, check_seed_shape
+from ..ik.config import IKConfig, IKResult, SolveMode
+from ..ik.objectives import PoseObjective, _weights
+from ..ik.seeds import movable_coordinates, restart_seeds
+from ..kinematics.se3 import pq_to_pose
+from ..model import MAX_BATCH, Model
+from ..validate import as_float_array, check_names, describe
+
+__all__ = ["IKSolver", "BACKENDS", "prepared_solver", "check_targets", "compiled_status"]
+
+BACKENDS = ("auto", "host", "cuda", "reference")
+#: most moving joints (Jacobian columns) a compiled solver is generated for: its normal
+#: equations are unrolled, so the source grows with the square of this
+MAX_COLUMNS = 48
+#: most coordinates of a model a compiled solver is generated for (each has its own lines)
+MAX_COORDINATES = 512
+
+_log = logging.getLogger("ros2_ik.api")
+
+#: why the host backend is not available on this machine (None: not looked at, or available)
+_host_unavailable: list = []
+
+
+def compiled_status() -> str:
+    """One line for a log or a diagnostic: whether compiled backends can be built here."""
+    from ..backends import host  # noqa: PLC0415 - no compiler lookup at import
+
+    cxx = host.available()
+    if cxx is None:
+        return ("no C++ compiler found (g++ or $CXX): the reference backend answers every "
+                "request, with the same contract, more slowly")
+    return f"compiled kernels built with {cxx}, cached in {host.cache_dir()}"
+
+
+def check_targets(targets, tips: Sequence[str], xp):
+    """Targets as float64 (P, T, 4, 4) or (P, T, 7) on ``xp``, for T = len(tips): (P, 4, 4) /
+    (P, 7) are taken for one tip; shapes refused with a message naming the expected ones."""
+    t = as_float_array(targets, "targets", "shape (P, 4, 4) or (P, 7) per tip",
+                       xp).astype(xp.float64, copy=False)
+    T = len(tips)
+    if T == 1 and ((t.ndim == 2 and t.shape[1] == 7) or (t.ndim == 3 and t.shape[1:] == (4, 4))):
+        t = t[:, None]  # (P, 7) / (P, 4, 4) for one tip -> (P, 1, ...)
+    if t.ndim == 2 and T > 1:
+        raise ShapeError(f"targets for {T} tips must have shape (P, {T}, 4, 4) or (P, {T}, 7), "
+                         f"got {tuple(t.shape)}")
+    if t.ndim < 3 or t.shape[1] != T or t.shape[2:] not in ((4, 4), (7,)):
+        raise ShapeError(f"targets must have shape (P, 4, 4) / (P, 7) for one tip or "
+                         f"(P, {T}, 4, 4) / (P, {T}, 7) for tips {list(tips)}, got "
+                         f"{tuple(t.shape)}")
+    if t.shape[0] == 0:
+        raise InvalidInputError("empty batch: no targets given")
+    return t
+
+
+class IKSolver:
+    """Prepared pose IK for one model, tip set, config and solver; its backend is fixed here.
+
+    Args:
+        model: the robot.
+        tips: link names (default ``model.tips``); several tips solve one goal per tip at once.
+        config: :class:`IKConfig`; its ``timeout`` is the default of :meth:`solve`'s.
+        solver: "dls", "ccd" or "ccd+dls" (:data:`ros2_ik.ik.SOLVERS`).
+        backend: one of :data:`BACKENDS`.
+        xp: the array module of the inputs (NumPy, or CuPy for the GPU).
+    """
+
+    def __init__(self, model: Model, tips: Sequence[str] | str | None = None,
+                 config: IKConfig | None = None, *, solver: str = "dls",
+                 backend: str = "auto", xp=np):
+        self.model = model
+        tips = model.tips if tips is None else tips
+        self.tips = tuple(check_names(tips, "tips"))
+        if not self.tips:
+            raise InvalidInputError("no tip link given and the model has no default tip")
+        for tip in self.tips:
+            model.link_index(tip)  # UnknownLinkError listing the valid names
+        self.config = check_call_options(config, solver, None)
+        self.solver = solver
+        self.xp = xp
+        if not isinstance(backend, str) or backend not in BACKENDS:
+            raise InvalidInputError(f"backend must be one of {BACKENDS}, got {describe(backend)}")
+        self.backend, self.reason, self._impl = self._choose(backend)
+
+    # ------------------------------------------------------------------ backend choice
+    def _covered(self, gpu: bool) -> str | None:
+        """Why the compiled source does not cover this solver (None: it does)."""
+        from ..backends.codegen import chain_of  # noqa: PLC0415
+
+        cfg = self.config
+        chain = chain_of(self.model, self.tips)
+        if chain is None:
+            return ("a joint on a tip's path is not revolute, continuous, prismatic or fixed, "
+                    "or no joint moves a tip")
+        if chain.nc > MAX_COLUMNS:
+            return (f"{chain.nc} joints move the tips: the compiled source unrolls its matrices "
+                    f"up to {MAX_COLUMNS}")
+        if self.model.nq > MAX_COORDINATES:
+            return (f"the model has {self.model.nq} coordinates: the compiled source is "
+                    f"generated for up to {MAX_COORDINATES}")
+        if cfg.solve_mode is SolveMode.MANIPULABILITY:
+            return "the compiled source selects by speed and distance, not manipulability"
+        if gpu and cfg.solve_mode is not SolveMode.SPEED:
+            return "the GPU kernels select by speed only"
+        if self.solver != "dls" and (gpu or len(self.tips) > 1):
+            return "compiled CCD runs on the host, for one tip"
+        return None
+
+    def _choose(self, backend: str):
+        gpu = self.xp is not np
+        if backend == "reference":
+            return "reference", "asked for", None
+        want = backend if backend != "auto" else ("cuda" if gpu else "host")
+        if (want == "cuda") != gpu:
+            raise InvalidInputError(f"backend {want!r} takes {'CuPy' if want == 'cuda' else 'NumPy'}"
+                                    f" arrays, got {'CuPy' if gpu else 'NumPy'} ones")
+        why = self._covered(gpu)
+        if why is None:
+            try:
+                return want, "", self._build(want)
+            except BackendUnavailableError as exc:
+                why = str(exc)
+            except RuntimeError as exc:  # a build that failed: the reference answers
+                why = f"the compiled kernels could not be built: {str(exc).splitlines()[0]}"
+                _log.warning("%s (model %r, tips %s)", why, self.model.name, list(self.tips))
+        if backend != "auto":
+            raise BackendUnavailableError(f"backend {backend!r} cannot solve this request: {why}")
+        return "reference", why, None
+
+    def _build(self, which: str):
+        from ..backends.codegen import chain_of  # noqa: PLC0415
+
+        m, cfg = self.model, self.config
+        chain = chain_of(m, self.tips)
+        K = int(cfg.num_seeds)
+        rnd = restart_seeds(m, K, cfg.rng_seed, movable_coordinates(m, self.tips))[0]
+        if which == "host":
+            from ..backends.host import HostSolver  # noqa: PLC0415
+
+            return HostSolver(m, chain, cfg, rnd, self.solver)
+        from ..backends.cuda import GpuSolver  # noqa: PLC0415
+
+        return GpuSolver(m, self.tips, cfg, xp=self.xp)
+
+    # ------------------------------------------------------------------ solve
+    def solve(self, targets, *, seeds=None, weights=(1, 1, 1, 1, 1, 1), should_stop=None,
+              timeout: float | None = ..., start_time: float | None = None) -> IKResult:
+        """Solve P pose problems.
+
+        Args:
+            targets: (P, 4, 4) or (P, 7) [x y z qx qy qz qw] for one tip; for T tips
+                (P, T, 4, 4) or (P, T, 7); in the model's base frame.
+            seeds: (P, nq) or (nq,); default mid-range.
+            weights: (6,) or (P, 6) per-axis weights in the target frame (x y z rx ry rz); 0
+                frees an axis.
+            should_stop: polled while the solve runs; True ends it (cancel).
+            timeout: [s] overrides ``config.timeout`` (None: no limit).
+            start_time: ``time.perf_counter()`` when the caller's call began (the timeout
+                counts from there); default now.
+        Returns:
+            :class:`IKResult`; every success verified by FK against the tolerances and limits.
+        """
+        t0 = time.perf_counter() if start_time is None else float(start_time)
+        check_call_options(self.config, self.solver, should_stop)
+        t = check_targets(targets, self.tips, get_xp(targets))
+        cfg = self.config
+        if timeout is not ...:
+            cfg = dataclasses.replace(cfg, timeout=timeout)
+        if self._impl is None:
+            per_tip = getattr(weights, "ndim", 0) == 3  # (P, T, 6): solve_ik's objectives
+            objs = [PoseObjective(self.model, tip, t[:, k], weights[:, k] if per_tip else weights)
+                    for k, tip in enumerate(self.tips)]
+            return reference_solve(self.model, objs, seeds=seeds, config=cfg,
+                                   solver=self.solver, should_stop=should_stop, start_time=t0)
+        if self.backend == "cuda":
+            return self._impl.solve(t, seeds=seeds, weights=weights, should_stop=should_stop,
+                                    timeout=cfg.timeout, start_time=t0)
+        return self._solve_host(t, seeds, weights, should_stop, cfg.timeout, t0)
+
+    def _solve_host(self, t, seeds, weights, should_stop, timeout, t0) -> IKResult:
+        m = self.model
+        P, T = t.shape[0], t.shape[1]
+        K = int(self.config.num_seeds)
+        if P * K > MAX_BATCH:
+            raise InvalidInputError(f"{P} problems x {K} seeds = {P * K} rows exceeds the limit "
+                                    f"{MAX_BATCH}; split the batch or use fewer seeds")
+        w = _host_weights(weights, P, T)
+        if seeds is None:
+            s = m.tables.neutral_q
+        else:
+            s = check_seed_shape(m, seeds, P, np)
+            if s.dtype != np.float64:
+                s = s.astype(np.float64)
+        if t.shape[-1] == 7:
+            t = pq_to_pose(t)
+        budget = -1
+        if timeout is not None:
+            # the answers of a large batch take time to write after the kernels stop: that
+            # time (learnt on this machine, as the reference's) is kept out of their budget,
+            # and a batch whose answers alone would end it past the timeout is refused
+            if P >= RESULT_COST.MIN_ROWS:
+                RESULT_COST.check(P, m.nq, t0 + timeout)
+            reserve = RESULT_COST.estimate(P, m.nq) if P >= RESULT_COST.MIN_ROWS else 0.0
+            budget = max(0, int((timeout - reserve - (time.perf_counter() - t0)) * 1e9))
+        out, stopped = self._impl.solve(t, w, s, should_stop=should_stop, budget_ns=budget,
+                                        clock0=time.monotonic_ns())
+        t_out = time.perf_counter()
+        r = result_of(m, self.config, out, s, t0)
+        RESULT_COST.record(P, m.nq, time.perf_counter() - t_out)
+        return r
+
+
+def _host_weights(weights, P, T):
+    """Weights as the host kernels take them: (T, 6) shared, or (P, T, 6)."""
+    if type(weights) is tuple:
+        try:
+            hit = _CHECKED.get((weights, T))
+        except TypeError:  # unhashable items: checked below (and refused there)
+            hit = None
+        if hit is not None:
+            return hit
+    raw = np.asarray(weights, dtype=np.float64)
+    if raw.ndim == 3:  # (P, T, 6): one set per tip (solve_ik's objectives, checked there)
+        if raw.shape != (P, T, 6):
+            raise ShapeError(f"weights must have shape (6,), ({P}, 6) or ({P}, {T}, 6), got "
+                             f"{raw.shape}")
+        return np.ascontiguousarray(raw)
+    w = np.asarray(_weights(weights, P, np), dtype=np.float64)  # checks, (P, 6)
+    if raw.shape == (6,):
+        shared = np.ascontiguousarray(np.broadcast_to(raw, (T, 6)))
+        if type(weights) is tuple and len(_CHECKED) < 64:
+            shared.setflags(write=False)
+            _CHECKED[(weights, T)] = shared
+        return shared
+    return np.ascontiguousarray(np.broadcast_to(w[:, None, :], (P, T, 6)))
+
+
+_CHECKED: dict = {}
+
+
+# ------------------------------------------------------------------ prepared solvers, kept
+
+#: prepared solvers kept per model (least recently used out)
+PREPARED_MAX = 32
+_prepared_lock = threading.Lock()
+
+
+def prepared_solver(model: Model, tips, config: IKConfig, solver: str = "dls",
+                    backend: str = "auto", xp=np) -> IKSolver:
+    """The :class:`IKSolver` of these arguments, built on first use and kept with the model
+    (the :data:`PREPARED_MAX` most recent; its ``timeout`` is passed per call, so a config
+    that differs only in it shares the solver)."""
+    cfg = dataclasses.replace(config, timeout=None) if config.timeout is not None else config
+    key = (tuple(tips), cfg, solver, backend, xp.__name__)
+    cache = model.memo("api.solver.prepared", "least recently used first", OrderedDict)
+    with _prepared_lock:
+        s = cache.get(key)
+        if s is not None:
+            cache.move_to_end(key)
+            return s
+    s = IKSolver(model, list(tips), cfg, solver=solver, backend=backend, xp=xp)
+    with _prepared_lock:
+        s = cache.setdefault(key, s)
+        while len(cache) > PREPARED_MAX:
+            cache.popitem(last=False)
+    return s
+
+
+__all__ += ["SOLVERS"]

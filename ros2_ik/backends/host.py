@@ -1,0 +1,489 @@
+"""The host backend: the generated source built with g++, loaded and called with ctypes.
+
+- Build: :func:`compile_host` compiles a generated host source once per machine (cached on
+  disk by the hash of its text under :func:`cache_dir`: ``$ROS2_IK_KERNEL_CACHE``, default
+  ``~/.cache/ros2_ik/kernels``; ``scripts/setup.sh`` fills it for the bundled robots) and
+  loads it. A robot seen for the first time costs one build (2-7 s of g++ on this project's
+  2-core machine); afterwards loading takes milliseconds.
+- :class:`HostSolver`: the solve of one model and tip set. A call checks, solves, selects and
+  verifies a slice of problems in one C call (``r2ik_solve_host``); a batch is cut into slices
+  solved on a pool of worker threads (ctypes lets go of the GIL for the call), each problem's
+  seeds in order within one slice, as the speed mode needs. Small calls (a robot's control
+  loop: one goal) reuse per-thread buffers whose addresses are known, so a call costs a few
+  copies and one foreign call.
+- :class:`HostKinematics`: FK and world Jacobians of chosen frames (``r2ik_frames_host``).
+- The deadline is the kernel's own (CLOCK_MONOTONIC, the clock of ``time.monotonic_ns``);
+  cancellation is a stop flag that :class:`StopFlag`'s poller thread raises when
+  ``should_stop()`` says so, read by every row every 4th iteration and before a problem starts.
+
+The generic :class:`HostModule` also runs any kernel of a source row by row (``host_<kernel>``),
+which is how the tests run the very CUDA text on the CPU (the CuPy stand-in).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import ctypes
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import BackendUnavailableError, ShapeError
+from ..model import Model
+from . import interface
+from .codegen import Chain, frames_source, solve_source, source_hash
+
+__all__ = ["available", "compile_host", "HostModule", "cache_dir", "CXX_FLAGS", "HostSolver",
+           "HostKinematics", "StopFlag", "threads"]
+
+# -ffp-contract=off: no fused multiply-add, so that the scalar and vector renderings (and the
+# reference's float64 arithmetic, step for step) round alike
+CXX_FLAGS = ("-O2", "-std=c++17", "-ffp-contract=off", "-fno-fast-math", "-shared", "-fPIC")
+
+_PTR = {"double": np.float64, "float": np.float32, "unsigned char": np.uint8, "int": np.int32,
+        "unsigned long long": np.uint64, "long long": np.int64, "r2ik_options": np.uint8}
+_SCALAR = {"double": ctypes.c_double, "float": ctypes.c_float, "int": ctypes.c_int,
+           "long long": ctypes.c_longlong, "unsigned long long": ctypes.c_ulonglong}
+
+
+def cache_dir() -> Path:
+    """Where built kernels are kept: ``$ROS2_IK_KERNEL_CACHE``, else
+    ``~/.cache/ros2_ik/kernels``."""
+    d = os.environ.get("ROS2_IK_KERNEL_CACHE")
+    return Path(d) if d else Path.home() / ".cache" / "ros2_ik" / "kernels"
+
+
+def available() -> str | None:
+    """The C++ compiler to use (``$CXX``, else ``g++`` or ``c++`` on PATH), or None."""
+    cxx = os.environ.get("CXX")
+    if cxx is not None:
+        return shutil.which(cxx) or (cxx if os.path.isfile(cxx) else None)
+    return shutil.which("g++") or shutil.which("c++")
+
+
+_lock = threading.Lock()
+_loaded: dict[str, "HostModule"] = {}
+
+
+def _parse_params(src: str, name: str):
+    m = re.search(r"R2IK_KERNEL " + name + r"\(([^)]*)\)", src)
+    if m is None:
+        raise KeyError(f"no kernel {name!r} in the source")
+    out = []
+    for p in m.group(1).split(","):
+        p = p.replace("R2IK_RESTRICT", "").replace("const", "").replace("volatile", "").strip()
+        ptr = "*" in p
+        ctype = re.sub(r"\s+", " ", p.replace("*", " ").rsplit(" ", 1)[0].strip())
+        out.append((ctype, ptr, p.rsplit(" ", 1)[-1].strip("* ")))
+    return out
+
+
+class HostModule:
+    """The compiled host library of one generated source: ``module.lib`` (its C functions),
+    ``module.get_function(name)`` (a kernel run row by row, arguments checked against its C
+    parameter list)."""
+
+    def __init__(self, src: str, lib_path: Path):
+        self.src = src
+        self.path = lib_path
+        self.lib = ctypes.CDLL(str(lib_path))
+        m = re.search(r"^typedef (float|double) S;", src, re.M)
+        self.scalar = m.group(1) if m else "double"
+
+    def get_function(self, name: str):
+        params = _parse_params(self.src, name)
+        fn = getattr(self.lib, f"host_{name}")
+        fn.restype = None
+        scalar = self.scalar
+
+        def call(rows: int, *args):
+            if len(args) != len(params):
+                raise TypeError(f"{name} takes {len(params)} arguments, got {len(args)}")
+            cargs = [ctypes.c_longlong(int(rows))]
+            for (ctype, ptr, pname), a in zip(params, args):
+                ctype = scalar if ctype == "S" else ctype
+                if ptr:
+                    want = _PTR[ctype]
+                    if isinstance(a, int):  # a raw address (mapped memory, or null)
+                        cargs.append(ctypes.c_void_p(a))
+                        continue
+                    if not isinstance(a, np.ndarray) or a.dtype != want or \
+                            not a.flags.c_contiguous:
+                        raise ShapeError(f"{name}: argument {pname} must be a C-contiguous "
+                                         f"{np.dtype(want).name} array, got "
+                                         f"{type(a).__name__} {getattr(a, 'dtype', '')}")
+                    cargs.append(ctypes.c_void_p(a.ctypes.data))
+                else:
+                    cargs.append(_SCALAR[ctype](a.item() if hasattr(a, "item") else a))
+            fn(*cargs)
+
+        call.params = params
+        return call
+
+
+def compile_host(src: str) -> HostModule:
+    """Compile (once per source and machine, cached on disk) and load a generated host source.
+    Raises :class:`BackendUnavailableError` without a C++ compiler, RuntimeError with the
+    compiler's message when the source does not build."""
+    key = source_hash(src)
+    with _lock:
+        hit = _loaded.get(key)
+        if hit is not None:
+            return hit
+        d = cache_dir()
+        lib = d / f"r2ik_{key}.so"
+        if not lib.exists():
+            cxx = available()
+            if cxx is None:
+                raise BackendUnavailableError(
+                    "no C++ compiler (g++) found to build the compiled kernels; install g++ "
+                    "or set CXX (the reference backend answers meanwhile)")
+            d.mkdir(parents=True, exist_ok=True)
+            with tempfile.TemporaryDirectory(dir=d) as tmp:
+                cu = Path(tmp) / "k.cpp"
+                cu.write_text(src)
+                out = Path(tmp) / "k.so"
+                r = subprocess.run([cxx, *CXX_FLAGS, "-x", "c++", str(cu), "-o", str(out)],
+                                   capture_output=True, text=True, timeout=600,
+                                   stdin=subprocess.DEVNULL)
+                if r.returncode != 0:
+                    raise RuntimeError(f"g++ failed on a generated source:\n{r.stderr[-4000:]}")
+                os.replace(out, lib)  # atomic: another process may be building it too
+        mod = HostModule(src, lib)
+        _loaded[key] = mod
+        return mod
+
+
+# ------------------------------------------------------------------ threads and cancel
+
+def threads() -> int:
+    """Worker threads of a batch: ``$ROS2_IK_THREADS``, else the CPUs this process may use."""
+    v = os.environ.get("ROS2_IK_THREADS", "").strip()
+    if v.isdigit() and int(v) > 0:
+        return int(v)
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+_pool: cf.ThreadPoolExecutor | None = None
+_pool_size = 0
+_pool_lock = threading.Lock()
+
+
+def _get_pool(n: int) -> cf.ThreadPoolExecutor:
+    global _pool, _pool_size
+    with _pool_lock:
+        if _pool is None or _pool_size != n:
+            old = _pool
+            _pool = cf.ThreadPoolExecutor(n, thread_name_prefix="ros2_ik-host")
+            _pool_size = n
+            if old is not None:
+                old.shutdown(wait=False)
+        return _pool
+
+
+POLL_S = 0.001  # how often should_stop() is polled while a kernel runs [s]
+
+
+class _Poller:
+    """One long-lived thread that polls the ``should_stop`` of every call running (they release
+    the GIL) every :data:`POLL_S` and raises the call's stop flag: a cancel is seen within a few
+    milliseconds at any batch size, and a solve pays no thread start."""
+
+    def __init__(self):
+        self._jobs: dict[int, tuple] = {}
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._thread = None
+
+    def add(self, flag, should_stop) -> None:
+        with self._lock:
+            self._jobs[id(flag)] = (flag, should_stop)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="ros2_ik-cancel",
+                                                daemon=True)
+                self._thread.start()
+            self._wake.set()
+
+    def remove(self, flag) -> None:
+        with self._lock:
+            self._jobs.pop(id(flag), None)
+            if not self._jobs:
+                self._wake.clear()
+
+    def _run(self) -> None:
+        while True:
+            self._wake.wait()
+            time.sleep(POLL_S)
+            with self._lock:
+                jobs = list(self._jobs.values())
+            for flag, should_stop in jobs:
+                try:
+                    hit = bool(should_stop())
+                except Exception:  # noqa: BLE001 - a failing callback counts as a stop request
+                    hit = True
+                if hit:
+                    flag[0] = 1
+
+
+_POLLER = _Poller()
+
+
+class StopFlag:
+    """The kernels' stop flag (an int32 whose address the kernels read): set at once when
+    ``should_stop()`` already says so, else polled every :data:`POLL_S` while the block runs."""
+
+    __slots__ = ("should_stop", "flag", "address")
+
+    def __init__(self):
+        self.flag = np.zeros(1, dtype=np.int32)
+        self.address = self.flag.ctypes.data
+        self.should_stop = None
+
+    def arm(self, should_stop):
+        self.flag[0] = 0
+        self.should_stop = should_stop
+        return self
+
+    def __enter__(self):
+        if self.should_stop is not None:
+            if self.should_stop():
+                self.flag[0] = 1
+            else:
+                _POLLER.add(self.flag, self.should_stop)
+        return self
+
+    def __exit__(self, *exc):
+        if self.should_stop is not None:
+            _POLLER.remove(self.flag)
+        return False
+
+    @property
+    def seen(self) -> bool:
+        return bool(self.flag[0])
+
+
+# ------------------------------------------------------------------ solve
+
+_ARG = {name: i for i, (name, _, _) in enumerate(interface.SOLVE_ARGS)}
+_F = len(interface.OUT_FIELDS)
+#: problems per call of the driver for a batch: slices balance the threads (an unreachable
+#: goal costs about 20x a reachable one) and bound each call's work memory
+SLICES_PER_THREAD = 4
+MAX_SLICE_ROWS = 1 << 16
+#: problems of a call that reuses the per-thread buffers (no allocation, known addresses)
+SMALL = 16
+
+
+def _address(a: np.ndarray) -> int:
+    return a.ctypes.data
+
+
+class _Small:
+    """One thread's buffers for small calls of one solver, and the argument record pointing
+    into them (its int64 view ``words`` is written per call)."""
+
+    def __init__(self, nq: int, T: int, K: int, shared: dict):
+        self.seeds = np.zeros((SMALL, nq))
+        self.tgt = np.zeros((SMALL, T, 4, 4))
+        self.w = np.zeros((SMALL, T, 6))
+        self.out = np.zeros((SMALL, nq + _F))
+        self.stop = StopFlag()
+        self.rec = np.zeros(1, dtype=interface.SOLVE_DTYPE)
+        self.words = self.rec.view(np.int64)
+        self.address = self.rec.ctypes.data
+        w = self.words
+        w[_ARG["K"]] = K
+        w[_ARG["rnd"]] = shared["rnd"]
+        w[_ARG["opt"]] = shared["opt"]
+        w[_ARG["tgt"]] = _address(self.tgt)
+        w[_ARG["out"]] = _address(self.out)
+        w[_ARG["stop"]] = self.stop.address
+        self.seeds_addr = _address(self.seeds)
+        self.w_addr = _address(self.w)
+        self.tgt00 = self.seed0 = None  # views a prepared one-goal caller keeps
+
+
+class HostSolver:
+    """The compiled host solve of one model and tip set, for one :class:`IKConfig`.
+
+    ``solve(targets, weights, seeds, ...)`` takes float64 arrays already checked for shape:
+    targets (P, T, 4, 4), weights (T, 6) or (P, T, 6), seeds (nq,) or (P, nq); it returns the
+    driver's output (P, nq + len(OUT_FIELDS)) and whether a stop was seen."""
+
+    def __init__(self, model: Model, chain: Chain, cfg, rnd: np.ndarray, solver: str = "dls"):
+        self.model = model
+        self.chain = chain
+        self.module = compile_host(solve_source(chain, "float64", host=True))
+        self._fn = self.module.lib.r2ik_solve_host
+        self._fn.argtypes = [ctypes.c_void_p]
+        self._fn.restype = ctypes.c_int
+        used = getattr(self.module.lib, "r2ik_lanes_used", None)
+        #: rows solved side by side on this CPU (0: one at a time)
+        self.lanes = int(used()) if used is not None else 0
+        self.K = int(cfg.num_seeds)
+        self.nq = model.nq
+        self.T = chain.T
+        self._opt = interface.options_record(cfg)
+        self._rnd = np.ascontiguousarray(rnd if self.K > 1 else np.zeros((1, model.nq)),
+                                         dtype=np.float64)
+        self._shared = {"opt": _address(self._opt), "rnd": _address(self._rnd)}
+        self._solver = interface.SOLVERS_C.index(solver)
+        self._local = threading.local()
+
+    def _small(self) -> _Small:
+        s = getattr(self._local, "small", None)
+        if s is None:
+            s = self._local.small = _Small(self.nq, self.T, self.K, self._shared)
+            s.words[_ARG["solver"]] = self._solver
+        return s
+
+    def solve(self, targets, weights, seeds, *, should_stop=None, budget_ns: int = -1,
+              clock0: int | None = None):
+        """(out (P, nq + F), stop seen). ``budget_ns`` from ``clock0`` (``time.monotonic_ns()``
+        at the call; default now); < 0: no deadline."""
+        P = targets.shape[0]
+        clock0 = time.monotonic_ns() if clock0 is None else clock0
+        if P <= SMALL:
+            return self._solve_small(targets, weights, seeds, should_stop, budget_ns, clock0)
+        return self._solve_batch(targets, weights, seeds, should_stop, budget_ns, clock0)
+
+    def _solve_small(self, targets, weights, seeds, should_stop, budget_ns, clock0):
+        s = self._small()
+        P = targets.shape[0]
+        w = s.words
+        s.tgt[:P] = targets
+        if weights.ndim == 2:
+            s.w[0] = weights
+            w[_ARG["w_stride"]] = 0
+        else:
+            s.w[:P] = weights
+            w[_ARG["w_stride"]] = 6 * self.T
+        if seeds.ndim == 1:
+            s.seeds[0] = seeds
+            w[_ARG["seed_stride"]] = 0
+        else:
+            s.seeds[:P] = seeds
+            w[_ARG["seed_stride"]] = self.nq
+        w[_ARG["seeds"]] = s.seeds_addr
+        w[_ARG["w"]] = s.w_addr
+        w[_ARG["p_begin"]] = 0
+        w[_ARG["p_end"]] = P
+        w[_ARG["clock0"]] = clock0
+        w[_ARG["budget_ns"]] = budget_ns
+        with s.stop.arm(should_stop):
+            self._fn(s.address)
+        return s.out[:P].copy(), s.stop.seen
+
+    def _solve_batch(self, targets, weights, seeds, should_stop, budget_ns, clock0):
+        P = targets.shape[0]
+        out = np.empty((P, self.nq + _F))
+        tg = np.ascontiguousarray(targets, dtype=np.float64)
+        wt = np.ascontiguousarray(weights, dtype=np.float64)
+        sd = np.ascontiguousarray(seeds, dtype=np.float64)
+        stop = StopFlag().arm(should_stop)
+        rec = np.zeros(1, dtype=interface.SOLVE_DTYPE)
+        w = rec.view(np.int64)
+        w[_ARG["K"]] = self.K
+        w[_ARG["solver"]] = self._solver
+        w[_ARG["seeds"]] = _address(sd)
+        w[_ARG["seed_stride"]] = 0 if sd.ndim == 1 else self.nq
+        w[_ARG["rnd"]] = self._shared["rnd"]
+        w[_ARG["tgt"]] = _address(tg)
+        w[_ARG["w"]] = _address(wt)
+        w[_ARG["w_stride"]] = 0 if wt.ndim == 2 else 6 * self.T
+        w[_ARG["opt"]] = self._shared["opt"]
+        w[_ARG["clock0"]] = clock0
+        w[_ARG["budget_ns"]] = budget_ns
+        w[_ARG["stop"]] = stop.address
+        w[_ARG["out"]] = _address(out)
+        n = threads()
+        per = max(1, min(-(-P // (n * SLICES_PER_THREAD)), MAX_SLICE_ROWS // self.K))
+        cuts = list(range(0, P, per)) + [P]
+        recs = []
+        for a, b in zip(cuts[:-1], cuts[1:]):
+            r = rec.copy()
+            rw = r.view(np.int64)
+            rw[_ARG["p_begin"]], rw[_ARG["p_end"]] = a, b
+            recs.append(r)
+        with stop:
+            if n <= 1 or len(recs) == 1:
+                for r in recs:
+                    self._fn(_address(r))
+            else:
+                try:
+                    pool = _get_pool(n)
+                    futures = [pool.submit(self._fn, _address(r)) for r in recs]
+                except RuntimeError:  # the interpreter is shutting down: no more threads
+                    futures = None
+                if futures is None:
+                    for r in recs:
+                        self._fn(_address(r))
+                else:
+                    for f in futures:
+                        f.result()
+        return out, stop.seen
+
+
+# ------------------------------------------------------------------ frames
+
+class HostKinematics:
+    """FK (B, F, 4, 4) and world Jacobians (B, F, 6, nv_active) of the frames of ``chain``
+    (its tips) by the generated frames kernels; q a C-contiguous float64 (B, nq) array."""
+
+    _FA = {name: i for i, (name, _, _) in enumerate(interface.FRAMES_ARGS)}
+
+    def __init__(self, model: Model, chain: Chain):
+        self.model = model
+        self.F = chain.T
+        self.module = compile_host(frames_source(chain, "float64", host=True))
+        self._fn = self.module.lib.r2ik_frames_host
+        self._fn.argtypes = [ctypes.c_void_p]
+        self._fn.restype = ctypes.c_int
+        self._local = threading.local()
+        self.shape = {0: (self.F, 4, 4), 1: (self.F, 6, model.nv_active)}
+
+    def _buffers(self):
+        b = getattr(self._local, "b", None)
+        if b is None:
+            rec = np.zeros(1, dtype=interface.FRAMES_DTYPE)
+            q = np.zeros((SMALL, self.model.nq))
+            outs = {k: np.zeros((SMALL,) + v) for k, v in self.shape.items()}
+            b = self._local.b = (rec, rec.view(np.int64), rec.view(np.float64), q,
+                                 _address(q), outs, {k: _address(v) for k, v in outs.items()},
+                                 rec.ctypes.data)
+        return b
+
+    def __call__(self, q: np.ndarray, jacobian: bool, max_value: float):
+        """The poses or Jacobians, or None when q has a value the check refuses (NaN, inf,
+        beyond ``max_value``; the caller raises the reference's error)."""
+        B = q.shape[0]
+        k = int(bool(jacobian))
+        rec, words, floats, qb, qa, outs, oa, addr = self._buffers()
+        FA = self._FA
+        floats[FA["max_value"]] = max_value
+        words[FA["jacobian"]] = k
+        words[FA["B"]] = B
+        if B <= SMALL:
+            qb[:B] = q
+            words[FA["q"]] = qa
+            words[FA["out"]] = oa[k]
+            if self._fn(addr):
+                return None
+            return outs[k][:B].copy()
+        out = np.empty((B,) + self.shape[k])
+        q = np.ascontiguousarray(q, dtype=np.float64)
+        words[FA["q"]] = _address(q)
+        words[FA["out"]] = _address(out)
+        if self._fn(addr):
+            return None
+        return out
