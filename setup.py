@@ -22,7 +22,6 @@ setup(
                       # reach studies: orientations, target files, heat maps, progress bar
                       'scipy', 'pyyaml', 'matplotlib', 'tqdm'],
     extras_require={
-        'fast': ['numba'],
         # reach_study --ray: shard a study over a Ray cluster
         'ray': ['ray'],
         'test': ['pytest', 'hypothesis'],
@@ -30,7 +29,7 @@ setup(
     zip_safe=True,
     maintainer='ros2_ik maintainers',
     maintainer_email='maintainers@ros2-ik.dev',
-    description='Batched inverse and forward kinematics for ROS 2 (NumPy / Numba / CuPy).',
+    description='Batched inverse and forward kinematics for ROS 2 (NumPy / compiled C++ / CuPy).',
     license='Apache-2.0',
     entry_points={
         'console_scripts': [

@@ -40,10 +40,9 @@ import numpy as np
 import peers as peerlib
 from common import banner, paired, timeit
 from ros2_ik import Model
-from ros2_ik.kinematics import fk_frames, jacobian, native
-from ros2_ik.api import ChainSolver, solve_pose
+from ros2_ik.api import ChainSolver, IKSolver, compiled_status, fk_frames, jacobian, solve_pose
+from ros2_ik.backends import host
 from ros2_ik.ik import IKConfig
-from ros2_ik.solvers import cxx, warm_up  # TODO manual
 
 POS_TOL, ORI_TOL = 1e-4, 1e-3
 LIMIT_SLACK = 1e-12
@@ -134,9 +133,12 @@ def rtb_call(rtb, T, q0, slimit=1):
     return np.asarray(s.q, dtype=float)
 
 
-def run_arm(name, args, out):
-    import numba
+def set_threads(n: int) -> None:
+    """Worker threads of ros2_ik's batches (the host backend reads ROS2_IK_THREADS per call)."""
+    os.environ["ROS2_IK_THREADS"] = str(n)
 
+
+def run_arm(name, args, out):
     path, base, tip = ARMS[name]
     path = kinematic_urdf(os.path.join(robots_dir(), path), name)
     with warnings.catch_warnings():
@@ -160,7 +162,7 @@ def run_arm(name, args, out):
         row[label] = values
         print(f"{name:10s} {label:70s} " + " / ".join(f"{v:.4g}" for v in values), flush=True)
 
-    numba.set_num_threads(1)
+    set_threads(1)
     cfg1 = IKConfig()
     cs = ChainSolver(model, tip, cfg1)
     cs.solve(targets[0], seed=mid)
@@ -209,8 +211,8 @@ def run_arm(name, args, out):
     show("restarts, prepared: success ros2_ik", judge(pin, model, targets[:n], qp).mean())
 
     seedsB = np.tile(mid, (B, 1))
-    for threads in (1, numba.config.NUMBA_NUM_THREADS):
-        numba.set_num_threads(threads)
+    for threads in (1, os.cpu_count() or 1):
+        set_threads(threads)
         solve_pose(model, targets[:B], tips=tip, seeds=seedsB, config=cfg1)  # builds, warms
         els = []
         for _ in range(BATCH_REPEATS):
@@ -221,10 +223,11 @@ def run_arm(name, args, out):
         ok = judge(pin, model, targets[:2000], r.q[:2000]).mean()
         show(f"batch {B} solve_pose 1 seed, {threads} thread(s): solves/s / x rtb loop / "
              f"success (first 2000)", (B / el, B / el / rate_rtb, ok))
-    numba.set_num_threads(1)
-    hr = cxx.rows_solver(model, (int(model.link_index(tip)),))
-    print(f"{name:10s} batch rows: " + (f"compiled, {hr.lanes} side by side" if hr and hr.lanes
-                                        else "compiled, one at a time" if hr else "Numba"))
+    set_threads(1)
+    s = IKSolver(model, [tip], cfg1)
+    lanes = getattr(s._impl, "lanes", 0)
+    print(f"{name:10s} backend {s.backend}" + (f" ({s.reason})" if s.reason else "")
+          + (f"; batch rows {lanes} side by side" if lanes else "; batch rows one at a time"))
 
     # FK and Jacobian of the tip
     pm, pd, fid, pinm = pin.pm, pin.pd, pin.fid, pin.pin
@@ -241,13 +244,11 @@ def run_arm(name, args, out):
     def pin_loop():
         for p in pQ:
             pinm.framesForwardKinematics(pm, pd, p)
-    for threads in (1, numba.config.NUMBA_NUM_THREADS):
-        numba.set_num_threads(threads)
+    for threads in (1,):
         r_ours = B / timeit(lambda: fk_frames(model, Q, [tip]), repeats=3)
         show(f"FK batch {B}, ros2_ik {threads} thread(s): configs/s ros2_ik / rtb / pin loop",
              (r_ours, B / timeit(lambda: rtb.ets.eval(Q), repeats=3),
               1000 / timeit(pin_loop, repeats=3)))
-    numba.set_num_threads(1)
     t_ours, t_pin, ratio = paired(lambda: jacobian(model, q1, tip),
                                   lambda: pinm.computeFrameJacobian(pm, pd, pq, fid,
                                                                     pinm.LOCAL_WORLD_ALIGNED))
@@ -277,8 +278,8 @@ def main(argv=None) -> int:
     print(f"peers from {site}")
     print("load average %.2f %.2f %.2f at start" % os.getloadavg())
     t0 = time.perf_counter()
-    warm_up()
-    print(f"fk_frames / jacobian small calls: {native.status()}")
+    print(compiled_status())
+    print(f"host threads for batches: {host.threads()} (ROS2_IK_THREADS)")
     out = {}
     for name in args.arms.split(","):
         try:

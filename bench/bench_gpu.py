@@ -1,6 +1,6 @@
 """GPU benchmark: the fused generated kernels (GpuSolver) vs the CuPy xp reference path vs the
-CPU (Numba fast path through solve_pose), on the 6-DOF (ur) and 7-DOF (panda) arms and a
-two-tip dual_arm problem; batch-1 latency; FK throughput; kernel resources.
+CPU (solve_pose on the host backend, compiled C++), on the 6-DOF (ur) and 7-DOF (panda)
+arms and a two-tip dual_arm problem; batch-1 latency; FK throughput; kernel resources.
 
     python bench/bench_gpu.py [--sizes 1,1000,100000,1000000,10000000] [--robots ur,panda,dual_arm]
                               [--seeds 1,8] [--dtype float32] [--out bench/results/gpu.txt]
@@ -55,7 +55,8 @@ _cp = None
 
 
 def report():
-    from ros2_ik.backends import codegen, compile as gc
+    from ros2_ik.backends import codegen
+    from ros2_ik.backends import cubin as gc
 
     out(f"== generated kernels: sm_90 resources ({gc.tools()})")
     out(f"{'robot':10s} {'dtype':8s} {'kernel':12s} {'regs':>5s} {'stack B':>8s} "
@@ -120,13 +121,14 @@ class _Chunked:
 
 
 def bench_solve(cp, sizes, robots, seeds_list, dtype):
+    from ros2_ik.backends import host
     from ros2_ik.backends.cuda import GpuSolver
 
     global _cp
     _cp = cp
     rows = []
-    out(f"\n== IK: fused (GpuSolver, {dtype}) vs xp reference on CuPy vs CPU (Numba, "
-        f"{os.cpu_count()} threads), end to end per call")
+    out(f"\n== IK: fused (GpuSolver, {dtype}) vs xp reference on CuPy vs CPU (host backend, "
+        f"{host.threads()} threads), end to end per call")
     out(f"{'robot':9s} {'K':>2s} {'batch':>9s} {'path':7s} {'time':>10s} {'solves/s':>11s} "
         f"{'success':>8s} {'indep':>7s}  note")
     for name in robots:
@@ -163,10 +165,9 @@ def bench_solve(cp, sizes, robots, seeds_list, dtype):
                     f"{100 * r.success.mean():7.3f}% {100 * ind:6.2f}%  " + (
                         f"device {dev * 1e3:.3f} ms = {P / dev:.4g}/s" if dev else ""))
                 if P <= 10_000:
-                    xcfg = IKConfig(num_seeds=K, stall_iterations=cfg.stall_iterations,
-                                    use_fast_path=False)
                     try:
-                        tx, rx = timed(lambda: solve_pose(m, Tin, tips=tips, config=xcfg),
+                        tx, rx = timed(lambda: solve_pose(m, Tin, tips=tips, config=cfg,
+                                                          backend="reference"),
                                        cp.cuda.Device().synchronize, 1 if P > 100 else 3)
                         rows.append((name, K, P, "xp", tx, rx.success.mean()))
                         out(f"{name:9s} {K:2d} {P:9d} {'xp':7s} {tx * 1e3:8.3f}ms "

@@ -15,19 +15,24 @@ orientation error <= 1e-3 rad and q within the limits, judged for every solver b
 and, for ros2_ik, must agree with the FK check (a WARNING is printed otherwise). "strict" is
 the success of a re-solve with 1e-5 m / 1e-4 rad.
 
-Solvers: "ros2_ik" = ``solve_pose``; "ros2_ik Chain" = the prepared ``ChainSolver`` (built once
-per configuration, untimed; one tip only), when ros2_ik.solvers has it; peers (see peers.py):
-"rtb" (Robotics Toolbox ik_LM, C++), "ikpy" (SciPy least_squares), "pin" (a DLS loop in Python
-on Pinocchio's C++ kinematics). dual_arm has two-tip goals, which the peers skip.
+Solvers: "ros2_ik" = ``solve_pose`` (default backend: the host backend, compiled C++, where it
+covers the robot); "ros2_ik Chain" = the prepared ``ChainSolver`` (built once per configuration,
+untimed; one tip only); the "ros2_ik" rows labelled "reference" are ``solve_pose(...,
+backend="reference")``, the NumPy reference; peers (see peers.py): "rtb" (Robotics Toolbox
+ik_LM, C++), "ikpy" (SciPy least_squares), "pin" (a DLS loop in Python on Pinocchio's C++
+kinematics). dual_arm has two-tip goals, which the peers skip.
 
 Rows: "single" = one call per problem (wall clock of each call: median, p90, mean; solves/s =
 problems / total time); "budget" = one call per problem with a per-problem budget (ros2_ik:
 IKConfig(timeout, num_seeds=64), speed mode; peers: seeds tried in order until their own
 success or the budget is spent), "succ" counts answers that are right AND came within the
 budget; "batch" = one solve_pose call for all problems (peers have no batch API: their batch
-rows are the sequential loops of their single rows, on one core, while ros2_ik's compiled
-kernels use every Numba thread). The first calls compile Numba kernels: every configuration is
-warmed up first. A peer loop stops after --peer-time seconds; n says how many problems it got.
+rows are the sequential loops of their single rows, on one core, while ros2_ik's batch on the
+host backend is cut into slices solved on a pool of ROS2_IK_THREADS worker threads, default
+every CPU this process may use). A robot's compiled kernels are built with g++ on its first use
+(afterwards loaded from the on-disk cache) and each configuration's solver is prepared on its
+first call: every configuration is warmed up first. A peer loop stops after --peer-time
+seconds; n says how many problems it got.
 The ratio table compares ros2_ik with each peer on the peer's problems (the first n).
 """
 
@@ -50,10 +55,10 @@ import numpy as np
 import peers as peerlib
 from common import banner
 from ros2_ik import load_robot, robots
-from ros2_ik import solvers as solvers_mod
+from ros2_ik.api import ChainSolver, solve_pose
+from ros2_ik.backends import host
 from ros2_ik.kinematics import fk_frames, pose_error
 from ros2_ik.ik import IKConfig
-from ros2_ik.api import solve_pose
 from ros2_ik.ik.seeds import expand_seeds, movable_coordinates
 
 POS_TOL, ORI_TOL = 1e-4, 1e-3
@@ -144,17 +149,17 @@ def ours_single(model, tips, targets, seeds, cfg):
 
 def chain_single(model, tips, targets, seeds, cfg):
     """One prepared ChainSolver.solve call per problem (the solver is built once, untimed)."""
-    s = solvers_mod.ChainSolver(model, tips[0], config=cfg)
+    s = ChainSolver(model, tips[0], config=cfg)
 
     def call(i):
         r = s.solve(targets[i, 0], seed=seeds[i])
         return r.q[0], bool(r.success[0])
-    for i in range(min(3, targets.shape[0])):  # warm-up (compiles)
+    for i in range(min(3, targets.shape[0])):  # warm-up (the first calls of this thread)
         call(i)
     return time_calls(targets.shape[0], call, model.nq)
 
 
-def ours_batch(model, tips, targets, seeds, cfg, repeats=1):
+def ours_batch(model, tips, targets, seeds, cfg, repeats=1, backend="auto"):
     tg = _targets_arg(targets, tips)
     tip_arg = tips[0] if len(tips) == 1 else list(tips)
     best = None
@@ -162,7 +167,7 @@ def ours_batch(model, tips, targets, seeds, cfg, repeats=1):
     for _ in range(repeats):
         gc.collect()
         t0 = time.perf_counter()
-        r = solve_pose(model, tg, tips=tip_arg, seeds=seeds, config=cfg)
+        r = solve_pose(model, tg, tips=tip_arg, seeds=seeds, config=cfg, backend=backend)
         times.append(time.perf_counter() - t0)
         best = r
     return best.q, np.asarray(best.success, dtype=bool), float(np.median(times))
@@ -260,17 +265,16 @@ def run_ours(robot, model, tips, P, args, solver="ros2_ik"):
                         strict, rate=B / el, note=f"{el:.3g} s per call", ok=ok))
         print(fmt_row(rows[-1]), flush=True)
 
-    # NumPy reference path, small batch only
+    # the NumPy reference backend, small batch only
     nb = min(args.ref_batch, B)
     if nb > 0:
-        label = f"NumPy ref, batch {nb}, 1 seed mid"
-        cfgR = dataclasses.replace(cfg1, use_fast_path=False)
-        ours_batch(model, tips, tg[:2], mid[:2], cfgR)
-        q, flag, el = ours_batch(model, tips, tg[:nb], mid[:nb], cfgR)
+        label = f"reference, batch {nb}, 1 seed mid"
+        ours_batch(model, tips, tg[:2], mid[:2], cfg1, backend="reference")
+        q, flag, el = ours_batch(model, tips, tg[:nb], mid[:nb], cfg1, backend="reference")
         ok = check_agreement(f"ours/{robot}/{label}", model, tips, tg[:nb], q, flag,
                              POS_TOL, ORI_TOL)
         rows.append(Row(robot, "ros2_ik", label, nb, float(np.mean(ok)), float(np.mean(flag)),
-                        rate=nb / el, note=f"use_fast_path=False, {el:.3g} s per call"))
+                        rate=nb / el, note=f"backend reference, {el:.3g} s per call"))
         print(fmt_row(rows[-1]), flush=True)
 
     return rows
@@ -414,13 +418,15 @@ def main(argv=None) -> int:
     ap.add_argument("--budget", type=float, default=0.005, help="per-problem budget [s]")
     ap.add_argument("--budget-seeds", type=int, default=64)
     ap.add_argument("--max-iterations", type=int, default=100)
-    ap.add_argument("--ref-batch", type=int, help="batch of the NumPy reference row (100)")
+    ap.add_argument("--ref-batch", type=int, help="batch of the reference backend's row (100)")
     ap.add_argument("--peer-problems", type=int, help="problems per peer row (200)")
     ap.add_argument("--peer-time", type=float, help="seconds per peer loop at most (10)")
     ap.add_argument("--repeats", type=int, help="timed runs of each batch call (3)")
     ap.add_argument("--rng-seed", type=int, default=0)
     ap.add_argument("--threads", type=int,
-                    help="Numba threads of ros2_ik's kernels (default: Numba's, all cores)")
+                    help="worker threads of ros2_ik's batches on the host backend (sets "
+                         "ROS2_IK_THREADS; default: its value, else every CPU this process "
+                         "may use)")
     ap.add_argument("--json", help="also write the rows to this JSON file")
     args = ap.parse_args(argv)
     q = args.quick
@@ -442,20 +448,14 @@ def main(argv=None) -> int:
     print("load average %.2f %.2f %.2f at start" % load + (
         "" if load[0] < 0.5 else f" -- BUSY machine ({os.cpu_count()} cores): other processes "
         f"skew the timings, most of all ros2_ik's multi-threaded kernels"))
-    try:
-        import numba
-
-        if args.threads:
-            numba.set_num_threads(args.threads)
-        print(f"numba threads {numba.get_num_threads()} (ros2_ik kernels); peers run on 1 core")
-    except ImportError:
-        print("numba not importable: ros2_ik runs its NumPy reference path")
+    if args.threads:
+        os.environ["ROS2_IK_THREADS"] = str(args.threads)  # read by the host backend per call
+    print(f"host backend threads {host.threads()} (ros2_ik's batches; ROS2_IK_THREADS); peers "
+          "run on 1 core")
     print(f"problems {args.problems}, batch {args.batch}, multi-seed K={args.seeds}, budget "
           f"{args.budget * 1e3:g} ms / {args.budget_seeds} seeds, max_iterations "
           f"{args.max_iterations}, rng seed {args.rng_seed}; success {POS_TOL:g} m / "
           f"{ORI_TOL:g} rad, strict {STRICT_POS:g} m / {STRICT_ORI:g} rad, by ros2_ik FK")
-    print(f"ChainSolver (prepared API): "
-          f"{'present' if hasattr(solvers_mod, 'ChainSolver') else 'not in ros2_ik.solvers'}")
     if peer_names:
         print(f"peers from {site_dir}" if site_dir else
               "peers: build/venv-peers not found (make bench-peers-setup); trying sys.path")
@@ -469,9 +469,7 @@ def main(argv=None) -> int:
         print(HEAD, flush=True)
         t0 = time.perf_counter()
         ours = run_ours(robot, model, tips, P, args)
-        if not hasattr(solvers_mod, "ChainSolver"):
-            pass
-        elif len(tips) > 1:
+        if len(tips) > 1:
             print(f"{robot:9s} {'ros2_ik Chain':16s} skipped: ChainSolver takes one tip",
                   flush=True)
         else:

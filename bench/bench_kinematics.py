@@ -4,14 +4,15 @@
 
 FK = poses of every link (the tip's pose needs the whole chain); Jacobian = the 6 x n world
 Jacobian of the default tip (includes its FK). Numbers are median rates over repeated runs, of
-the public calls (compiled on NumPy float64 input, ros2_ik.kinematics.compiled) and, beside them,
-of the NumPy reference (the compiled path switched off). Peers side by side: bench/bench_cpu.py.
+the public calls (``ros2_ik.api.fk`` / ``jacobian``: the host backend's compiled C++ kernels on
+NumPy float64 input where they cover the robot, else the reference) and, beside them, of the
+NumPy reference (``ros2_ik.kinematics.fk`` / ``jacobian``). Peers side by side:
+bench/bench_cpu.py.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import sys
 
@@ -19,8 +20,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 from common import banner, timeit
 from ros2_ik import get_backend, load_robot, robots
-from ros2_ik.kinematics import compiled, fk, jacobian
-from ros2_ik.solvers import warm_up  # TODO manual
+from ros2_ik import api
+from ros2_ik import kinematics as reference
 
 
 def main(argv=None) -> int:
@@ -35,7 +36,8 @@ def main(argv=None) -> int:
         sync = xp.cuda.Device().synchronize
     print(banner(f"bench_kinematics backend={xp.__name__}"))
     print("load average %.2f %.2f %.2f" % os.getloadavg())
-    warm_up()  # the compiled kernels (Numba's disk cache)
+    # (no warm-up here: timeit's untimed first call builds the prepared kinematics, loading
+    # their compiled kernels from the on-disk cache or building them with g++)
     print(f"{'robot':10s} {'batch':>8s} {'FK configs/s':>14s} {'Jacobian/s':>14s} "
           f"{'ref FK/s':>14s} {'ref J/s':>14s}")
     for name in args.robots.split(","):
@@ -44,10 +46,9 @@ def main(argv=None) -> int:
         for B in [int(b) for b in args.batches.split(",")]:
             q = xp.asarray(m.random_q(0, B))
             row = f"{name:10s} {B:8d}"
-            for on in (True, False):
-                with contextlib.nullcontext() if on else compiled.off():
-                    t_fk = timeit(lambda: fk(m, q), sync=sync)
-                    t_j = timeit(lambda: jacobian(m, q, tip), sync=sync)
+            for mod in (api, reference):
+                t_fk = timeit(lambda: mod.fk(m, q), sync=sync)
+                t_j = timeit(lambda: mod.jacobian(m, q, tip), sync=sync)
                 row += f" {B / t_fk:14.3e} {B / t_j:14.3e}"
             print(row, flush=True)
     return 0

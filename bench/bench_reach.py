@@ -42,8 +42,8 @@ from common import banner
 
 from ros2_ik import load_robot
 from ros2_ik.kinematics import fk_frames, pose_error, pq_to_pose
+from ros2_ik.api import prebuild
 from ros2_ik.reach import Box, Study, StudyConfig, grid_targets, run_study
-from ros2_ik.solvers import warm_up  # TODO manual
 
 TIP = "panda_hand_tcp"
 DIRECTIONS, ROLLS = 25, 4
@@ -236,9 +236,10 @@ def part_ray(args, out_root: Path) -> dict:
 
 
 def _warm():
-    from ros2_ik.solvers import warm_up as w  # TODO manual
+    """The panda's compiled kernels loaded in a worker process (from the on-disk cache)."""
+    from ros2_ik.api import prebuild as build
 
-    return w()
+    return build(["panda"])
 
 
 def main() -> int:
@@ -264,7 +265,7 @@ def main() -> int:
         if args.part == "ray":
             return 1
         args.part = "study"
-    print(f"load average {load()} (at start); kernels ready in {warm_up():.1f} s")
+    print(f"load average {load()} (at start); kernels ready in {prebuild(['panda']):.1f} s")
     out_root = Path(args.out)
     out_root.mkdir(parents=True, exist_ok=True)
     report = {}

@@ -4,10 +4,11 @@ ones kept).
 
     python bench/bench_timeouts.py [--sizes 1000,10000,100000,1000000] [--repeats 3]
 
-For each robot, path (compiled / reference), batch size and timeout: the median and largest
-overrun (return time - timeout) over the repeats, and the share of problems solved. A batch
-whose result rows alone (one per problem, written before solving) would take longer than the
-timeout + 20 ms is refused up front with an InvalidInputError that says so ("refused"); the
+For each robot, path ("compiled": the default backend, the host backend's compiled C++ where
+it covers the robot; "reference": ``backend="reference"``), batch size and timeout: the median
+and largest overrun (return time - timeout) over the repeats, and the share of problems solved.
+A batch whose result rows alone (one per problem, written before solving) would take longer than
+the timeout + 20 ms is refused up front with an InvalidInputError that says so ("refused"); the
 floor column is the time of a call with a timeout of 1 ms (that cost, where not refused).
 Timings are only reported, never asserted; the load average is printed with them.
 """
@@ -27,10 +28,8 @@ import numpy as np
 from bench.common import banner
 from ros2_ik import load_robot
 from ros2_ik.errors import InvalidInputError
-from ros2_ik.kinematics import fk_frames
 from ros2_ik.ik import IKConfig
-from ros2_ik.api import solve_pose, trajectory_seed
-from ros2_ik.solvers import warm_up  # TODO manual
+from ros2_ik.api import fk_frames, prebuild, solve_pose, trajectory_seed
 
 
 def overrun(call, timeout):
@@ -52,28 +51,32 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     print(banner("bench_timeouts: return time past the timeout"))
     print(f"load average before: {os.getloadavg()}")
-    warm_up()
+    robots = args.robots.split(",")
+    prebuild(robots)  # the compiled kernels of the robots, built or loaded before any timing
     sizes = [int(s) for s in args.sizes.split(",")]
     timeouts = [float(t) for t in args.timeouts.split(",")]
     print(f"\n{'robot':6} {'path':9} {'problems':>9} {'floor':>8} {'timeout':>8} "
           f"{'overrun p50':>12} {'max':>8} {'solved':>7}")
     worst = 0.0
-    for name in args.robots.split(","):
+    for name in robots:
         m = load_robot(name)
         tip = m.tips[0]
         q = m.random_q(np.random.default_rng(0), max(sizes))
         T_all = np.asarray(fk_frames(m, q, [tip]))[:, 0]
-        for fast in (True, False):
+        for backend in ("auto", "reference"):
+            fast = backend == "auto"
+            # untimed: prepares this path's solver (and the host backend's worker threads)
+            solve_pose(m, T_all[:64], tips=tip, config=IKConfig(), backend=backend)
             for n in sizes:
                 if not fast and n > 100_000:
                     continue  # the reference path: 1e5 shows the same
                 T = T_all[:n]
                 floor, r = overrun(lambda: solve_pose(
-                    m, T, tips=tip, config=IKConfig(timeout=1e-3, use_fast_path=fast)), 0.0)
+                    m, T, tips=tip, config=IKConfig(timeout=1e-3), backend=backend), 0.0)
                 floor_s = f"{1e3 * floor:>6.0f}ms" if r is not None else "refused"
                 for t in timeouts:
                     runs = [overrun(lambda: solve_pose(
-                        m, T, tips=tip, config=IKConfig(timeout=t, use_fast_path=fast)), t)
+                        m, T, tips=tip, config=IKConfig(timeout=t), backend=backend), t)
                         for _ in range(args.repeats)]
                     over = [o for o, _ in runs]
                     done = [r.success.mean() for _, r in runs if r is not None]

@@ -8,10 +8,6 @@ import statistics
 import sys
 import time
 
-# large CPU batches on the compiled rows (ros2_ik/solvers/cxx.py) from the first timed call: the
-# build (about 2 s of g++ per robot) happens in the warm-up call, not in the background
-os.environ.setdefault("ROS2_IK_CXX", "wait")
-
 
 def banner(title: str) -> str:
     import numpy as np
@@ -28,7 +24,7 @@ def banner(title: str) -> str:
         pass
     lines.append(f"cpu {cpu} x{os.cpu_count()}")
     libs = [f"numpy {np.__version__}"]
-    for mod in ("numba", "scipy", "cupy"):
+    for mod in ("scipy", "cupy"):
         try:
             m = __import__(mod)
             libs.append(f"{mod} {m.__version__}")
@@ -42,11 +38,10 @@ def banner(title: str) -> str:
         lines.append(f"gpu {dev['name'].decode()} driver {cupy.cuda.runtime.driverGetVersion()}")
     except Exception:  # noqa: BLE001 - no CuPy, no driver or no device: all mean no GPU here
         lines.append("gpu none")
-    from ros2_ik.backends import host as hostrun
-    from ros2_ik.solvers import cxx  # TODO manual
+    from ros2_ik.api import compiled_status
+    from ros2_ik.backends import host
 
-    lines.append(f"compiled CPU rows (ROS2_IK_CXX) {cxx.enabled()}, C++ compiler "
-                 f"{hostrun.available() or 'none'}")
+    lines.append(f"{compiled_status()}; host batch threads {host.threads()}")
     return "\n".join(lines)
 
 

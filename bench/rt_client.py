@@ -5,8 +5,9 @@ product).
 
 The client a robot runs (a planner, a MoveIt plugin) is a process of its own that does not
 solve IK itself; so is this one: rclpy, the interface packages and numpy, nothing of ros2_ik's
-solvers (a process that has run the compiled solvers, such as bench_node itself, measured
-round trips 0.5-1 ms slower here). It spins its executor in the calling thread.
+solvers (with the earlier Numba solvers, a process that had run them, such as bench_node
+itself, measured round trips 0.5-1 ms slower here; not measured again with the host backend's
+compiled C++). It spins its executor in the calling thread.
 
 PLAN.json: ``{"domain": int, "calls": int, "rounds": int, "targets": [{"name", "service",
 "type" ("ComputeIK" | "ComputeJacobian" | "GetParameters" |

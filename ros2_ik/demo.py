@@ -63,11 +63,6 @@ def run(args) -> int:
         t0 = time.perf_counter()
         server = KinematicsNode(context=ctx, parameter_overrides=[
             Parameter("robot", value=args.robot)])  # the node's defaults (config/ros2_ik.yaml)
-        robot = server.robot
-        if robot is None:
-            print("the node could not load the robot model (see the log above)")
-            return 1
-        model, tip = robot.model, robot.default_tip
         client = rclpy.create_node("ros2_ik_demo_client", context=ctx)
         executor.add_node(server)
         executor.add_node(client)
@@ -86,7 +81,12 @@ def run(args) -> int:
                 raise TimeoutError(f"service {c.srv_name} did not come up")
         if not traj.wait_for_server(timeout_sec=20.0):
             raise TimeoutError("the trajectory_seed action did not come up")
-        server.wait_until_warm(120.0)  # one-time solver set-up, not part of any request below
+        # the model serves once prepared (its kernels loaded, or built once on a new machine)
+        if not server.wait_until_ready(120.0) or server.robot is None:
+            print("the node could not load the robot model (see the log above)")
+            return 1
+        robot = server.robot
+        model, tip = robot.model, robot.default_tip
         print(f"node {ns} up in {time.perf_counter() - t0:.2f} s (ROS_DOMAIN_ID {domain}): robot "
               f"{model.name!r}, {model.nq} joints, base {robot.base!r}, tip {tip!r}")
         print(f"  services {ns}/compute_ik, compute_fk, compute_jacobian; action "

@@ -15,13 +15,13 @@ if compgen -G ".whl/*.whl" >/dev/null; then
   export PYTHONPATH=/tmp/r2ik-site:${PYTHONPATH:-}
 fi
 export PYTHONPATH=$PWD:${PYTHONPATH:-} PYTHONUNBUFFERED=1
-export NUMBA_CACHE_DIR=${NUMBA_CACHE_DIR:-/tmp/r2ik-numba}
-{ nvidia-smi; $PY -c "import cupy, numpy, numba, scipy; print('cupy', cupy.__version__, 'numpy', numpy.__version__, 'numba', numba.__version__, 'scipy', scipy.__version__)"; } 2>&1 | tee "$OUTDIR/env.txt"
+export ROS2_IK_KERNEL_CACHE=${ROS2_IK_KERNEL_CACHE:-/tmp/r2ik-kernels}
+{ nvidia-smi; $PY -c "import cupy, numpy, scipy; print('cupy', cupy.__version__, 'numpy', numpy.__version__, 'scipy', scipy.__version__)"; } 2>&1 | tee "$OUTDIR/env.txt"
 STEPS=${STEPS:-tests,reach,bench,profile}
 if [[ $STEPS == *tests* ]]; then
   # the ROS tests need rclpy and the interface package: not on this machine
-  # warm the Numba cache once, then the suite on 8 workers (pytest-xdist, when installed)
-  $PY -c "from ros2_ik.solvers import fast; fast.ensure_compiled()"
+  # build the bundled robots' host kernels once, then the suite on 8 workers (pytest-xdist)
+  $PY -m ros2_ik.api.prebuild
   XDIST=$($PY -c "import xdist" 2>/dev/null && echo "-n ${WORKERS:-8}")
   timeout ${TEST_TIMEOUT:-420} $PY -m pytest -q -p no:cacheprovider $XDIST test \
     --ignore-glob='test/test_ros_*' -k "${TEST_FILTER:-}" -rfEs 2>&1 | tee "$OUTDIR/tests.txt" | tail -n 40

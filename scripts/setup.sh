@@ -7,8 +7,9 @@
 #      into the venv (the venv is a ROS install prefix);
 #   3. ros2_ik, installed editable, laid out like a colcon --symlink-install: console scripts
 #      in .venv/bin and .venv/lib/ros2_ik, and share/ros2_ik + the ament index entry;
-#   4. the solver's Numba kernels compiled once into their disk cache (a minute or two the
-#      first time; afterwards they only load, in about 2 s).
+#   4. the compiled kernels of the bundled robots built once into the kernel cache
+#      (~/.cache/ros2_ik/kernels, or $ROS2_IK_KERNEL_CACHE: a minute or two of g++ the first
+#      time; afterwards they only load, in milliseconds).
 # Each step is skipped when a stamp keyed on a hash of its inputs is current, so a second
 # run takes a few seconds. Afterwards: `. scripts/env.sh`.
 #
@@ -212,16 +213,16 @@ print(" ".join(e.name for e in distribution("ros2_ik").entry_points if e.group =
   stamp package "$pkg_key"
 fi
 
-# ---- 4. compiled solver kernels -------------------------------------------------------------
-# Numba compiles the fast path's kernels at first use (minutes on a small machine) and caches
-# them on disk: in ros2_ik/solvers/__pycache__ (or under NUMBA_CACHE_DIR when set). Done here,
-# once, so that the node and library calls start in seconds; when the cache is current this
-# only loads it (about 2 s).
-warm_kernels() {
-  (cd / && "$VPY" -c 'from ros2_ik.solvers import warm_up; print(f"kernels ready in {warm_up():.1f} s")')
+# ---- 4. compiled kernels -------------------------------------------------------------------
+# The one compiled source is generated per robot and built with g++ the first time a robot is
+# used on a machine (seconds), then cached on disk. Done here, once, for the bundled robots, so
+# that the node and library calls on them start in milliseconds; when the cache is current
+# this only loads it.
+prebuild_kernels() {
+  (cd / && "$VPY" -m ros2_ik.api.prebuild)
 }
-say "solver kernels: loading / compiling into Numba's cache (${NUMBA_CACHE_DIR:-ros2_ik/solvers/__pycache__})"
-step numba-cache warm_kernels
+say "compiled kernels: building / loading the bundled robots' (${ROS2_IK_KERNEL_CACHE:-~/.cache/ros2_ik/kernels})"
+step kernel-cache prebuild_kernels
 
 # ---- check -----------------------------------------------------------------------------------
 check() {

@@ -104,6 +104,16 @@ class NodeProcess:
         except OSError:
             return ""
 
+    def wait_for_count(self, text: str, n: int, timeout: float = 10.0) -> int:
+        """Wait until the log contains ``text`` at least ``n`` times (a condition, with a
+        bound: never a sleep standing in for it); returns the count seen last."""
+        end = time.monotonic() + timeout
+        while True:
+            count = self.log_text().count(text)
+            if count >= n or time.monotonic() >= end or not self.alive():
+                return count
+            time.sleep(0.05)
+
     def wait_for_log(self, text: str | tuple[str, ...], timeout: float = 10.0) -> bool:
         """Wait until the log contains ``text`` (or any of several texts)."""
         texts = (text,) if isinstance(text, str) else tuple(text)

@@ -41,7 +41,8 @@ from ros2_ik import robots
 from ros2_ik.errors import IKError
 from ros2_ik.kinematics import fk_frames, pose_to_pq
 from ros2_ik.model import parse_srdf
-from ros2_ik.ros import codes, moveit_compat, services
+from ros2_ik.ros import codes, moveit_compat, request
+from ros2_ik.ros.handlers import compute_fk, compute_ik, compute_jacobian
 from ros2_ik.ros.conversions import as_f64, f64_array, pq_to_pose_stamped
 from ros2_ik.ros.params import Settings
 from ros2_ik.ros.robot import build_robot
@@ -168,7 +169,7 @@ def _case(data):
     """A new case on a drawn robot: (robot, model, the request context a node would give)."""
     COUNTS["cases"] += 1
     robot = ROBOTS[data.draw(st.sampled_from(sorted(ROBOTS)))]
-    return robot, robot.model, services.Context(robot=robot, settings=SETTINGS)
+    return robot, robot.model, request.Context(robot=robot, settings=SETTINGS)
 
 
 # ------------------------------------------------------------------ the tests
@@ -227,9 +228,9 @@ def test_fuzz_compute_ik_requests(data):
         [[1] * 6, [0] * 6, [1, 1, 1, 0, 0, 0], [math.nan] * 6, [1, 2], [-1] * 6])))
     req.rng_seed = pick("rng_seed", -1, st.sampled_from([0, 7, -5, 2**62]))
     req.compact_response = data.draw(st.booleans())
-    ctx = services.Context(robot=robot, settings=SETTINGS)
+    ctx = request.Context(robot=robot, settings=SETTINGS)
     resp = ComputeIK.Response()
-    out = serve("ik", lambda: services.compute_ik(ctx, req, resp))
+    out = serve("ik", lambda: compute_ik.handle(ctx, req, resp))
     if out is None:
         return
     used = out.tips
@@ -272,7 +273,7 @@ def test_fuzz_fk_and_jacobian_requests(data):
         req.link_names = data.draw(st.lists(links(robot), max_size=3))
         req.frame_id = data.draw(links(robot))
         resp = ComputeFK.Response()
-        n = serve("fk", lambda: services.compute_fk(ctx, req, resp))
+        n = serve("fk", lambda: compute_fk.handle(ctx, req, resp))
         if n is not None:
             arr = (as_f64(resp.compact_poses) if len(resp.compact_poses) else
                    np.array([[p.pose.position.x] for p in resp.poses]))
@@ -285,7 +286,7 @@ def test_fuzz_fk_and_jacobian_requests(data):
         req.expressed_in = data.draw(st.sampled_from(["", "world", "local", "nope"]))
         req.numerical = data.draw(st.booleans())
         resp = ComputeJacobian.Response()
-        if serve("jacobian", lambda: services.compute_jacobian(ctx, req, resp)) is not None \
+        if serve("jacobian", lambda: compute_jacobian.handle(ctx, req, resp)) is not None \
                 or resp.error_code.val == codes.SUCCESS:
             J = as_f64(resp.jacobian)
             assert J.size == resp.rows * resp.cols and np.all(np.isfinite(J))
@@ -334,7 +335,7 @@ def test_fuzz_moveit_requests(data):
         ik.avoid_collisions = data.draw(st.booleans())
         resp = GetPositionIK.Response()
         out = serve("moveit_ik", lambda: moveit_compat.serve_ik(ctx, req, resp,
-                                                               services.compute_ik))
+                                                               compute_ik.handle))
         if out is not None and resp.error_code.val == codes.SUCCESS:
             names_ = list(resp.solution.joint_state.name)
             assert set(names_) <= set(state.var_names), set(names_) - set(state.var_names)
@@ -345,4 +346,4 @@ def test_fuzz_moveit_requests(data):
         req.fk_link_names = data.draw(st.lists(links(robot), max_size=2))
         req.header.frame_id = data.draw(links(robot))
         resp = GetPositionFK.Response()
-        serve("moveit_fk", lambda: moveit_compat.serve_fk(ctx, req, resp, services.compute_fk))
+        serve("moveit_fk", lambda: moveit_compat.serve_fk(ctx, req, resp, compute_fk.handle))

@@ -252,3 +252,24 @@ def test_a_trajectory_too_long_for_its_timeout_is_refused_at_once(panda, monkeyp
     with pytest.raises(InvalidInputError, match="timeout is too short for 20000 trajectory nodes"):
         trajectory_seed(panda, K, [0, 19_999], tip="panda_link8",
                         config=IKConfig(timeout=0.05, solve_mode="distance"))
+
+
+@pytest.mark.parametrize("backend", ["reference", "host"])
+def test_a_bad_goal_is_invalid_input_whether_or_not_it_was_reached(ur, backend):
+    """Defect: a NaN goal whose chunk had not started when the timeout expired was reported
+    TIMED_OUT on the reference path, INVALID_INPUT on the compiled one. Goals and seeds are
+    checked for the whole batch up front now: a bad one is INVALID_INPUT on every backend,
+    started or not; the others not reached are TIMED_OUT."""
+    tip = ur.tips[0]
+    T = _reachable(ur, tip, 200).copy()
+    T[-1, 0, 0] = np.nan                 # the last goal (its chunk is never reached)
+    T[-2, :3, 3] = 1e7                   # beyond the position bound
+    seeds = np.tile(ur.neutral_q(), (200, 1))
+    seeds[-3, 0] = 100.0                 # a seed outside the limits
+    cfg = IKConfig(num_seeds=8, timeout=0.05, max_iterations=10**6, **ENDLESS)
+    far = T.copy()
+    far[:-3, :3, 3] += 5.0               # unreachable: no chunk finishes early
+    r = solve_pose(ur, far, tips=tip, seeds=seeds, config=cfg, backend=backend)
+    assert list(r.status[-3:]) == [Status.INVALID_INPUT] * 3, r.status[-3:]
+    assert "seed" in r.messages[-3] and "NaN" in r.messages[-1]
+    assert np.all(r.status[:-3] == Status.TIMED_OUT)

@@ -11,6 +11,7 @@ tolerances.
 from __future__ import annotations
 
 import sys
+import time
 import types
 
 import numpy as np
@@ -23,7 +24,8 @@ from moveit_standin import GetPositionFK, GetPositionIK, MoveItState, plugin_req
 from ros2_ik import robots
 from ros2_ik.kinematics import fk_frames, pose_error, pose_inverse
 from ros2_ik.model import parse_srdf
-from ros2_ik.ros import codes, moveit_compat, services
+from ros2_ik.ros import codes, moveit_compat, request
+from ros2_ik.ros.handlers import compute_fk, compute_ik, compute_jacobian
 from ros2_ik.ros.params import Settings
 from ros2_ik.ros.robot import build_robot
 from ros_testing import joint_state
@@ -45,7 +47,7 @@ def _robot(name, base_link="", srdf=None):
 
 def _ctx(robot, current=None, **settings):
     base = (lambda _r: current) if current is not None else None
-    return services.Context(robot=robot, settings=Settings.from_values(settings),
+    return request.Context(robot=robot, settings=Settings.from_values(settings),
                             seed_base=base)
 
 
@@ -90,7 +92,7 @@ def _plugin_round_trip(ctx, full_model, group, group_vars, base_frame, tip, rng,
         request_q = state.q.copy()
         req = plugin_request(state, group, base_frame, [tip], [_pose_msg(T_goal)])
         resp = GetPositionIK.Response()
-        moveit_compat.serve_ik(ctx, req, resp, services.compute_ik)
+        moveit_compat.serve_ik(ctx, req, resp, compute_ik.handle)
         if resp.error_code.val != codes.SUCCESS:
             continue
         # the plugin: robotStateMsgToRobotState (throws on an unknown variable), then the
@@ -164,7 +166,7 @@ def test_plugin_floating_and_planar_base_read_from_multi_dof_state():
     resp = GetPositionIK.Response()
     moveit_compat.serve_ik(_ctx(robot), plugin_request(state, "arm", full.base, ["tool"],
                                                        [_pose_msg(T)]),
-                           resp, services.compute_ik)
+                           resp, compute_ik.handle)
     assert resp.error_code.val == codes.SUCCESS
     names = list(resp.solution.joint_state.name)
     assert [n for n in names if n.startswith("base_joint/")] == [
@@ -198,7 +200,7 @@ def test_group_names_answered_with_clear_codes():
         with pytest.raises(codes.RequestError) as e:
             moveit_compat.serve_ik(_ctx(r), plugin_request(state, group, "torso_link",
                                                            ["left_tool"], [_pose_msg(T)]),
-                                   resp, services.compute_ik)
+                                   resp, compute_ik.handle)
         assert e.value.code == codes.INVALID_GROUP_NAME and words in e.value.message
         moveit_compat.set_error(resp, e.value.code, e.value.message)
         assert resp.error_code.val == -15 and words in resp.error_code.message
@@ -222,7 +224,7 @@ def test_unknown_joints_ignored_for_moveit_but_not_for_ros2_ik():
         timeout=types.SimpleNamespace(sec=0, nanosec=0), num_seeds=0, solve_mode="",
         position_only=False, axis_weights=[], rng_seed=-1, compact_response=True)
     with pytest.raises(codes.RequestError) as e:
-        services.compute_ik(_ctx(robot), req, moveit_compat.compute_ik_response())
+        compute_ik.handle(_ctx(robot), req, moveit_compat.compute_ik_response())
     assert e.value.code == codes.INVALID_ROBOT_STATE and "waist_joint" in e.value.message
 
 
@@ -243,7 +245,7 @@ def test_fk_partial_state_uses_the_current_state():
     req.robot_state.joint_state.name.append("not_in_this_model")  # MoveIt's other joints
     req.robot_state.joint_state.position.append(0.3)
     resp = GetPositionFK.Response()
-    moveit_compat.serve_fk(_ctx(robot, current=current), req, resp, services.compute_fk)
+    moveit_compat.serve_fk(_ctx(robot, current=current), req, resp, compute_fk.handle)
     assert resp.error_code.val == codes.SUCCESS
     q = current.copy()
     q[idx] = given[idx]
@@ -277,6 +279,13 @@ def test_node_serves_solve_ik_not_move_groups_names(monkeypatch):
         names = {node.resolve_service_name(s.srv_name) for s in node.services}
         assert {"/ros2_ik/solve_ik", "/ros2_ik/solve_fk", "/ros2_ik/compute_ik"} <= names
         assert "/compute_ik" not in names and "/compute_fk" not in names
+        from ros2_ik.ros.node import make_executor
+
+        ex = make_executor(ctx)  # the model serves once prepared: spin until it does
+        ex.add_node(node)
+        end = time.monotonic() + 60
+        while node.robot is None and time.monotonic() < end:
+            ex.spin_once(timeout_sec=0.05)
         assert node.robot.group_names == ["ur_manipulator"]  # the bundled robot's SRDF
     finally:
         if node is not None:

@@ -39,7 +39,7 @@ def ros():
     try:
         client = Client(domain)
         client.wait_for_server(30)
-        assert node.wait_for_log("solver warmed up", 240), node.log_text()
+        assert node.wait_for_log("]: ready: ", 240), node.log_text()
         yield types.SimpleNamespace(node=node, client=client, model=load_robot("dual_arm"))
     finally:
         if client is not None:
@@ -143,3 +143,30 @@ def test_srdf_parameter_at_runtime(ros):
     res = ros.client.set_parameters({"robot_description_semantic": "<robot><group"})
     assert not res[0].successful and "SRDF" in res[0].reason
     assert _solve_group(ros, "left_hand_only", wrist, 2, rng, tip_links=["left_tool"]) >= 1
+
+
+def test_a_new_robot_brings_its_own_groups_or_none_never_the_old_ones(ros):
+    """Defect: after ``robot misc`` on a node that had dual_arm (misc has no SRDF) the node
+    kept dual_arm's planning groups. The groups come with the model's source now: a bundled
+    robot without an SRDF has none (a group request is INVALID_GROUP_NAME saying so), and
+    going back brings dual_arm's again."""
+    # (an earlier case set the SRDF parameter, which applies to any model: cleared first; ''
+    # means the model's own groups again)
+    res = ros.client.set_parameters({"robot_description_semantic": ""})
+    assert res[0].successful, res[0].reason
+    res = ros.client.set_parameters({"robot": "misc"})
+    assert res[0].successful, res[0].reason
+    assert ros.node.wait_for_log("replaced robot model: 'misc'", 60), ros.node.log_text()[-2000:]
+    log = ros.node.log_text()
+    assert "no SRDF" in log[log.index("replaced robot model: 'misc'"):]
+    misc = load_robot("misc")
+    T = fk_frames(misc, misc.neutral_q(), ["tool"])[:, 0]
+    resp = ros.client.call(ros.client.ik, ik_request(pose_to_pq(T), tip_links=["tool"],
+                                                     group_name="left_arm"))
+    assert resp.error_code.val == codes.INVALID_GROUP_NAME, resp.message
+    assert "left_arm" in resp.message
+    res = ros.client.set_parameters({"robot": "dual_arm"})
+    assert res[0].successful, res[0].reason
+    assert ros.node.wait_for_count("replaced robot model: 'dual_arm'", 1, 60) >= 1
+    rng = np.random.default_rng(5)
+    _solve_group(ros, "left_arm", LEFT, 4, rng)

@@ -44,7 +44,7 @@ def test_concurrent_clients_lose_no_answer_while_action_runs_and_model_swaps():
     try:
         client = Client(domain, executor="single")
         client.wait_for_server(30)
-        assert node.wait_for_log("solver warmed up", 240), node.log_text()[-3000:]
+        assert node.wait_for_log("]: ready: ", 240), node.log_text()[-3000:]
 
         # trajectories run the whole time, one after the other (the last one is cancelled)
         panda = load_robot("panda")
@@ -93,7 +93,9 @@ def test_concurrent_clients_lose_no_answer_while_action_runs_and_model_swaps():
             out, err = p.communicate(timeout=240)
             assert p.returncode == 0, err[-3000:]
             results.append(json.loads(out.strip().splitlines()[-1]))
-        swaps = node.log_text().count("replaced robot model")
+        # each published model is prepared in the background and swapped in when ready: wait
+        # for the node to have done so (bounded), do not count what it may not have done yet
+        swaps = node.wait_for_count("replaced robot model", SWAPS, timeout=120)
         stop.set()
         runner.join(90)
         assert not runner.is_alive(), "a trajectory result never came"

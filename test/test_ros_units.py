@@ -33,7 +33,7 @@ def panda():
 
 
 def ctx_for(robot, **settings):
-    from ros2_ik.ros.services import Context
+    from ros2_ik.ros.request import Context
 
     return Context(robot=robot, settings=Settings.from_values(settings))
 
@@ -43,7 +43,9 @@ def test_request_logic_imports_without_rclpy():
     code = textwrap.dedent("""
         import sys
         sys.modules['rclpy'] = None
-        from ros2_ik.ros import codes, conversions, params, robot, services, moveit_compat
+        from ros2_ik.ros import codes, conversions, params, robot, request, moveit_compat
+        from ros2_ik.ros.handlers import compute_fk, compute_ik, compute_jacobian
+        from ros2_ik.ros.handlers import trajectory_seed
         bad = [k for k in sys.modules if k.startswith('rclpy') and sys.modules[k]]
         assert not bad, bad
         print('ok')
@@ -115,7 +117,7 @@ def test_an_int_sent_as_a_float_is_named():
 def test_compute_ik_handler_compact(panda):
     from ros2_ik_interfaces.srv import ComputeIK
 
-    from ros2_ik.ros.services import compute_ik
+    from ros2_ik.ros.handlers.compute_ik import handle as compute_ik
 
     model = panda.model
     q = model.random_q(np.random.default_rng(2), 300)
@@ -149,7 +151,7 @@ def test_request_options_out_of_range_are_rejected(panda, field, value, needle):
     are accepted."""
     from ros2_ik_interfaces.srv import ComputeIK
 
-    from ros2_ik.ros.services import compute_ik
+    from ros2_ik.ros.handlers.compute_ik import handle as compute_ik
 
     def request(value):
         req = ComputeIK.Request()
@@ -175,12 +177,12 @@ def _ik_answer(ctx, req, one_goal_path: bool, monkeypatch):
     """compute_ik's response fields (or its RequestError) with the one-goal path on or off."""
     from ros2_ik_interfaces.srv import ComputeIK
 
-    from ros2_ik.ros import services
+    from ros2_ik.ros.handlers import compute_ik
 
-    monkeypatch.setattr(services, "ONE_GOAL_PATH", one_goal_path)
+    monkeypatch.setattr(compute_ik, "ONE_GOAL_PATH", one_goal_path)
     resp = ComputeIK.Response()
     try:
-        out = services.compute_ik(ctx, req, resp)
+        out = compute_ik.handle(ctx, req, resp)
     except RequestError as exc:
         return ("error", exc.code, exc.message)
     sols = [(list(js.name), np.asarray(js.position).tolist()) for js in resp.solutions]
@@ -244,7 +246,7 @@ def test_one_goal_path_answers_as_the_batch_path(panda, monkeypatch):
 def test_mimic_joints_are_filled_from_their_leader():
     from ros2_ik_interfaces.srv import ComputeIK
 
-    from ros2_ik.ros.services import compute_ik
+    from ros2_ik.ros.handlers.compute_ik import handle as compute_ik
 
     misc = build_robot(robots.urdf_string("misc"), source="test", tip_link="tool")
     assert misc.out_names[-1] == "finger_right_joint"
@@ -333,7 +335,7 @@ def test_joint_state_fields_read_what_rclpy_reads():
 def test_no_model_and_max_batch(panda):
     from ros2_ik_interfaces.srv import ComputeIK
 
-    from ros2_ik.ros.services import compute_ik
+    from ros2_ik.ros.handlers.compute_ik import handle as compute_ik
 
     req = ComputeIK.Request()
     req.compact_goals = f64_array(np.tile([0.3, 0, 0.5, 0, 0, 0, 1.0], (11, 1)))
@@ -542,7 +544,7 @@ def _moveit_ik_response():
 
 def test_moveit_ik_translation(panda):
     from ros2_ik.ros import moveit_compat as mc
-    from ros2_ik.ros.services import compute_ik
+    from ros2_ik.ros.handlers.compute_ik import handle as compute_ik
 
     model = panda.model
     seed = model.neutral_q()
@@ -573,7 +575,7 @@ def test_moveit_ik_translation(panda):
 
 def test_moveit_fk_translation(panda):
     from ros2_ik.ros import moveit_compat as mc
-    from ros2_ik.ros.services import compute_fk
+    from ros2_ik.ros.handlers.compute_fk import handle as compute_fk
 
     model = panda.model
     q = model.neutral_q() + 0.1
@@ -606,7 +608,7 @@ def test_fk_states_outside_the_limits_are_computed_as_given(panda):
     pytest.importorskip("geometry_msgs", reason="ROS 2 messages not installed")
     from ros2_ik_interfaces.srv import ComputeFK
 
-    from ros2_ik.ros.services import compute_fk
+    from ros2_ik.ros.handlers.compute_fk import handle as compute_fk
 
     model = panda.model
     q = model.upper + np.linspace(0.5, 3.0, model.nq)  # every joint past its upper limit
@@ -636,7 +638,7 @@ def test_markers_and_diagnostics(panda):
 
     from ros2_ik.ros.diagnostics import Stats, diagnostic_status
     from ros2_ik.ros.markers import ik_markers
-    from ros2_ik.ros.services import IKOutcome
+    from ros2_ik.ros.request import IKOutcome
 
     model = panda.model
     q = np.stack([model.neutral_q(), model.neutral_q() + 0.3])

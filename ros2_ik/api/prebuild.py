@@ -15,7 +15,16 @@ from ..model import parse_srdf
 from .kinematics import Kinematics
 from .solver import IKSolver, compiled_status
 
-__all__ = ["prebuild"]
+__all__ = ["prebuild", "build_scope"]
+
+
+def build_scope():
+    """A :class:`ros2_ik.backends.host.BuildScope`: the kernel builds started in a thread
+    while it is entered can be ended from another (a node shutting down while it prepares a
+    model; the prepared solvers being built then answer with the reference)."""
+    from ..backends.host import BuildScope  # noqa: PLC0415
+
+    return BuildScope()
 
 
 def prebuild(names=None, *, verbose: bool = False) -> float:

@@ -41,7 +41,7 @@ from . import interface
 from .codegen import Chain, frames_source, solve_source, source_hash
 
 __all__ = ["available", "compile_host", "HostModule", "cache_dir", "CXX_FLAGS", "HostSolver",
-           "HostKinematics", "StopFlag", "threads"]
+           "HostKinematics", "StopFlag", "threads", "BuildScope"]
 
 # -ffp-contract=off: no fused multiply-add, so that the scalar and vector renderings (and the
 # reference's float64 arithmetic, step for step) round alike
@@ -150,15 +150,74 @@ def compile_host(src: str) -> HostModule:
                 cu = Path(tmp) / "k.cpp"
                 cu.write_text(src)
                 out = Path(tmp) / "k.so"
-                r = subprocess.run([cxx, *CXX_FLAGS, "-x", "c++", str(cu), "-o", str(out)],
-                                   capture_output=True, text=True, timeout=600,
-                                   stdin=subprocess.DEVNULL)
-                if r.returncode != 0:
-                    raise RuntimeError(f"g++ failed on a generated source:\n{r.stderr[-4000:]}")
+                _run_compiler([cxx, *CXX_FLAGS, "-x", "c++", str(cu), "-o", str(out)])
                 os.replace(out, lib)  # atomic: another process may be building it too
         mod = HostModule(src, lib)
         _loaded[key] = mod
         return mod
+
+
+class BuildScope:
+    """The kernel builds of one job (a node preparing a model): those started in a thread
+    while the scope is entered (``with scope:``) can be ended from any thread by
+    :meth:`cancel`, which also refuses the scope's later builds (each raises RuntimeError, and
+    the prepared solver being built answers with the reference)."""
+
+    def __init__(self):
+        self.cancelled = False
+        self._procs: set = set()
+        self._lock = threading.Lock()
+
+    def __enter__(self):
+        _scope.current = self
+        return self
+
+    def __exit__(self, *exc):
+        _scope.current = None
+        return False
+
+    def cancel(self) -> None:
+        with self._lock:
+            self.cancelled = True
+            running = list(self._procs)
+        for p in running:
+            try:
+                p.kill()
+            except OSError:
+                pass
+
+    def _start(self, cmd):
+        with self._lock:
+            if self.cancelled:
+                raise RuntimeError("the kernel build was cancelled")
+            p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, text=True)
+            self._procs.add(p)
+        return p
+
+    def _end(self, p) -> None:
+        with self._lock:
+            self._procs.discard(p)
+
+
+_scope = threading.local()
+
+
+def _run_compiler(cmd) -> None:
+    """Run one compiler command (in the current :class:`BuildScope`, if any); RuntimeError
+    with its message when it fails or was cancelled."""
+    scope = getattr(_scope, "current", None) or BuildScope()
+    p = scope._start(cmd)
+    try:
+        _, err = p.communicate(timeout=600)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        _, err = p.communicate()
+    finally:
+        scope._end(p)
+    if p.returncode != 0:
+        why = "was cancelled" if scope.cancelled else f"failed:\n{(err or '')[-4000:]}"
+        raise RuntimeError(f"g++ on a generated source {why}")
 
 
 # ------------------------------------------------------------------ threads and cancel

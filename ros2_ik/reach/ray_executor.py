@@ -81,13 +81,8 @@ def _solve_shard_task(spec_key: str, boxed_spec: list, poses: np.ndarray, start:
 
     spec = _worker_spec(spec_key, boxed_spec)
 
-    if threads > 0:
-        try:
-            import numba  # noqa: PLC0415
-
-            numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
-        except ImportError:
-            pass
+    if threads > 0:  # the host backend's batch threads (read per call)
+        os.environ["ROS2_IK_THREADS"] = str(int(threads))
     cols = solve_shard(spec, poses[start:stop])
     cols["worker_pid"] = os.getpid()
     return cols

@@ -70,8 +70,12 @@ class Stats:
                              self.last_error, self.last_code, rate, self.model_error)
 
 
-def diagnostic_status(node_name: str, stats: Stats, robot, backend: str):
-    """One ``diagnostic_msgs/DiagnosticStatus`` describing the node now."""
+def diagnostic_status(node_name: str, stats: Stats, robot, backend: str,
+                      solver_backend: str = "", preparing: bool = False):
+    """One ``diagnostic_msgs/DiagnosticStatus`` describing the node now: ``backend`` the array
+    backend, ``solver_backend`` what answers the model's default tip ("host", or "reference"
+    with the reason, e.g. no C++ compiler on this machine), ``preparing`` whether a model
+    asked for is still being prepared."""
     from diagnostic_msgs.msg import DiagnosticStatus, KeyValue  # noqa: PLC0415
 
     snap = stats.snapshot()
@@ -80,7 +84,9 @@ def diagnostic_status(node_name: str, stats: Stats, robot, backend: str):
     st.hardware_id = node_name
     values = {
         "backend": backend,
+        "solver_backend": solver_backend or "n/a",
         "model_loaded": str(robot is not None).lower(),
+        "model_preparing": str(bool(preparing)).lower(),
         "requests": str(snap.requests),
         "request_rate_hz": f"{snap.rate:.3f}",
         "problems": str(snap.problems),

@@ -2,30 +2,42 @@
 
 The URDF comes from the parameters (``robot_description`` text, ``urdf_file``, a bundled
 ``robot``) and, at any time, the ``robot_description`` topic; the SRDF (planning groups) from
-the ``robot_description_semantic`` parameter or topic, or a bundled robot's file. A new model
-is built completely and then swapped in by one reference assignment (:class:`LoadedRobot` is
-immutable), so a request keeps the model it started with. A bad description is logged and
-reported to diagnostics, and the previous model (or groups) stays.
+the ``robot_description_semantic`` parameter or topic, or a bundled robot's file.
 
-No rclpy here: the node hands in its logger, its statistics and what to do after a swap (its
-warm-up); the topic callbacks take the message text.
+A new model (or new groups) is prepared completely before it is used: parsed, its groups
+attached, and its solvers built (:func:`prepare`: the compiled kernels of the default tip and
+of the groups' tips, seconds of g++ for a robot this machine has not seen, milliseconds
+afterwards), in a background thread, while the previous model keeps serving. It is then
+swapped in, on the executor thread, by one reference assignment (:class:`LoadedRobot` is
+immutable, its groups part of it): a request keeps the model it started with, and a model is
+never seen with another model's groups. A newer description supersedes one still being
+prepared. A bad description is logged and reported to diagnostics, and the previous model (or
+groups) stays. A change of the model's source (the ``robot``, ``urdf_file`` or
+``robot_description`` parameters) brings the groups that source has (a bundled robot's SRDF,
+the ``robot_description_semantic`` parameter) or none.
+
+No rclpy here: the node hands in its logger, statistics, its hand-off to the executor thread
+(``post``) and what to do after a swap.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from typing import Callable
 
 from .. import robots
+from ..api import IKSolver, build_scope, fk_frames, jacobian, prepared_solver
 from ..errors import IKError
 from ..model import Srdf, parse_srdf
 from .diagnostics import Stats
-from .params import MODEL_PARAMS, Settings
+from .params import MODEL_PARAMS, Settings, ik_config
 from .robot import LoadedRobot, build_robot
 
-__all__ = ["ModelSource", "SOURCE_PARAMS", "describe"]
+__all__ = ["ModelSource", "SOURCE_PARAMS", "describe", "prepare"]
 
 SOURCE_PARAMS = ("robot", "urdf_file", "robot_description")
+_KEEP = object()  # "the groups in use" (no change)
 
 
 def describe(robot: LoadedRobot) -> str:
@@ -36,20 +48,59 @@ def describe(robot: LoadedRobot) -> str:
             f"{robot.default_tip!r}, from {robot.source}{groups})")
 
 
-class ModelSource:
-    """The model in use (``robot``) and its groups, loaded and replaced from parameters and
-    topics. ``on_swap(robot)`` runs after each new model (the node's warm-up)."""
+def prepare(robot: LoadedRobot, settings: Settings, xp) -> IKSolver:
+    """Build what requests on ``robot`` will use, before it serves them: the prepared solvers
+    of its default tip and of its planning groups' tips, and its FK / Jacobian kinematics.
+    Returns the default tip's solver (its ``backend`` and ``reason`` say what answers)."""
+    cfg = ik_config(settings)
+    model = robot.model
+    solver = prepared_solver(model, [robot.default_tip], cfg, settings.solver, "auto", xp)
+    for name in robot.group_names:
+        try:
+            g = robot.group(name)
+        except Exception:  # noqa: BLE001 - a group that does not fit: answered when asked
+            continue
+        if g.tip is not None:
+            prepared_solver(g.restrict(model), [g.tip], cfg, settings.solver, "auto", xp)
+    q = model.neutral_q()
+    fk_frames(model, q, [robot.default_tip])
+    jacobian(model, q, robot.default_tip)
+    return solver
 
-    def __init__(self, log, stats: Stats, on_swap: Callable[[LoadedRobot], None]):
+
+class ModelSource:
+    """The model in use (``robot``, with its groups), loaded and replaced from parameters and
+    topics (see the module docstring).
+
+    ``post(fn, *args)`` runs on the executor thread; ``settings()`` and ``xp()`` are the
+    parameters and array module in use; ``on_swap(robot, solver, seconds)`` runs there after
+    each swap."""
+
+    def __init__(self, log, stats: Stats, post: Callable, settings: Callable, xp: Callable,
+                 on_swap: Callable):
         self._log = log
         self._stats = stats
+        self._post = post
+        self._settings = settings
+        self._xp = xp
         self._on_swap = on_swap
-        self._lock = threading.Lock()
         self.robot: LoadedRobot | None = None
         self._urdf: str | None = None
-        self._srdf: tuple[Srdf, str] | None = None  # planning groups and where they came from
-        self._pending_robot: tuple[LoadedRobot, str] | None = None
-        self._pending_srdf: tuple[Srdf, str] | None = None
+        # what the node was last asked to serve: a model (without groups) and its URDF, the
+        # groups ((Srdf, source) or None); prepared in the background, then swapped in
+        self._want: tuple | None = None
+        self._groups: tuple[Srdf, str] | None = None
+        self._generation = 0
+        self._pending_change: tuple | None = None
+        self._threads: list[threading.Thread] = []
+        self._scope = build_scope()  # the kernel builds of the preparations (ended by close)
+        self._closed = False
+        self._lock = threading.Lock()
+
+    @property
+    def preparing(self) -> bool:
+        """A model or groups asked for are still being prepared."""
+        return any(t.is_alive() for t in self._threads)
 
     # ------------------------------------------------------------------ from the parameters
     @staticmethod
@@ -80,33 +131,35 @@ class ModelSource:
                 return parse_srdf(text), f"bundled robot {s.robot!r}"
         return None
 
-    def build(self, urdf: str, source: str, s: Settings, strict: bool = False) -> LoadedRobot:
+    def build(self, urdf: str, source: str, s: Settings, strict: bool = False,
+              log: Callable | None = None) -> LoadedRobot:
         return build_robot(urdf, source=source, base_link=s.base_link, tip_link=s.tip_link,
-                           log=self._log.warning, strict=strict)
+                           log=log or self._log.warning, strict=strict)
 
     def load_from_settings(self, s: Settings, startup: bool = False) -> None:
         """The model and groups the parameters name (errors logged; the node keeps serving)."""
         try:
-            self._srdf = self.srdf_from_settings(s)
+            self._groups = self.srdf_from_settings(s)
         except Exception as exc:  # noqa: BLE001
             self._report(f"could not read the planning groups from the parameters: {exc}")
         try:
             src = self.urdf_from_settings(s)
             if src is not None:
-                self.swap(self.build(src[0], src[1], s), src[0])
+                self._ask(self.build(src[0], src[1], s), src[0])
         except Exception as exc:  # noqa: BLE001  (never die on a bad description)
             self._report(f"could not load the robot model from the parameters: {exc}"
                          + ("; waiting for robot_description" if startup else ""))
 
     # ------------------------------------------------------------------ parameter changes
     def prepare_change(self, changes: dict, new: Settings) -> str | None:
-        """Check a parameter change before it is accepted: build the model / groups it asks
+        """Check a parameter change before it is accepted: parse the model / groups it asks
         for (kept until :meth:`apply_change`); None, or the reason it is refused."""
-        self._pending_robot = self._pending_srdf = None
-        if changes.get("robot_description_semantic") or any(k in changes
-                                                            for k in SOURCE_PARAMS):
-            try:  # the SRDF parameter, or a newly chosen bundled robot's groups
-                self._pending_srdf = self.srdf_from_settings(new)
+        self._pending_change = None
+        groups = _KEEP
+        robot = None
+        if "robot_description_semantic" in changes or any(k in changes for k in SOURCE_PARAMS):
+            try:  # the SRDF parameter, or a newly chosen source's groups (or none)
+                groups = self.srdf_from_settings(new)
             except Exception as exc:  # noqa: BLE001
                 return f"planning groups not changed: {exc}"
         if any(k in changes for k in MODEL_PARAMS):
@@ -116,98 +169,167 @@ class ModelSource:
                 src = None
                 if any(k in changes for k in SOURCE_PARAMS):
                     src = self.urdf_from_settings(new)
-                if src is None and self._urdf is not None:
-                    src = (self._urdf, self.robot.source if self.robot else "previous model")
+                want = self._want
+                if src is None and want is not None:
+                    src = (want[1], want[0].source)
                 if src is not None:
                     # a base_link / tip_link set now must name a link of that robot
                     strict = "base_link" in changes or "tip_link" in changes
-                    self._pending_robot = (self.build(src[0], src[1], new, strict), src[0])
+                    robot = (self.build(src[0], src[1], new, strict), src[0])
             except Exception as exc:  # noqa: BLE001
                 return f"robot model not changed: {exc}"
+        if robot is not None or groups is not _KEEP:
+            self._pending_change = (robot, groups)
         return None
 
     def apply_change(self) -> None:
-        """Swap in what :meth:`prepare_change` built (after the change was accepted)."""
-        if self._pending_srdf is not None:
-            srdf, source = self._pending_srdf
-            self._pending_srdf = None
-            self.set_srdf(srdf, source)
-        if self._pending_robot is not None:
-            robot, urdf = self._pending_robot
-            self._pending_robot = None
-            self.swap(robot, urdf)
+        """Start preparing what :meth:`prepare_change` parsed (after the change was accepted):
+        the model and its groups together."""
+        change, self._pending_change = self._pending_change, None
+        if change is None:
+            return
+        robot, groups = change
+        if groups is not _KEEP:
+            self._groups = groups
+        if robot is not None:
+            self._ask(*robot)
+        elif self._want is not None:
+            self._ask(*self._want)
+        elif groups is not _KEEP and groups is not None:
+            self._log.info(f"planning groups {groups[0].group_names} from {groups[1]} kept "
+                           "until a robot model is loaded")
 
     # ------------------------------------------------------------------ topics
     def on_robot_description(self, text: str, settings: Settings) -> None:
-        current = self.robot
+        """A URDF from the topic: parsed and prepared in the background."""
+        want = self._want
+        self._start(lambda: self._parse_topic(text, settings, want))
+
+    def _parse_topic(self, text: str, settings: Settings, want):
+        """(robot, urdf) of a topic's URDF, or None: unchanged, or rejected (reported)."""
         try:
             if not text.strip():
                 raise IKError("the message is empty")
-            robot = self.build(text, "topic robot_description", settings)
+            robot = self.build(text, "topic robot_description", settings,
+                               log=lambda m: self._post(self._log.warning, m))
         except Exception as exc:  # noqa: BLE001
-            keep = (f"keeping the current model {current.name!r}" if current is not None
+            keep = (f"keeping the current model {want[0].name!r}" if want is not None
                     else "no model loaded yet")
-            self._report(f"robot_description rejected: {exc}; {keep}. Fix the URDF and "
-                         "publish it again.")
-            return
-        if current is not None and robot.digest == current.digest and \
-                current.source == robot.source:
-            self._log.debug("robot_description unchanged")
-            return
-        self.swap(robot, text)
+            self._post(self._report, f"robot_description rejected: {exc}; {keep}. Fix the URDF "
+                       "and publish it again.")
+            return None
+        if want is not None and robot.digest == want[0].digest and \
+                want[0].source == robot.source:
+            self._post(self._log.debug, "robot_description unchanged")
+            return None
+        return robot, text
 
     def on_robot_description_semantic(self, text: str) -> None:
         try:
             srdf = parse_srdf(text)
         except Exception as exc:  # noqa: BLE001  (never die on a bad description)
-            keep = (f"keeping the groups from {self._srdf[1]}" if self._srdf
+            keep = (f"keeping the groups from {self._groups[1]}" if self._groups
                     else "no planning groups loaded")
             self._report(f"robot_description_semantic rejected: {exc}; {keep}. Fix the SRDF "
                          "and publish it again.")
             return
-        self.set_srdf(srdf, "topic robot_description_semantic")
-
-    # ------------------------------------------------------------------ swapping
-    def swap(self, robot: LoadedRobot, urdf: str) -> None:
-        robot = self._with_srdf(robot)
-        with self._lock:
-            old = self.robot
-            self.robot = robot  # one reference assignment: in-flight requests keep theirs
-            self._urdf = urdf
-        self._stats.set_model_error("")
-        verb = "replaced" if old is not None else "loaded"
-        self._log.info(f"{verb} robot model: {describe(robot)}"
-                       + (f" (was {old.name!r})" if old is not None else ""))
-        self._on_swap(robot)
-
-    def set_srdf(self, srdf: Srdf, source: str) -> None:
-        """New planning groups for the model in use (no rebuild, no warm-up)."""
-        with self._lock:
-            self._srdf = (srdf, source)
-            current = self.robot
-        if current is None:
-            self._log.info(f"planning groups {srdf.group_names} from {source} kept until a "
+        self._groups = (srdf, "topic robot_description_semantic")
+        if self._want is None:
+            self._log.info(f"planning groups {srdf.group_names} from the topic kept until a "
                            "robot model is loaded")
             return
-        robot = self._with_srdf(current)
-        with self._lock:
-            if self.robot is current:
-                self.robot = robot  # one reference assignment, as a model swap
-        self._log.info(f"planning groups {srdf.group_names} from {source} for robot "
-                       f"{robot.name!r}")
+        self._ask(*self._want)
 
-    def _with_srdf(self, robot: LoadedRobot) -> LoadedRobot:
-        """``robot`` with the current planning groups (a warning when the SRDF names another
+    # ------------------------------------------------------------------ preparing, swapping
+    def _ask(self, robot: LoadedRobot, urdf: str) -> None:
+        """Serve ``robot`` (with the groups asked for) once it is prepared (executor thread)."""
+        self._want = (robot, urdf)
+        self._start(lambda: (robot, urdf))
+
+    def _start(self, get) -> None:
+        """Prepare, in a background thread, the model ``get()`` returns (None: nothing to do)
+        with the groups asked for now; a later call supersedes it."""
+        if self._closed:
+            return
+        self._generation += 1
+        gen, groups = self._generation, self._groups
+        settings, xp = self._settings(), self._xp()
+
+        def run():
+            try:
+                with self._scope:
+                    self._prepare(gen, get, groups, settings, xp)
+            except Exception as exc:  # noqa: BLE001 - the model in use keeps serving
+                self._post(self._report, f"could not prepare the robot model: {exc}")
+
+        t = threading.Thread(target=run, daemon=True, name="ros2_ik-model")
+        with self._lock:
+            self._threads = [x for x in self._threads if x.is_alive()] + [t]
+        t.start()
+
+    def _prepare(self, gen, get, groups, settings, xp) -> None:
+        """The background half of :meth:`_start`."""
+        got = get()
+        if got is None or self._closed:
+            return
+        robot, urdf = got
+        self._post(self._wanted, gen, robot, urdf)
+        robot = self._with_groups(robot, groups)
+        t0 = time.perf_counter()
+        solver = prepare(robot, settings, xp)
+        self._post(self._swap, gen, robot, urdf, solver, time.perf_counter() - t0)
+
+    def _wanted(self, gen: int, robot: LoadedRobot, urdf: str) -> None:
+        if gen == self._generation:
+            self._want = (robot, urdf)
+
+    def _swap(self, gen: int, robot: LoadedRobot, urdf: str, solver, seconds: float) -> None:
+        """Swap in a prepared model (executor thread), unless a newer one was asked for."""
+        if self._closed or gen != self._generation:
+            return
+        old = self.robot
+        self.robot = robot  # one reference assignment: in-flight requests keep theirs
+        self._urdf = urdf
+        self._stats.set_model_error("")
+        if old is not None and (old.digest, old.source, old.base, old.default_tip) == (
+                robot.digest, robot.source, robot.base, robot.default_tip):
+            if robot.srdf is not None:
+                self._log.info(f"planning groups {robot.group_names} from {robot.srdf_source} "
+                               f"for robot {robot.name!r}")
+            else:
+                self._log.info(f"no planning groups (no SRDF) for robot {robot.name!r}")
+        else:
+            verb = "replaced" if old is not None else "loaded"
+            self._log.info(f"{verb} robot model: {describe(robot)}"
+                           + (f" (was {old.name!r})" if old is not None else ""))
+        self._on_swap(robot, solver, seconds)
+
+    def _with_groups(self, robot: LoadedRobot, groups) -> LoadedRobot:
+        """``robot`` with the planning groups ``groups`` (a warning when the SRDF names another
         robot: its groups are still used as far as they fit the model)."""
-        if self._srdf is None:
-            return robot
-        srdf, source = self._srdf
+        if groups is None:
+            return robot.with_srdf(None)
+        srdf, source = groups
         if srdf.robot_name and srdf.robot_name != robot.name:
-            self._log.warning(f"the SRDF ({source}) is for robot {srdf.robot_name!r} but the "
-                              f"model is {robot.name!r}; a group that does not fit the model "
-                              "is answered with INVALID_GROUP_NAME")
+            self._post(self._log.warning, f"the SRDF ({source}) is for robot {srdf.robot_name!r} "
+                       f"but the model is {robot.name!r}; a group that does not fit the model "
+                       "is answered with INVALID_GROUP_NAME")
         return robot.with_srdf(srdf, source)
 
     def _report(self, text: str) -> None:
         self._stats.set_model_error(text)
         self._log.error(text)
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait (at most ``timeout``) for the models being prepared; True when none is."""
+        end = None if timeout is None else time.monotonic() + timeout
+        for t in list(self._threads):
+            t.join(None if end is None else max(0.0, end - time.monotonic()))
+        return not self.preparing
+
+    def close(self, timeout: float = 10.0) -> None:
+        """Nothing more is prepared or swapped in; the builds under way are stopped (their
+        compiler processes ended) and waited for (at most ``timeout``)."""
+        self._closed = True
+        self._scope.cancel()
+        self.wait(timeout)

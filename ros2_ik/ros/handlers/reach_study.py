@@ -10,6 +10,7 @@ solver. When a study finishes, the map is published on ``~/reach_map``
 reachability manipulability``, float32, in the base frame) and returned in the result.
 
 The node registers it with one call (:func:`register`); nothing else of the node changes.
+The goal's context (model, parameters) is made on the executor thread when it starts.
 """
 
 from __future__ import annotations
@@ -18,8 +19,6 @@ import array
 import dataclasses
 import math
 import time
-from concurrent.futures import ThreadPoolExecutor
-from typing import Callable
 
 import numpy as np
 from rclpy.action import CancelResponse, GoalResponse
@@ -29,13 +28,14 @@ from sensor_msgs.msg import PointCloud2, PointField
 
 from ros2_ik_interfaces.action import ReachStudy
 
-from ..errors import IKError
-from ..reach import Box, Sphere, Study, StudyConfig, from_poses, grid_targets, run_study
-from . import codes
-from .codes import RequestError, code_of_exception
-from .conversions import as_f64, f64_array
-from .executor import WorkerActionServer, goal_finisher
-from .params import ik_config
+from ...errors import IKError
+from ...reach import Box, Sphere, Study, StudyConfig, from_poses, grid_targets, run_study
+from .. import codes
+from ..codes import RequestError, code_of_exception
+from ..conversions import as_f64, f64_array
+from ..executor import WorkerActionServer, goal_finisher
+from ..params import ik_config
+from ..request import NO_MODEL_MESSAGE
 
 __all__ = ["register", "ReachStudyServer", "MAP_QOS", "map_cloud", "cloud_fields"]
 
@@ -50,47 +50,45 @@ MAP_QOS = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
 _FIELDS = ("x", "y", "z", "reachability", "manipulability")
 
 
-def register(node, *, post: Callable, settings: Callable, backend: Callable[[], str],
-             stopping: Callable[[], bool], fail: Callable) -> "ReachStudyServer":
-    """Add ``~/reach_study`` and ``~/reach_map`` to ``node`` (a KinematicsNode).
-
-    ``post(fn, *args)`` runs on the executor thread; ``settings()`` is the parameter snapshot,
-    ``backend()`` the array backend in use ("numpy" / "cupy"), ``stopping()`` True once the
-    node shuts down, ``fail(kind, exc) -> (code, message)`` logs an unexpected error.
-    """
-    return ReachStudyServer(node, post, settings, backend, stopping, fail)
+def register(w) -> "ReachStudyServer":
+    """Add ``~/reach_study`` and ``~/reach_map`` to the node of ``w`` (a
+    :class:`~ros2_ik.ros.wiring.Wiring`)."""
+    return ReachStudyServer(w)
 
 
 class ReachStudyServer:
     """See the module docstring."""
 
-    def __init__(self, node, post, settings, backend, stopping, fail):
-        self._node = node
-        self._post = post
-        self._settings = settings
-        self._backend = backend
-        self._stopping = stopping
-        self._fail = fail
-        self._pool = ThreadPoolExecutor(1, thread_name_prefix="ros2_ik-reach")
-        self.map_pub = node.create_publisher(PointCloud2, "~/reach_map", MAP_QOS)
-        self.server = WorkerActionServer(
-            node, ReachStudy, "~/reach_study", self._run, submit=self._pool.submit, post=post,
-            goal_callback=lambda _goal: GoalResponse.ACCEPT,
+    def __init__(self, w):
+        self._w = w
+        self._contexts: dict = {}
+        self.map_pub = w.node.create_publisher(PointCloud2, "~/reach_map", MAP_QOS)
+        server = self
+
+        class Server(WorkerActionServer):
+            def notify_execute(self, goal_handle, execute_callback) -> None:
+                server._contexts[bytes(goal_handle.goal_id.uuid)] = w.context()
+                super().notify_execute(goal_handle, execute_callback)
+
+        self.server = Server(
+            w.node, ReachStudy, "~/reach_study", self._run, submit=w.pool("reach").submit,
+            post=w.post, goal_callback=lambda _goal: GoalResponse.ACCEPT,
             cancel_callback=lambda _handle: CancelResponse.ACCEPT,
             callback_group=ReentrantCallbackGroup())
 
     def destroy(self) -> None:
-        self._pool.shutdown(wait=True, cancel_futures=True)
         self.server.destroy()
 
     # ------------------------------------------------------------------ one goal
     def _run(self, gh):
+        w = self._w
+        ctx = self._contexts.pop(bytes(gh.goal_id.uuid), None) or w.context()
         result = ReachStudy.Result()
         t0 = time.monotonic()
         last = [0.0]
 
         def should_stop() -> bool:
-            return self._stopping() or gh.is_cancel_requested or not gh.is_active
+            return w.stopping() or gh.is_cancel_requested or not gh.is_active
 
         def progress(done: int, total: int, reached: int) -> None:
             now = time.monotonic()
@@ -101,16 +99,15 @@ class ReachStudyServer:
             fb.targets_done, fb.targets_total, fb.reached = int(done), int(total), int(reached)
             fb.elapsed = now - t0
             fb.eta = (now - t0) * (total - done) / done if done else -1.0
-            self._post(gh.publish_feedback, fb)  # rcl calls on the executor thread
+            w.post(gh.publish_feedback, fb)  # rcl calls on the executor thread
 
         code = codes.FAILURE
         try:
-            robot = self._node.robot
+            robot = ctx.robot
             if robot is None:
-                from .services import NO_MODEL_MESSAGE  # noqa: PLC0415
-
                 raise RequestError(codes.NO_ROBOT_MODEL, NO_MODEL_MESSAGE)
-            study = build_study(robot, gh.request, self._settings(), self._backend())
+            study = build_study(robot, gh.request, ctx.settings,
+                                "cupy" if ctx.xp.__name__.startswith("cupy") else "numpy")
             out = run_study(study, None, progress=progress, should_stop=should_stop,
                             plots=False)
             result.targets = len(study.targets)
@@ -126,8 +123,8 @@ class ReachStudyServer:
                 result.reachability = _f32(v["reachability"])
                 result.mean_manipulability = _f32(v["mean_manipulability"])
                 code = codes.SUCCESS
-                cloud = map_cloud(v, robot.base, self._node.get_clock().now().to_msg())
-                self._post(self.map_pub.publish, cloud)
+                cloud = map_cloud(v, robot.base, w.node.get_clock().now().to_msg())
+                w.publish(self.map_pub, cloud)
             else:
                 code = codes.PREEMPTED
                 result.reached = int(out.summary.get("reached_so_far", 0))
@@ -137,9 +134,9 @@ class ReachStudyServer:
         except (RequestError, IKError) as exc:
             code = code_of_exception(exc)
             result.message = exc.message if isinstance(exc, RequestError) else str(exc)
-            self._node.get_logger().info(f"reach_study: {codes.name_of(code)}: {result.message}")
+            w.log("info", f"reach_study: {codes.name_of(code)}: {result.message}")
         except Exception as exc:  # noqa: BLE001  (the node never dies on a goal)
-            code, result.message = self._fail("reach_study", exc)
+            code, result.message = w.fail("reach_study", exc)
         result.error_code.val = code
         return goal_finisher(result, code, "the study was finished")
 

@@ -1,0 +1,202 @@
+"""``~/compute_ik`` (ros2_ik_interfaces/srv/ComputeIK): batched IK for one or several tips.
+
+Goals come as PoseStamped messages (one per problem and tip, any frame of the model) or as a
+compact array (N*K*7 values in ``compact_frame_id``); the seed is mid-range, overwritten by
+the latest joint_states, then by the request's ``seed``; options the request leaves at 0 or
+'' are the node's parameters. Every problem is answered (status, errors, iterations), every
+success verified by FK against the tolerances the request asked for.
+"""
+
+from __future__ import annotations
+
+import array
+import math
+
+import numpy as np
+from ros2_ik_interfaces.srv import ComputeIK
+
+from ... import api
+from ...backend import to_numpy
+from .. import codes
+from ..codes import RequestError
+from ..conversions import (as_f64, check_poses, describe_bad_pose, f64_array, i32_array,
+                           poses_to_pq, u32_array)
+from ..request import (Context, IKOutcome, config, fill_solutions, overall_code, solver_name,
+                       summary, to_base, weights)
+from ..robot import LoadedRobot
+
+__all__ = ["handle", "register", "small", "ONE_GOAL_PATH", "INLINE_SEEDS", "INLINE_ITERATIONS"]
+
+#: answered on the executor thread: a one-goal IK for the default tip with at most this many
+#: seeds x iterations (the compiled solve of an unreachable goal then stays within a few
+#: milliseconds); anything else in the services' pool
+INLINE_SEEDS = 64
+INLINE_ITERATIONS = 200
+
+
+def register(w) -> None:
+    """``~/compute_ik`` on the node of ``w`` (a :class:`~ros2_ik.ros.wiring.Wiring`)."""
+    def answer(ctx, req, resp):
+        resp, out = w.serve("compute_ik", handle, ctx, req, resp, ComputeIK.Response)
+        w.markers(out)
+        return resp
+
+    w.service(ComputeIK, "~/compute_ik", answer, inline=lambda req: small(w, req))
+
+
+def small(w, req) -> bool:
+    """A one-goal request for the default tip with few seeds: it takes well under a
+    millisecond on the host backend, less than a hand-off to a worker costs."""
+    s = w.settings()
+    robot = w.robot()
+    return (robot is not None and len(req.goals) + len(req.compact_goals) // 7 <= 1
+            and (not req.tip_links or list(req.tip_links) == [robot.default_tip])
+            and not getattr(req, "group_name", "") and (req.solver or s.solver) == "dls"
+            and (req.num_seeds or s.num_seeds) <= INLINE_SEEDS
+            and s.max_iterations <= INLINE_ITERATIONS)
+
+
+def handle(ctx: Context, req, resp) -> IKOutcome:
+    """Answer a ComputeIK request into ``resp`` (see the module docstring)."""
+    robot = ctx.require_robot()
+    s = ctx.settings
+    model = robot.model
+    group_name = getattr(req, "group_name", "")
+    group = robot.group(group_name) if group_name else None
+    tips = list(req.tip_links)
+    if not tips and group is not None:
+        if group.tip is None:
+            raise RequestError(codes.INVALID_LINK_NAME,
+                               f"group {group.name!r} has no single chain tip (joints "
+                               f"{list(group.joints)}); name the tip link in the request")
+        tips = [group.tip]
+    tips = tips or [robot.default_tip]
+    for t in tips:
+        robot.check_link(t, "tip link")
+    if len(set(tips)) != len(tips):
+        raise RequestError(codes.INVALID_REQUEST,
+                           f"tip_links {tips} names a link twice; give each tip once")
+    K = len(tips)
+    n_friendly, n_compact = len(req.goals), len(req.compact_goals)
+    if n_friendly and n_compact:
+        raise RequestError(codes.INVALID_REQUEST,
+                           "both `goals` and `compact_goals` are filled; use exactly one form")
+    if not n_friendly and not n_compact:
+        raise RequestError(codes.INVALID_REQUEST,
+                           "empty batch: no goals given; fill `goals` (one PoseStamped per "
+                           "problem and tip) or `compact_goals` (N*K*7 values)")
+    if n_compact:
+        if n_compact % (7 * K):
+            raise RequestError(codes.INVALID_REQUEST,
+                               f"compact_goals has {n_compact} values, not a multiple of 7 x "
+                               f"{K} tip(s); give N*{K}*7 values (x y z qx qy qz qw per goal)")
+        N = n_compact // (7 * K)
+    else:
+        if n_friendly % K:
+            raise RequestError(codes.INVALID_REQUEST,
+                               f"{n_friendly} goals are not a multiple of the {K} tip links "
+                               f"{tips}; give one goal per problem and tip (index p*K + k)")
+        N = n_friendly // K
+    if N > s.max_batch:
+        raise RequestError(codes.INVALID_REQUEST,
+                           f"{N} problems exceed the node's max_batch = {s.max_batch}; split the "
+                           "request into batches of at most max_batch problems (or raise the "
+                           "max_batch parameter)")
+    solver = solver_name(req.solver, s)
+    cfg = config(s, position_tolerance=req.position_tolerance,
+                  orientation_tolerance=req.orientation_tolerance, timeout=req.timeout,
+                  num_seeds=req.num_seeds, solve_mode=req.solve_mode, rng_seed=req.rng_seed)
+    w = weights(req.axis_weights, req.position_only)
+    seed = ctx.seed_q(robot, req.seed, "seed",
+                      ignore_unknown=getattr(req, "ignore_unknown_joints", False))
+
+    if n_compact:
+        raw = as_f64(req.compact_goals).reshape(N, K, 7)
+        frames: list[str] | str = req.compact_frame_id
+        what = "compact_frame_id"
+    else:
+        raw, frames = poses_to_pq(req.goals)
+        raw = raw.reshape(N, K, 7)
+        what = "goal header.frame_id"
+    pq, ok, reason = check_poses(raw, position_only=req.position_only)
+    if N == 1 and K == 1 and ONE_GOAL_PATH:
+        return _one(ctx, req, resp, robot, tips, raw, pq, bool(ok[0, 0]), int(reason[0, 0]),
+                    frames, what, seed, solver, cfg, w, group)
+    pq = to_base(robot, pq, frames, seed, what)
+    ok_p = ok.all(axis=1)
+    messages: dict[int, str] = {}
+    for p in np.nonzero(~ok_p)[0][:100]:
+        k = int(np.nonzero(~ok[p])[0][0])
+        messages[int(p)] = f"tip {tips[k]!r}: {describe_bad_pose(raw[p, k], int(reason[p, k]))}"
+
+    q = np.tile(seed, (N, 1))
+    status = np.full(N, codes.INVALID_GOAL, dtype=np.int32)
+    pe = np.full(N, np.nan)
+    re = np.full(N, np.nan)
+    iters = np.zeros(N, dtype=np.uint32)
+    solve_time = 0.0
+    idx = np.nonzero(ok_p)[0]
+    if idx.size:
+        targets = pq if idx.size == N else pq[idx]
+        res = api.solve_pose(model, ctx.xp.asarray(targets), tips=tips, weights=w,
+                             seeds=seed, config=cfg, solver=solver,
+                             should_stop=ctx.should_stop, group=group)
+        q[idx] = to_numpy(res.q)
+        status[idx] = np.asarray(res.status, dtype=np.int32)
+        pe[idx] = res.position_error
+        re[idx] = res.orientation_error
+        iters[idx] = np.asarray(res.iterations).astype(np.uint32)
+        solve_time = res.solve_time
+        for j in np.nonzero(~np.asarray(res.success))[0][:100]:
+            messages[int(idx[j])] = res.messages[j]
+
+    fill_solutions(robot, req, resp, q)
+    resp.status = i32_array(status)
+    resp.position_errors = f64_array(pe)
+    resp.orientation_errors = f64_array(re)
+    resp.iterations = u32_array(iters)
+    code = overall_code(status)
+    resp.error_code.val = code
+    resp.message = summary(status, messages)
+    return IKOutcome(robot=robot, tips=tips, targets=pq, q=q, status=status, code=code,
+                     solve_time=solve_time)
+
+
+#: One goal for one tip (what MoveIt and most clients send) takes :func:`_one`: the
+#: same answer as the batch code with a few Python scalars instead of a dozen small arrays
+#: (about half of a one-goal request's handling time). False sends it the batch way (tests).
+ONE_GOAL_PATH = True
+
+
+def _one(ctx: Context, req, resp, robot: LoadedRobot, tips: list[str], raw, pq, ok: bool,
+         reason: int, frames, what: str, seed, solver: str, cfg, w, group) -> IKOutcome:
+    """:func:`handle` of one goal (raw and checked ``pq`` (1, 1, 7)) for one tip."""
+    pq = to_base(robot, pq, frames, seed, what)
+    messages: dict[int, str] = {}
+    solve_time = 0.0
+    if ok:
+        res = api.solve_pose(robot.model, ctx.xp.asarray(pq), tips=tips, weights=w,
+                             seeds=seed, config=cfg, solver=solver,
+                             should_stop=ctx.should_stop, group=group)
+        q = np.asarray(to_numpy(res.q), dtype=np.float64).reshape(1, -1)
+        status = int(res.status[0])
+        pe, re = float(res.position_error[0]), float(res.orientation_error[0])
+        iters = int(res.iterations[0])
+        solve_time = res.solve_time
+        if not bool(res.success[0]):
+            messages[0] = res.messages[0]
+    else:
+        q = seed[None].copy()
+        status, pe, re, iters = codes.INVALID_GOAL, math.nan, math.nan, 0
+        messages[0] = f"tip {tips[0]!r}: {describe_bad_pose(raw[0, 0], reason)}"
+    fill_solutions(robot, req, resp, q)
+    resp.status = array.array("i", (status,))
+    resp.position_errors = array.array("d", (pe,))
+    resp.orientation_errors = array.array("d", (re,))
+    resp.iterations = array.array("I", (iters,))
+    st = np.array([status], dtype=np.int32)
+    code = codes.SUCCESS if status == codes.SUCCESS else overall_code(st)
+    resp.error_code.val = code
+    resp.message = "" if status == codes.SUCCESS else summary(st, messages)
+    return IKOutcome(robot=robot, tips=tips, targets=pq, q=q, status=st, code=code,
+                     solve_time=solve_time)
