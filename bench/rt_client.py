@@ -5,9 +5,8 @@ product).
 
 The client a robot runs (a planner, a MoveIt plugin) is a process of its own that does not
 solve IK itself; so is this one: rclpy, the interface packages and numpy, nothing of ros2_ik's
-solvers (with the earlier Numba solvers, a process that had run them, such as bench_node
-itself, measured round trips 0.5-1 ms slower here; not measured again with the host backend's
-compiled C++). It spins its executor in the calling thread.
+solvers, so the figures are those of a client that only asks. It spins its executor in the
+calling thread.
 
 PLAN.json: ``{"domain": int, "calls": int, "rounds": int, "targets": [{"name", "service",
 "type" ("ComputeIK" | "ComputeJacobian" | "GetParameters" |

@@ -39,9 +39,8 @@ from ros2_ik.errors import IKError  # noqa: E402
 from ros2_ik.api import fk, fk_frames, jacobian  # noqa: E402
 from ros2_ik.kinematics import maximal_to_generalized  # noqa: E402
 from ros2_ik.model import MAX_VALUE, JointType  # noqa: E402
-from ros2_ik.ik import IKConfig, Status
-from ros2_ik.api import solve_pose, trajectory_seed
-from ros2_ik.api import ChainSolver
+from ros2_ik.ik import IKConfig, Status  # noqa: E402
+from ros2_ik.api import ChainSolver, solve_pose, trajectory_seed  # noqa: E402
 
 LONG = int(os.environ.get("FUZZ_EXAMPLES", "0"))
 EXAMPLES = LONG or 60

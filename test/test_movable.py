@@ -21,7 +21,7 @@ from ros2_ik.kinematics.se3 import pose_error
 from ros2_ik.ik import IKConfig, PoseObjective
 from ros2_ik.api import solve_ik, solve_pose
 from ros2_ik.backends import interface
-from ros2_ik.ik.seeds import clip_to_limits, expand_seeds, movable_coordinates, restart_seeds
+from ros2_ik.ik.seeds import movable_coordinates, restart_seeds
 from ros2_ik.api import ChainSolver
 from ros2_ik.ik.objectives import Objective
 from ros2_ik.api import trajectory_seed

@@ -25,7 +25,7 @@ from ros2_ik import robots
 from ros2_ik.kinematics import fk_frames, pose_error, pose_inverse
 from ros2_ik.model import parse_srdf
 from ros2_ik.ros import codes, moveit_compat, request
-from ros2_ik.ros.handlers import compute_fk, compute_ik, compute_jacobian
+from ros2_ik.ros.handlers import compute_fk, compute_ik
 from ros2_ik.ros.params import Settings
 from ros2_ik.ros.robot import build_robot
 from ros_testing import joint_state

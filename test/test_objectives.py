@@ -18,7 +18,8 @@ import pytest
 
 from ros2_ik.kinematics import fk_frames, integrate
 from ros2_ik.kinematics.se3 import rotation_angle
-from ros2_ik.ik.objectives import EvalContext, JointLimitObjective, OrientationObjective, PoseObjective, PositionObjective, PostureObjective
+from ros2_ik.ik.objectives import (EvalContext, JointLimitObjective, OrientationObjective,
+                                   PoseObjective, PositionObjective, PostureObjective)
 
 from conftest import ROBOT_NAMES
 

@@ -9,9 +9,9 @@ import pytest
 
 pytest.importorskip("rclpy", reason="rclpy (ROS 2 wheels) not installed; run make setup")
 
-from ros2_ik.ros.diagnostics import Stats  # noqa: E402
-from ros2_ik.ros.model_source import ModelSource  # noqa: E402
-from ros2_ik.ros.params import Settings  # noqa: E402
+from ros2_ik.ros.diagnostics import Stats
+from ros2_ik.ros.model_source import ModelSource
+from ros2_ik.ros.params import Settings
 
 
 class _Log:

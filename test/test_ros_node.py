@@ -29,7 +29,7 @@ from ros2_ik.ros.conversions import (as_f64, f64_array, pq_to_pose_stamped,  # n
                                      sec_to_duration)
 from ros_testing import (Client, NodeProcess, ik_request, joint_state,  # noqa: E402
                                  random_domain_id)
-from ros2_ik.api import interpolate_keyframes, solve_pose
+from ros2_ik.api import interpolate_keyframes, solve_pose  # noqa: E402
 
 TIP = "panda_hand_tcp"
 MAX_BATCH = 50_000

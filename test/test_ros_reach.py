@@ -21,7 +21,7 @@ from ros2_ik.ros import codes  # noqa: E402
 from ros2_ik.ros.conversions import as_f64, f64_array  # noqa: E402
 from ros2_ik.ros.handlers.reach_study import MAP_QOS  # noqa: E402
 from ros_testing import Client, NodeProcess, random_domain_id  # noqa: E402
-from ros2_ik.ik import IKConfig
+from ros2_ik.ik import IKConfig  # noqa: E402
 
 
 @pytest.fixture(scope="module")

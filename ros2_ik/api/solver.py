@@ -146,8 +146,9 @@ class IKSolver:
             return "reference", "asked for", None
         want = backend if backend != "auto" else ("cuda" if gpu else "host")
         if (want == "cuda") != gpu:
-            raise InvalidInputError(f"backend {want!r} takes {'CuPy' if want == 'cuda' else 'NumPy'}"
-                                    f" arrays, got {'CuPy' if gpu else 'NumPy'} ones")
+            kind = "CuPy" if want == "cuda" else "NumPy"
+            raise InvalidInputError(f"backend {want!r} takes {kind} arrays, got "
+                                    f"{'CuPy' if gpu else 'NumPy'} ones")
         why = self._covered(gpu)
         if why is None:
             try:

@@ -99,7 +99,7 @@ def _host_sincos() -> str:
   if (__builtin_expect(!(x <= {m} && x >= -{m}), 0)) {{
     s = std::sin(x); c = std::cos(x); return;
   }}
-{_sincos_steps("double", _double, "std::floor")}  // the quadrant's swap and signs without a branch (quad is as random as the angle)
+{_sincos_steps("double", _double, "std::floor")}  // swap and signs by the quadrant, branch-free
   const int k4 = (int)quad;
   const double pair[2] = {{sp, cp}};
   const double sign[4] = {{1.0, 1.0, -1.0, -1.0}};
@@ -471,8 +471,9 @@ def _ternary(c: str, a: str, b: str) -> str:
 
 def _emit_evaluate(e: _Emit, ch: Chain, name: str, *, frames: bool, sel=_ternary,
                    log: str = "r2ik_so3_log<S>", sincos: bool = False):
-    """``S name(q..., tgt, w, r, frames...)`` -> cost; errors into pe/re (as ``ik.residuals.evaluate``
-    with pose objectives). The joint frames and tip positions are macros' by-reference arguments.
+    """``S name(q..., tgt, w, r, frames...)`` -> cost; errors into pe/re (as
+    ``ik.residuals.evaluate`` with pose objectives). The joint frames and tip positions are
+    macros' by-reference arguments.
     ``sel(c, a, b)`` writes a choice (the host lanes' version writes a lane-wise select) and
     ``log`` names the SO(3) log; ``sincos``: as :func:`_emit_fk_tip`'s."""
     used, qv = _qvars(ch)
@@ -639,8 +640,9 @@ def _emit_clip(e: _Emit, var: str, i: int, lo, hi, around, *, wrap=True):
 def _emit_clip_sel(e: _Emit, d: Dialect, var: str, i: int, lo, hi, around):
     """:func:`_emit_clip` as selects (the LM step's trial values, in either dialect)."""
     if around[i]:
-        e(f"{{ const M up_ = {d.and_(f'{var} > {_lit(hi[i])}', f'{var} - {_TWO_PI} >= {_lit(lo[i])}')};")
-        e(f"  const M dn_ = {d.and_(d.not_('up_'), f'{var} < {_lit(lo[i])}', f'{var} + {_TWO_PI} <= {_lit(hi[i])}')};")
+        a, b = _lit(lo[i]), _lit(hi[i])
+        e(f"{{ const M up_ = {d.and_(f'{var} > {b}', f'{var} - {_TWO_PI} >= {a}')};")
+        e(f"  const M dn_ = {d.and_(d.not_('up_'), f'{var} < {a}', f'{var} + {_TWO_PI} <= {b}')};")
         e(f"  {var} = r2ik_sel(up_, {var} - {_TWO_PI}, "
           f"r2ik_sel(dn_, {var} + {_TWO_PI}, {var})); }}")
     if math.isfinite(lo[i]):

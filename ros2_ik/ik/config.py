@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..errors import InputTypeError, InvalidInputError
+from ..errors import InvalidInputError
 from ..validate import MAX_TIMEOUT, check_int, check_number, describe
 
 #: Largest ``max_iterations`` / ``stall_iterations`` / ``nonmonotone_iterations`` accepted.

@@ -29,7 +29,7 @@ import numpy as np
 from ..backend import const, get_xp
 from ..errors import InvalidInputError, ShapeError
 from ..validate import as_float_array, check_memory, check_names, check_number
-from .fk import check_result_memory, chunked_rows
+from .fk import chunked_rows
 from ..model import JointType, Model
 from .fk import fk, integrate
 from .se3 import pose_inverse, quat_conjugate, quat_multiply, skew, so3_log

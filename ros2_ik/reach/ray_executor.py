@@ -8,8 +8,8 @@ merges in shard order, so the results equal a single-process run's byte for byte
 process that dies mid-task (killed, out of memory, its node lost) makes Ray run that task again
 (``max_retries``); the driver keeps the first answer per shard, so no shard is lost or counted
 twice. Each task uses its worker's GPU when the cluster gave it one (``gpus_per_task``) and
-CuPy sees it and the study's backend is "auto", and otherwise the CPU path with ``threads``
-Numba threads.
+CuPy sees it and the study's backend is "auto", and otherwise the compiled host kernel with
+``threads`` threads.
 """
 
 from __future__ import annotations
@@ -96,7 +96,7 @@ class RayExecutor:
             None for a local one started here (``num_workers`` CPUs, stopped again by
             :meth:`close`).
         num_workers: CPUs of the local cluster (None: every core); ignored with an address.
-        threads: Numba threads per task (each task reserves ``threads`` CPUs).
+        threads: compiled-kernel threads per task (each task reserves ``threads`` CPUs).
         gpus_per_task: GPUs a task asks for (0: CPU path; a fraction shares a GPU); a task
             solves on it when the study's backend is "auto" (or "cupy").
         keep: leave a local cluster started here running after :meth:`close` (several studies

@@ -3,11 +3,11 @@
 joint_states are not waited on by the executor (at a robot's 1 kHz, a wait set built per
 message took a whole core with no request at all): DDS keeps up to :data:`DEPTH` messages,
 which the node takes on the executor thread only, every :data:`DRAIN_S` (the node's tick) and
-when a request is taken, keeping the latest message per set of names (several sources: arms, a gripper, a
-base). A request gets an immutable :class:`Snapshot` of them when it is taken; a worker turns
-it into a seed without touching rclpy. Messages are taken as bytes and only their names and
-positions read (:func:`.conversions.joint_state_fields`: 14 + ~8 us a message here, against
-47-62 us for rclpy's Python message).
+when a request is taken, keeping the latest message per set of names (several sources: arms, a
+gripper, a base). A request gets an immutable :class:`Snapshot` of them when it is taken; a
+worker turns it into a seed without touching rclpy. Messages are taken as bytes and only their
+names and positions read (:func:`.conversions.joint_state_fields`: 14 + ~8 us a message here,
+against 47-62 us for rclpy's Python message).
 """
 
 from __future__ import annotations
