@@ -590,6 +590,37 @@ def test_public_fk_and_jacobian_equal_the_reference(models, name, B):
         assert api.Kinematics(m, frames).backend == "host"
 
 
+def test_small_calls_through_the_extension_equal_the_ctypes_path(models):
+    """The small-call extension (ros2_ik.backends.pycall) answers the very bits of the ctypes
+    call of the same kernel, for every input form it takes, and hands back the forms it does
+    not take (non-contiguous, float32, too many rows) to the general path."""
+    from ros2_ik import api
+    from ros2_ik.backends import pycall
+    from ros2_ik.model import MAX_VALUE
+
+    if pycall.module() is None:
+        pytest.skip("the small-call extension cannot be built here (no Python.h)")
+    m = models["panda"]
+    rng = np.random.default_rng(3)
+    for frames in ("panda_link8", ["panda_link8"], ["panda_link3", "panda_link8"]):
+        k = api.Kinematics(m, frames)
+        assert k.backend == "host" and k._fk1 is not None
+        for q in (m.random_q(rng, 1)[0], m.random_q(rng, 5), m.random_q(rng, 9)[::2],
+                  m.random_q(rng, api.kinematics.SMALL_ROWS + 3)):
+            qc = np.ascontiguousarray(q if q.ndim == 2 else q[None])
+            want_T = k._host(qc, False, MAX_VALUE)
+            want_J = k._host(qc, True, MAX_VALUE)
+            if isinstance(frames, str):
+                want_J = want_J[:, 0]
+            assert k.fk(q).tobytes() == want_T.tobytes() and k.fk(q).shape == want_T.shape
+            assert k.jacobian(q).tobytes() == want_J.tobytes()
+            assert k.jacobian(q).shape == want_J.shape
+        assert k._fk1(m.random_q(rng, 3)[::2], MAX_VALUE) is None  # not contiguous
+        assert k._fk1(np.zeros((2, 7), np.float32), MAX_VALUE) is None
+        assert k._fk1(np.zeros((2, 6)), MAX_VALUE) is None
+        assert k._fk1(np.full((1, 7), np.nan), MAX_VALUE) is None  # the caller raises
+
+
 @pytest.mark.parametrize("call", ["fk", "fk_frames", "jacobian"])
 def test_public_kinematics_give_the_reference_errors(models, call):
     from ros2_ik import api, kinematics

@@ -28,6 +28,8 @@ _log = logging.getLogger("ros2_ik.api")
 #: most joints (summed over the frames' paths) a compiled frames source is generated for
 MAX_JOINTS = 2048
 _F64 = np.dtype(np.float64)
+#: largest batch the small-call extension answers (larger ones check the result's memory first)
+SMALL_ROWS = 4096
 
 
 class Kinematics:
@@ -41,6 +43,7 @@ class Kinematics:
         self.index = model.link_indices(frames)  # UnknownLinkError, InputTypeError
         self.frames = [frames] if self.one else list(frames)
         self._host = None
+        self._fk1 = self._jac1 = None  # the small-call extension's calls, where it is there
         self.backend, self.reason = "reference", "asked for"
         if backend == "auto":
             self.reason = self._why_not()
@@ -51,11 +54,26 @@ class Kinematics:
 
                     self._host = HostKinematics(model, chain_of(model, list(self.index)))
                     self.backend, self.reason = "host", ""
+                    self._small_call()
                 except BackendUnavailableError as exc:
                     self.reason = str(exc)
                 except RuntimeError as exc:
                     self.reason = f"the frames kernels could not be built: {exc}"
                     _log.warning("%s", self.reason)
+
+    def _small_call(self):
+        """The extension's call of the host kernels (:mod:`ros2_ik.backends.pycall`) for
+        batches up to :data:`SMALL_ROWS`, where the extension is there."""
+        from ..backends import pycall  # noqa: PLC0415 - the host backend only
+
+        ext = pycall.module()
+        if ext is None:
+            return
+        F = -1 if self.one else len(self.frames)
+        nq, nva = self.model.nq, self.model.nv_active
+        addr, call = self._host.address, ext.frames
+        self._fk1 = lambda q, mv: call(addr, q, nq, len(self.frames), 4, 4, 0, mv, SMALL_ROWS)
+        self._jac1 = lambda q: call(addr, q, nq, F, 6, nva, 1, MAX_VALUE, SMALL_ROWS)
 
     def _why_not(self) -> str | None:
         m = self.model
@@ -85,6 +103,10 @@ class Kinematics:
 
     def fk(self, q, check: bool = True):
         """Poses (B, F, 4, 4) of the frames, in the base frame."""
+        if self._fk1 is not None:
+            T = self._fk1(q, MAX_VALUE if check else -1.0)
+            if T is not None:
+                return T
         if self._host is not None:
             qc = self._q(q)
             if qc is not None:
@@ -97,6 +119,10 @@ class Kinematics:
     def jacobian(self, q):
         """World Jacobians (B, F, 6, nv_active), or (B, 6, nv_active) for one frame given as a
         str."""
+        if self._jac1 is not None:
+            J = self._jac1(q)
+            if J is not None:
+                return J
         if self._host is not None:
             qc = self._q(q)
             if qc is not None:

@@ -69,10 +69,12 @@ def compiled_status() -> str:
 
 def check_targets(targets, tips: Sequence[str], xp):
     """Targets as float64 (P, T, 4, 4) or (P, T, 7) on ``xp``, for T = len(tips): (P, 4, 4) /
-    (P, 7) are taken for one tip; shapes refused with a message naming the expected ones."""
+    (P, 7), and one goal (4, 4) / (7,), are taken for one tip; shapes refused with a message naming the expected ones."""
     t = as_float_array(targets, "targets", "shape (P, 4, 4) or (P, 7) per tip",
                        xp).astype(xp.float64, copy=False)
     T = len(tips)
+    if T == 1 and (t.shape == (4, 4) or t.shape == (7,)):
+        t = t[None]  # one goal for one tip
     if T == 1 and ((t.ndim == 2 and t.shape[1] == 7) or (t.ndim == 3 and t.shape[1:] == (4, 4))):
         t = t[:, None]  # (P, 7) / (P, 4, 4) for one tip -> (P, 1, ...)
     if t.ndim == 2 and T > 1:
@@ -199,8 +201,8 @@ class IKSolver:
         check_call_options(self.config, self.solver, should_stop)
         t = check_targets(targets, self.tips, get_xp(targets))
         cfg = self.config
-        if timeout is not ...:
-            cfg = dataclasses.replace(cfg, timeout=timeout)
+        if timeout is not ... and timeout != cfg.timeout:
+            cfg = _with_timeout(cfg, timeout)
         if self._impl is None:
             per_tip = getattr(weights, "ndim", 0) == 3  # (P, T, 6): solve_ik's objectives
             objs = [PoseObjective(self.model, tip, t[:, k], weights[:, k] if per_tip else weights)
@@ -275,6 +277,24 @@ _CHECKED: dict = {}
 
 # ------------------------------------------------------------------ prepared solvers, kept
 
+_TIMEOUTS: dict = {}
+
+
+def _with_timeout(config: IKConfig, timeout) -> IKConfig:
+    """``config`` with another ``timeout`` (kept: building an IKConfig checks every field, which
+    costs more than a small solve)."""
+    if config.timeout == timeout:
+        return config
+    key = (config, timeout)
+    c = _TIMEOUTS.get(key)
+    if c is None:
+        c = dataclasses.replace(config, timeout=timeout)
+        if len(_TIMEOUTS) >= 256:
+            _TIMEOUTS.clear()
+        _TIMEOUTS[key] = c
+    return c
+
+
 #: prepared solvers kept per model (least recently used out)
 PREPARED_MAX = 32
 _prepared_lock = threading.Lock()
@@ -285,7 +305,7 @@ def prepared_solver(model: Model, tips, config: IKConfig, solver: str = "dls",
     """The :class:`IKSolver` of these arguments, built on first use and kept with the model
     (the :data:`PREPARED_MAX` most recent; its ``timeout`` is passed per call, so a config
     that differs only in it shares the solver)."""
-    cfg = dataclasses.replace(config, timeout=None) if config.timeout is not None else config
+    cfg = _with_timeout(config, None)
     key = (tuple(tips), cfg, solver, backend, xp.__name__)
     cache = model.memo("api.solver.prepared", "least recently used first", OrderedDict)
     with _prepared_lock:

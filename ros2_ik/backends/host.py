@@ -508,6 +508,8 @@ class HostKinematics:
         self._fn = self.module.lib.r2ik_frames_host
         self._fn.argtypes = [ctypes.c_void_p]
         self._fn.restype = ctypes.c_int
+        #: the driver's address (for :mod:`.pycall`'s extension)
+        self.address = ctypes.cast(self._fn, ctypes.c_void_p).value
         self._local = threading.local()
         self.shape = {0: (self.F, 4, 4), 1: (self.F, 6, model.nv_active)}
 
