@@ -69,7 +69,8 @@ def compiled_status() -> str:
 
 def check_targets(targets, tips: Sequence[str], xp):
     """Targets as float64 (P, T, 4, 4) or (P, T, 7) on ``xp``, for T = len(tips): (P, 4, 4) /
-    (P, 7), and one goal (4, 4) / (7,), are taken for one tip; shapes refused with a message naming the expected ones."""
+    (P, 7), and one goal (4, 4) / (7,), are taken for one tip; shapes refused with a message
+    naming the expected ones."""
     t = as_float_array(targets, "targets", "shape (P, 4, 4) or (P, 7) per tip",
                        xp).astype(xp.float64, copy=False)
     T = len(tips)
