@@ -331,8 +331,10 @@ def test_solve_pose_one_goal_equals_the_batch_path(models, name, tip, weights):
     for i in range(n):
         target = T[i:i + 1] if i != 7 else np.concatenate(
             [T[i, :3, 3], _quat(T[i, :3, :3])])[None]       # (1, 7)
+        if i == 8:
+            target = T[i]                                   # one goal (4, 4), no batch axis
         one = solve_pose(m, target, tips=tip, seeds=seeds[i], config=cfg, weights=weights)
-        chain = cs.solve(target[0], seed=seeds[i])
+        chain = cs.solve(target[0] if i != 8 else target, seed=seeds[i])
         for r in (one, chain):
             for f in ("success", "status", "iterations", "seed_index"):
                 assert getattr(r, f)[0] == getattr(batch, f)[i], (i, f)
