@@ -159,8 +159,8 @@ def pose_to_pq(T):
 
 def pq_to_pose(pq):
     """(..., 7) position + quaternion (x, y, z, qx, qy, qz, qw; normalized here) -> (..., 4, 4)."""
-    if type(pq) is np.ndarray and pq.shape == (7,):
-        return _pq_to_pose_one(pq)
+    if type(pq) is np.ndarray and pq.size == 7 and pq.shape[-1] == 7:  # one pose, any batch axes
+        return _pq_to_pose_one(pq.reshape(7)).reshape(pq.shape[:-1] + (4, 4))
     xp = get_xp(pq)
     if pq.shape[-1] != 7:
         raise ShapeError(f"pose vector must have 7 entries (x y z qx qy qz qw), got {pq.shape}")

@@ -23,10 +23,12 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from rclpy.action import ActionServer
+from rclpy.event_handler import PublisherEventCallbacks, SubscriptionEventCallbacks
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.exceptions import InvalidHandle
 
-__all__ = ["NodeExecutor", "WorkerActionServer", "defer_service", "goal_finisher"]
+__all__ = ["NodeExecutor", "WorkerActionServer", "defer_service", "goal_finisher",
+           "quiet_events"]
 
 _DEFER_ATTR = "_ros2_ik_defer"
 
@@ -37,6 +39,16 @@ def defer_service(service, defer: Callable[[Any, Any], None]):
     on the executor thread."""
     setattr(service, _DEFER_ATTR, defer)
     return service
+
+
+def quiet_events(publisher: bool):
+    """Event callbacks without rclpy's default ones (a log line on an incompatible QoS or
+    type), for the node's publishers (a subscriber that does not match logs it in its own
+    process) and a subscription no publisher's QoS can be incompatible with (best effort,
+    volatile): each default handler is one more waitable that every wait set the executor
+    builds (per request, per message) walks, which the one-goal round trip pays for."""
+    cls = PublisherEventCallbacks if publisher else SubscriptionEventCallbacks
+    return cls(use_default_callbacks=False)
 
 
 class _QuietGuard:

@@ -23,6 +23,7 @@ from rclpy.serialization import deserialize_message
 from sensor_msgs.msg import JointState
 
 from .conversions import as_f64, joint_state_fields
+from .executor import quiet_events
 
 __all__ = ["JointStates", "Snapshot", "DEPTH", "DRAIN_S", "SOURCES", "QOS"]
 
@@ -102,7 +103,8 @@ class JointStates:
 
     def __init__(self, node):
         self._sub = node.create_subscription(JointState, "joint_states", _never_called, QOS,
-                                             callback_group=_Polled())
+                                             callback_group=_Polled(),
+                                             event_callbacks=quiet_events(publisher=False))
         self._latest: OrderedDict[tuple, np.ndarray] = OrderedDict()  # names -> positions
         self.version = 0
         self._snapshot = Snapshot(0, (), _SeedCache())

@@ -42,7 +42,7 @@ from visualization_msgs.msg import MarkerArray
 from ..api import compiled_status
 from ..backend import BackendUnavailableError, get_backend
 from .diagnostics import Stats, diagnostic_status
-from .executor import NodeExecutor
+from .executor import NodeExecutor, quiet_events
 from .handlers import (compute_fk, compute_ik, compute_jacobian, goal, moveit, reach_study,
                        trajectory_seed)
 from .joint_states import DRAIN_S, JointStates
@@ -97,7 +97,8 @@ class KinematicsNode(Node):
         self.wiring = w = Wiring(self, self._stats, settings=lambda: self._settings,
                                  robot=lambda: self._source.robot, xp=lambda: self._xp,
                                  seeds=self._joints.snapshot, stopping=lambda: self._stopping)
-        self._markers_pub = self.create_publisher(MarkerArray, "~/markers", 1)
+        self._markers_pub = self.create_publisher(MarkerArray, "~/markers", 1,
+                                                  event_callbacks=quiet_events(publisher=True))
         w.markers = self._publish_markers
         # the tick: joint states taken, and what other threads handed over before the node
         # was spinning run (afterwards each hand-off wakes the executor by itself)
@@ -122,7 +123,8 @@ class KinematicsNode(Node):
         self._actions = [trajectory_seed.register(w), reach_study.register(w)]
         moveit.register(w)
 
-        self._diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
+        self._diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", 10,
+                                               event_callbacks=quiet_events(publisher=True))
         self._diag_timer = self.create_timer(self._settings.diagnostics_period,
                                              self._publish_diagnostics,
                                              callback_group=self._cb_topics)

@@ -46,6 +46,8 @@ class Context:
     xp: types.ModuleType = np
     seed_base: Callable[[LoadedRobot], np.ndarray] | None = None  # latest joint_states, or None
     should_stop: Callable[[], bool] | None = None
+    #: answered on the executor thread (a small request: bounded, so no ``should_stop`` needed)
+    inline: bool = False
 
     def require_robot(self) -> LoadedRobot:
         if self.robot is None:

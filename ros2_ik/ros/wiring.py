@@ -52,6 +52,7 @@ CLIENT_QOS = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE,
 POOL_SIZES = {"services": 4, "goal": 1, "actions": 2, "reach": 1}
 
 
+
 class Wiring:
     """The node's plumbing (see the module docstring). ``settings()``, ``robot()``, ``xp()``
     and ``seeds()`` give the parameter snapshot, the model, the array module and a joint-states
@@ -126,10 +127,11 @@ class Wiring:
             p.shutdown(wait=True, cancel_futures=True)
 
     # ------------------------------------------------------------------ requests
-    def context(self, should_stop=None) -> Context:
+    def context(self, should_stop=None, inline: bool = False) -> Context:
         """The context of a request taken now (on the executor thread)."""
         return Context(robot=self.robot(), settings=self.settings(), xp=self.xp(),
-                       seed_base=self.seeds(), should_stop=should_stop or self.stopping)
+                       seed_base=self.seeds(), should_stop=should_stop or self.stopping,
+                       inline=inline)
 
     def fail(self, kind: str, exc: BaseException) -> tuple[int, str]:
         """Code and message for an exception from a handler; logs it."""
@@ -180,10 +182,11 @@ class Wiring:
 
         def defer(request, header) -> None:
             self.taken += 1
-            ctx = self.context()
             if inline is not None and inline(request):
+                ctx = self.context(inline=True)
                 self._send(srv, self._answer(answer, ctx, request, srv_type), header)
                 return
+            ctx = self.context()
 
             def job():
                 self.post(self._send, srv, self._answer(answer, ctx, request, srv_type), header)

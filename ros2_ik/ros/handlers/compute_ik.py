@@ -168,6 +168,21 @@ def handle(ctx: Context, req, resp) -> IKOutcome:
 ONE_GOAL_PATH = True
 
 
+#: prepared one-goal solvers kept per model (tip, options and weights of the requests seen)
+CHAIN_SOLVERS = 64
+
+
+def _chain_solver(robot: LoadedRobot, tip: str, cfg, w):
+    """The kept :class:`ros2_ik.api.ChainSolver` of a one-goal request answered on the
+    executor thread (no ``should_stop``: such a request is bounded by :func:`small`), or None
+    where it would not run compiled."""
+    def build():
+        cs = api.ChainSolver(robot.model, tip, cfg, weights=w)
+        return cs if cs.compiled else None
+    return robot.model.memo("ros.compute_ik.one_goal", (tip, cfg, w), build,
+                            max_keys=CHAIN_SOLVERS)
+
+
 def _one(ctx: Context, req, resp, robot: LoadedRobot, tips: list[str], raw, pq, ok: bool,
          reason: int, frames, what: str, seed, solver: str, cfg, w, group) -> IKOutcome:
     """:func:`handle` of one goal (raw and checked ``pq`` (1, 1, 7)) for one tip."""
@@ -175,9 +190,14 @@ def _one(ctx: Context, req, resp, robot: LoadedRobot, tips: list[str], raw, pq, 
     messages: dict[int, str] = {}
     solve_time = 0.0
     if ok:
-        res = api.solve_pose(robot.model, ctx.xp.asarray(pq), tips=tips, weights=w,
-                             seeds=seed, config=cfg, solver=solver,
-                             should_stop=ctx.should_stop, group=group)
+        one = _chain_solver(robot, tips[0], cfg, w) if (
+            group is None and solver == "dls" and ctx.xp is np and ctx.inline) else None
+        if one is not None:  # a prepared one-goal solver: the answer solve_pose gives (tested)
+            res = one.solve(pq[0, 0], seed)
+        else:
+            res = api.solve_pose(robot.model, ctx.xp.asarray(pq), tips=tips, weights=w,
+                                 seeds=seed, config=cfg, solver=solver,
+                                 should_stop=ctx.should_stop, group=group)
         q = np.asarray(to_numpy(res.q), dtype=np.float64).reshape(1, -1)
         status = int(res.status[0])
         pe, re = float(res.position_error[0]), float(res.orientation_error[0])

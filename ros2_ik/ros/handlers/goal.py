@@ -13,6 +13,7 @@ from sensor_msgs.msg import JointState
 
 from .. import codes
 from ..conversions import f64_array
+from ..executor import quiet_events
 from . import compute_ik
 
 __all__ = ["register", "QUEUE"]
@@ -24,7 +25,8 @@ QUEUE = 1000
 
 
 def register(w, callback_group) -> None:
-    solution = w.node.create_publisher(JointState, "~/solution", QUEUE)
+    solution = w.node.create_publisher(JointState, "~/solution", QUEUE,
+                                        event_callbacks=quiet_events(publisher=True))
 
     def solve(ctx, msg: PoseStamped) -> None:
         req = ComputeIK.Request()

@@ -33,7 +33,7 @@ from ...reach import Box, Sphere, Study, StudyConfig, from_poses, grid_targets, 
 from .. import codes
 from ..codes import RequestError, code_of_exception
 from ..conversions import as_f64, f64_array
-from ..executor import WorkerActionServer, goal_finisher
+from ..executor import WorkerActionServer, goal_finisher, quiet_events
 from ..params import ik_config
 from ..request import NO_MODEL_MESSAGE
 
@@ -62,7 +62,8 @@ class ReachStudyServer:
     def __init__(self, w):
         self._w = w
         self._contexts: dict = {}
-        self.map_pub = w.node.create_publisher(PointCloud2, "~/reach_map", MAP_QOS)
+        self.map_pub = w.node.create_publisher(PointCloud2, "~/reach_map", MAP_QOS,
+                                               event_callbacks=quiet_events(publisher=True))
         server = self
 
         class Server(WorkerActionServer):
