@@ -49,7 +49,7 @@ def test_cupy_backend_request_without_gpu_is_a_clear_error():
 LAYERS = (
     ("ros2_ik.errors", "ros2_ik.validate", "ros2_ik.backend", "ros2_ik.robots"),
     ("ros2_ik.model",),
-    ("ros2_ik.kinematics",),
+    ("ros2_ik.kinematics", "ros2_ik.world"),
     ("ros2_ik.ik",),
     ("ros2_ik.backends",),
     ("ros2_ik.api",),

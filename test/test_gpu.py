@@ -222,8 +222,12 @@ def test_a_broken_generator_fails_the_comparison(case_models, monkeypatch):
     a = IKSolver(m, tips, cfg).solve(T)  # built before the breakage
     b = cuda_text_on_the_host(m, tips, T, W, 1, cfg, "float64")
     np.testing.assert_array_equal(a.q, b[:, :m.nq])
-    real_lit = codegen._lit
-    monkeypatch.setattr(codegen, "_lit", lambda x: real_lit(float(x) * (1 + 1e-7)))
+    from ros2_ik.backends import ctext
+
+    real_lit = ctext.lit
+    broken = lambda x: real_lit(float(x) * (1 + 1e-7))  # noqa: E731
+    monkeypatch.setattr(ctext, "lit", broken)
+    monkeypatch.setattr(codegen, "_lit", broken)
     b = cuda_text_on_the_host(m, tips, T, W, 1, cfg, "float64")
     assert not np.array_equal(a.q, b[:, :m.nq])
 

@@ -28,7 +28,8 @@ _POSE_TYPES = (PoseObjective, PositionObjective, OrientationObjective)
 def solve_pose(model: Model, targets, *, tips: Sequence[str] | str | None = None,
                weights=(1, 1, 1, 1, 1, 1), seeds=None, config: IKConfig | None = None,
                solver: str = "dls", regularizers: Sequence[Objective] = (),
-               should_stop=None, group=None, backend: str = "auto") -> IKResult:
+               should_stop=None, group=None, backend: str = "auto", world=None,
+               collision=None) -> IKResult:
     """Pose IK for one or several tips.
 
     Args:
@@ -47,8 +48,13 @@ def solve_pose(model: Model, targets, *, tips: Sequence[str] | str | None = None
             :meth:`ros2_ik.model.Srdf.group`): the solve moves only the group's joints (every
             other coordinate is the seed's), and its chain's tip is the default tip.
         backend: "auto" (default), "host", "cuda" or "reference" (:data:`.solver.BACKENDS`).
+        world: with ``config.avoid_collisions``, the :class:`~ros2_ik.world.World` the answers
+            keep clear of (None: self-collision only).
+        collision: with ``config.avoid_collisions``, the robot's collision model (default:
+            :func:`ros2_ik.model.collision.collision_model` of ``model``).
     Returns:
-        :class:`IKResult`; every success verified by FK against the tolerances and limits.
+        :class:`IKResult`; every success verified by FK against the tolerances and limits (and,
+        with collision avoidance, by the exact distances of its ``clearance``).
     """
     t_call = time.perf_counter()  # the timeout counts from here
     if group is not None:
@@ -64,16 +70,18 @@ def solve_pose(model: Model, targets, *, tips: Sequence[str] | str | None = None
     if regularizers:
         t = check_targets(targets, tips, xp)
         objs = [PoseObjective(model, tip, t[:, k], weights) for k, tip in enumerate(tips)]
+        s = prepared_solver(model, tips, cfg, solver, "reference", xp, collision)
         return reference_solve(model, objs, seeds=seeds, config=cfg, solver=solver,
                                regularizers=regularizers, should_stop=should_stop,
-                               start_time=t_call)
+                               start_time=t_call,
+                               collision=s.collision_objective(s._check_world(world)))
     t_prep = time.perf_counter()
-    s = prepared_solver(model, tips, cfg, solver, backend, xp)
+    s = prepared_solver(model, tips, cfg, solver, backend, xp, collision)
     # the timeout counts from the call, less the preparation of the solver (a one-time build
     # of its kernels: seconds of g++ for a robot this machine has not seen)
     t_call += time.perf_counter() - t_prep
     return s.solve(targets, seeds=seeds, weights=weights, should_stop=should_stop,
-                   timeout=cfg.timeout, start_time=t_call)
+                   timeout=cfg.timeout, start_time=t_call, world=world)
 
 
 def solve_ik(model: Model, objectives: Sequence[Objective], *, seeds=None,

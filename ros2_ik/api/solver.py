@@ -30,7 +30,7 @@ from typing import Sequence
 import numpy as np
 
 from ..backend import get_xp
-from ..errors import BackendUnavailableError, InvalidInputError, ShapeError
+from ..errors import BackendUnavailableError, InputTypeError, InvalidInputError, ShapeError
 from ..ik.batch import RESULT_COST, reference_solve
 from ..backends.result import result_of
 from ..ik.checks import SOLVERS, check_call_options, check_seed_shape
@@ -49,6 +49,8 @@ BACKENDS = ("auto", "host", "cuda", "reference")
 MAX_COLUMNS = 48
 #: most coordinates of a model a compiled solver is generated for (each has its own lines)
 MAX_COORDINATES = 512
+#: whether the CUDA backend carries the collision terms
+COMPILED_COLLISIONS_GPU = False
 
 _log = logging.getLogger("ros2_ik.api")
 
@@ -100,11 +102,15 @@ class IKSolver:
         solver: "dls", "ccd" or "ccd+dls" (:data:`ros2_ik.ik.SOLVERS`).
         backend: one of :data:`BACKENDS`.
         xp: the array module of the inputs (NumPy, or CuPy for the GPU).
+        collision: the robot's :class:`~ros2_ik.model.collision.CollisionModel` when
+            ``config.avoid_collisions`` (default: the model's own,
+            :func:`ros2_ik.model.collision.collision_model`); the world is given per
+            :meth:`solve`.
     """
 
     def __init__(self, model: Model, tips: Sequence[str] | str | None = None,
                  config: IKConfig | None = None, *, solver: str = "dls",
-                 backend: str = "auto", xp=np):
+                 backend: str = "auto", xp=np, collision=None):
         self.model = model
         tips = model.tips if tips is None else tips
         self.tips = tuple(check_names(tips, "tips"))
@@ -115,6 +121,19 @@ class IKSolver:
         self.config = check_call_options(config, solver, None)
         self.solver = solver
         self.xp = xp
+        self.collision = None
+        if self.config.avoid_collisions:
+            from ..model.collision import CollisionModel, collision_model  # noqa: PLC0415
+
+            if collision is None:
+                collision = collision_model(model)
+            elif not isinstance(collision, CollisionModel):
+                raise InputTypeError(f"collision must be a CollisionModel (collision_model("
+                                     f"model, ...)), got {describe(collision)}")
+            if solver == "ccd":
+                raise InvalidInputError("collision avoidance needs solver 'dls' or 'ccd+dls' "
+                                        "(CCD alone does not see collisions)")
+            self.collision = collision
         if not isinstance(backend, str) or backend not in BACKENDS:
             raise InvalidInputError(f"backend must be one of {BACKENDS}, got {describe(backend)}")
         self.backend, self.reason, self._impl = self._choose(backend)
@@ -129,6 +148,12 @@ class IKSolver:
         if chain is None:
             return ("a joint on a tip's path is not revolute, continuous, prismatic or fixed, "
                     "or no joint moves a tip")
+        if self.collision is not None:
+            if gpu and not COMPILED_COLLISIONS_GPU:
+                return "collision avoidance on a GPU runs on the reference"
+            if chain_of(self.model, self.tips, self.collision) is None:
+                return ("a joint on a collision link's path is not revolute, continuous, "
+                        "prismatic or fixed")
         if chain.nc > MAX_COLUMNS:
             return (f"{chain.nc} joints move the tips: the compiled source unrolls its matrices "
                     f"up to {MAX_COLUMNS}")
@@ -169,7 +194,7 @@ class IKSolver:
         from ..backends.codegen import chain_of  # noqa: PLC0415
 
         m, cfg = self.model, self.config
-        chain = chain_of(m, self.tips)
+        chain = chain_of(m, self.tips, self.collision)
         K = int(cfg.num_seeds)
         rnd = restart_seeds(m, K, cfg.rng_seed, movable_coordinates(m, self.tips))[0]
         if which == "host":
@@ -182,7 +207,8 @@ class IKSolver:
 
     # ------------------------------------------------------------------ solve
     def solve(self, targets, *, seeds=None, weights=(1, 1, 1, 1, 1, 1), should_stop=None,
-              timeout: float | None = ..., start_time: float | None = None) -> IKResult:
+              timeout: float | None = ..., start_time: float | None = None,
+              world=None) -> IKResult:
         """Solve P pose problems.
 
         Args:
@@ -195,8 +221,11 @@ class IKSolver:
             timeout: [s] overrides ``config.timeout`` (None: no limit).
             start_time: ``time.perf_counter()`` when the caller's call began (the timeout
                 counts from there); default now.
+            world: the :class:`~ros2_ik.world.World` the answers must keep clear of (with
+                ``config.avoid_collisions``; None: self-collision only).
         Returns:
-            :class:`IKResult`; every success verified by FK against the tolerances and limits.
+            :class:`IKResult`; every success verified by FK against the tolerances and limits
+            (and, with collision avoidance, by the exact distances: ``clearance``).
         """
         t0 = time.perf_counter() if start_time is None else float(start_time)
         check_call_options(self.config, self.solver, should_stop)
@@ -204,18 +233,44 @@ class IKSolver:
         cfg = self.config
         if timeout is not ... and timeout != cfg.timeout:
             cfg = _with_timeout(cfg, timeout)
+        world = self._check_world(world)
         if self._impl is None:
             per_tip = getattr(weights, "ndim", 0) == 3  # (P, T, 6): solve_ik's objectives
             objs = [PoseObjective(self.model, tip, t[:, k], weights[:, k] if per_tip else weights)
                     for k, tip in enumerate(self.tips)]
             return reference_solve(self.model, objs, seeds=seeds, config=cfg,
-                                   solver=self.solver, should_stop=should_stop, start_time=t0)
+                                   solver=self.solver, should_stop=should_stop, start_time=t0,
+                                   collision=self.collision_objective(world))
         if self.backend == "cuda":
             return self._impl.solve(t, seeds=seeds, weights=weights, should_stop=should_stop,
                                     timeout=cfg.timeout, start_time=t0)
-        return self._solve_host(t, seeds, weights, should_stop, cfg.timeout, t0)
+        return self._solve_host(t, seeds, weights, should_stop, cfg.timeout, t0, world)
 
-    def _solve_host(self, t, seeds, weights, should_stop, timeout, t0) -> IKResult:
+    def _check_world(self, world):
+        if world is None:
+            return None
+        from ..world import World  # noqa: PLC0415
+
+        if not isinstance(world, World):
+            raise InputTypeError(f"world must be a ros2_ik.world.World, got {describe(world)}")
+        if self.collision is None and len(world):
+            raise InvalidInputError("a world was given but collision avoidance is off; build "
+                                    "the solver with IKConfig(avoid_collisions=True)")
+        return world
+
+    def collision_objective(self, world=None):
+        """The :class:`~ros2_ik.ik.collision.CollisionObjective` of this solver's options and
+        ``world``, or None with collision avoidance off."""
+        if self.collision is None:
+            return None
+        from ..ik.collision import CollisionObjective  # noqa: PLC0415
+
+        c = self.config
+        return CollisionObjective(self.model, self.collision, world, margin=c.collision_margin,
+                                  activation=c.collision_activation, weight=c.collision_weight,
+                                  self_collisions=c.self_collisions)
+
+    def _solve_host(self, t, seeds, weights, should_stop, timeout, t0, world) -> IKResult:
         m = self.model
         P, T = t.shape[0], t.shape[1]
         K = int(self.config.num_seeds)
@@ -240,10 +295,13 @@ class IKSolver:
                 RESULT_COST.check(P, m.nq, t0 + timeout)
             reserve = RESULT_COST.estimate(P, m.nq) if P >= RESULT_COST.MIN_ROWS else 0.0
             budget = max(0, int((timeout - reserve - (time.perf_counter() - t0)) * 1e9))
+        obs = None if world is None else world.packed()
         out, stopped = self._impl.solve(t, w, s, should_stop=should_stop, budget_ns=budget,
-                                        clock0=time.monotonic_ns())
+                                        clock0=time.monotonic_ns(), obs=obs)
         t_out = time.perf_counter()
-        r = result_of(m, self.config, out, s, t0)
+        r = result_of(m, self.config, out, s, t0,
+                      collision=None if self.collision is None else
+                      self.collision_objective(world))
         RESULT_COST.record(P, m.nq, time.perf_counter() - t_out)
         return r
 
@@ -302,19 +360,22 @@ _prepared_lock = threading.Lock()
 
 
 def prepared_solver(model: Model, tips, config: IKConfig, solver: str = "dls",
-                    backend: str = "auto", xp=np) -> IKSolver:
+                    backend: str = "auto", xp=np, collision=None) -> IKSolver:
     """The :class:`IKSolver` of these arguments, built on first use and kept with the model
     (the :data:`PREPARED_MAX` most recent; its ``timeout`` is passed per call, so a config
     that differs only in it shares the solver)."""
     cfg = _with_timeout(config, None)
-    key = (tuple(tips), cfg, solver, backend, xp.__name__)
+    if not cfg.avoid_collisions:
+        collision = None
+    key = (tuple(tips), cfg, solver, backend, xp.__name__, collision)
     cache = model.memo("api.solver.prepared", "least recently used first", OrderedDict)
     with _prepared_lock:
         s = cache.get(key)
         if s is not None:
             cache.move_to_end(key)
             return s
-    s = IKSolver(model, list(tips), cfg, solver=solver, backend=backend, xp=xp)
+    s = IKSolver(model, list(tips), cfg, solver=solver, backend=backend, xp=xp,
+                 collision=collision)
     with _prepared_lock:
         s = cache.setdefault(key, s)
         while len(cache) > PREPARED_MAX:

@@ -54,6 +54,8 @@ from ..model.chain import chain_table
 from ..validate import ROTATION_TOL
 from . import interface
 from . import sincos as sc
+from .ctext import lin as _lin
+from .ctext import lit as _lit
 
 __all__ = ["Chain", "chain_of", "solve_source", "frames_source", "host_variant", "HOST_SHIM",
            "DTYPES", "source_hash", "Dialect", "SCALAR", "VECTOR", "LANES"]
@@ -152,6 +154,8 @@ _PRELUDE = r"""
 // a choice between two values both computed (the scalar dialect's select; the vector one's
 // is lane-wise, see the lanes' types)
 template <typename T> R2IK_FN T r2ik_sel(bool c, T a, T b) { return c ? a : b; }
+// "any lane": a bool is one lane (the vector dialect's mask has its own)
+R2IK_FN bool r2ik_any_m(bool c) { return c; }
 """
 
 
@@ -220,6 +224,8 @@ class Chain:
     mimic: tuple
     post: np.ndarray
     colq: tuple
+    #: the collision model in the generator's form (None: collisions not compiled in)
+    coll: object = None
 
     @property
     def T(self) -> int:
@@ -230,10 +236,12 @@ class Chain:
         return len(self.colq)
 
 
-def chain_of(model: Model, tips) -> Chain | None:
+def chain_of(model: Model, tips, collision=None) -> Chain | None:
     """The chain data for ``tips`` (link names or indices), or None when a joint on a path is
     not revolute, continuous, prismatic or fixed (the generator covers 1-DOF chains only) or no
-    joint on the paths can move (nothing to solve for; the reference answers those)."""
+    joint on the paths can move (nothing to solve for; the reference answers those). With a
+    ``collision`` model (:class:`ros2_ik.model.collision.CollisionModel`) the solve kernels
+    carry the collision terms (None also when a collision link's path has another joint)."""
     if isinstance(tips, str) or not len(tips):
         if not isinstance(tips, str):
             raise InvalidInputError("no tips given for the generated kernels")
@@ -241,46 +249,22 @@ def chain_of(model: Model, tips) -> Chain | None:
     c = chain_table(model, tips)
     if c is None or c.nc == 0:
         return None
+    coll = None
+    if collision is not None:
+        from .codegen_collision import collision_chain  # noqa: PLC0415
+
+        coll = collision_chain(model, collision, c.colq)
+        if coll is None:
+            return None
     return Chain(model=model, tips=c.tips, starts=tuple(int(s) for s in c.starts),
                  pre=c.pre, axis=c.axis, prismatic=tuple(bool(t) for t in c.prismatic),
                  qi=tuple(int(i) for i in c.qi), mult=tuple(float(v) for v in c.mult),
                  off=tuple(float(v) for v in c.off), col=tuple(int(v) for v in c.col),
                  link=tuple(int(l) for l in c.link), mimic=tuple(bool(m) for m in c.mimic),
-                 post=c.post, colq=tuple(int(v) for v in c.colq))
+                 post=c.post, colq=tuple(int(v) for v in c.colq), coll=coll)
 
 
 # ------------------------------------------------------------------ expression helpers
-
-def _lit(x: float) -> str:
-    """A C literal of the float64 value x (shortest round-trip repr), cast to the scalar S."""
-    x = float(x)
-    if not math.isfinite(x):
-        raise InvalidInputError(f"non-finite constant {x} cannot be baked into a kernel")
-    s = repr(x)
-    if "e" not in s and "." not in s:
-        s += ".0"
-    return f"S({s})"
-
-
-def _lin(terms) -> str | None:
-    """Left-to-right sum of ``coef * expr`` terms (coef a float64 literal, or None for a runtime
-    factor already in expr); literal zeros dropped, ones folded. None when nothing is left."""
-    out = None
-    for coef, expr in terms:
-        if coef is not None and coef == 0.0:
-            continue
-        if coef is None or coef == 1.0:
-            t, neg = expr, False
-        elif coef == -1.0:
-            t, neg = expr, True
-        else:
-            t, neg = f"{expr} * {_lit(coef)}", False
-        if out is None:
-            out = f"(-{t})" if neg else t
-        else:
-            out = f"{out} {'-' if neg else '+'} {t}"
-    return out
-
 
 class _Emit:
     def __init__(self):
@@ -462,7 +446,7 @@ def _joint_frame_decl(ch: Chain, T: str = "S") -> str:
 
 def _qvars(ch: Chain):
     """The q coordinates the chains read or move, in order, and a namer for them."""
-    used = sorted(set(ch.qi) | set(ch.colq))
+    used = sorted(set(ch.qi) | set(ch.colq) | set(ch.coll.qi if ch.coll is not None else ()))
     return used, (lambda i: f"q{i}")
 
 
@@ -591,13 +575,19 @@ def _emit_jacobian(e: _Emit, ch: Chain, name: str):
 
 
 
-def _emit_common(e: _Emit, ch: Chain):
+def _emit_common(e: _Emit, ch: Chain, check: bool = True):
     """The templates every rendering instantiates: SO(3) log, evaluate (cost, errors, joint
-    frames), errors only, and the residual Jacobian."""
+    frames), errors only, and the residual Jacobian; with a collision model its terms (and,
+    with ``check``, the float64 exact check the select kernel runs)."""
     _emit_so3_log(e)
     _emit_evaluate(e, ch, "r2ik_eval", frames=True, sincos=True)
     _emit_evaluate(e, ch, "r2ik_errors", frames=False, sincos=True)
     _emit_jacobian(e, ch, "r2ik_jac_residual")
+    if ch.coll is not None:
+        from .codegen_collision import emit_collision  # noqa: PLC0415
+
+        used, qv = _qvars(ch)
+        emit_collision(e, ch.coll, ch.nc, used, qv, check)
 
 
 def _frame_args(ch: Chain) -> str:
@@ -671,21 +661,26 @@ def _emit_turn_inside(e: _Emit, moved, lo, hi, around, var: str, inside: str):
         e(f"{inside} = {inside} && {v} >= {a} && {v} <= {b};")
 
 
-def _emit_lm_step(e: _Emit, ch: Chain, d: Dialect, nz, lo, hi, around):
+def _emit_lm_step(e: _Emit, ch: Chain, d: Dialect, nz, lo, hi, around, coll: bool = False):
     """The LM step ``dq`` of a row (or of every lane) from ``r``, ``J``, ``lam``, ``cost`` and
     the joint values ``q<i>``: the normal equations with the damping of ``ik/lm.py``
     (``lambda (diag(J^T J) + E + 1e-9)``), Cholesky and substitutions, solved again (one more
     pass) without the joints at a limit the step pushes further out. The caller declares
     ``H0``, ``g``, ``dq``, ``blocked`` (all false) and ``release`` (rows in a limit excursion,
-    whose revolute joints are never blocked)."""
+    whose revolute joints are never blocked). ``coll``: the collision rows' ``J^T J`` and
+    ``J^T r`` (``Hc``, ``gc``) are added to the goals' ones."""
     nc, m = ch.nc, 6 * ch.T
     zero, one = "V(S(0))", "V(S(1))"
     for a in range(nc):
         s = "".join(f" acc = acc + J[{i * nc + a}] * r[{i}];" for i in range(m) if nz[i, a])
+        if coll:
+            s += f" acc = acc + gc[{a}];"
         e(f"{{ V acc = {zero};{s} g[{a}] = acc; }}")
         for b in range(a + 1):
             terms = [i for i in range(m) if nz[i, a] and nz[i, b]]
             s = "; ".join(f"acc = acc + J[{i * nc + a}] * J[{i * nc + b}]" for i in terms)
+            if coll:
+                s = (s + "; " if s else "") + f"acc = acc + Hc[{a * nc + b}]"
             e(f"{{ V acc = {zero}; {s + ';' if s else ''} H0[{a * nc + b}] = acc; "
               f"H0[{b * nc + a}] = acc; }}")
     for a in range(nc):
@@ -788,6 +783,9 @@ def _emit_lm_rows(e: _Emit, ch: Chain, d: Dialect):
             "unsigned char* R2IK_RESTRICT started, S* R2IK_RESTRICT q_out, "
             "unsigned char* R2IK_RESTRICT conv_o, int* R2IK_RESTRICT iters_o, "
             "S* R2IK_RESTRICT pe_o, S* R2IK_RESTRICT re_o, unsigned char* R2IK_RESTRICT tout_o")
+    coll = ch.coll is not None
+    if coll:  # the world (ros2_ik.world.World.packed), read by every row
+        args += ", const double* R2IK_RESTRICT obs, long long n_obs"
     with e.block(f"R2IK_FN void r2ik_lm_rows({args})"):
         e("const S tol_p = S(opt->position_tolerance), tol_r = S(opt->orientation_tolerance);")
         e("const S lam0 = S(opt->lambda_initial), lmin = S(opt->lambda_min), "
@@ -798,6 +796,14 @@ def _emit_lm_rows(e: _Emit, ch: Chain, d: Dialect):
         e("const long long exc_n = opt->excursion_iterations, exc_stall = opt->excursion_stall;")
         e("const bool speed = opt->solve_mode == R2IK_MODE_SPEED;")
         e("const long long r0 = p_begin * K;  // the first output row")
+        if coll:
+            e("const S marg = S(opt->collision_margin), act = S(opt->collision_activation), "
+              "wgt = S(opt->collision_weight);")
+            e("const bool self_on = opt->self_collisions != 0;")
+            e("// the collision rows' J^T J and J^T r where a row stands, at its trial, and the "
+              "smallest distance")
+            e(f"V Hc[{nc * nc}] = {{}}, gc[{nc}] = {{}}, Hc2[{nc * nc}] = {{}}, gc2[{nc}] = {{}};")
+            e("V clr = V(S(0)), clr2 = V(S(0));")
         qv = ", ".join(f"q{i}" for i in used)
         e(f"V {qv};")
         if d.vector:  # each lane's goal, copied in when it takes a problem
@@ -876,7 +882,7 @@ def _emit_lm_rows(e: _Emit, ch: Chain, d: Dialect):
                 e(f"bool rel[{L}];")
                 e(f"for (int l = 0; l < {L}; ++l) rel[l] = phase[l] == 1;")
                 e("const M release = " + d.mask("rel") + ";")
-                _emit_lm_step(e, ch, d, nz, lo, hi, around)
+                _emit_lm_step(e, ch, d, nz, lo, hi, around, coll)
                 for a in range(nc):
                     i = ch.colq[a]
                     with e.block(""):
@@ -889,8 +895,11 @@ def _emit_lm_rows(e: _Emit, ch: Chain, d: Dialect):
                             _emit_clip_sel(e, d, "v", i, lo, hi, around)
                         e(f"q{i} = r2ik_sel(initm, q{i}, v);")
             e("V pe2, re2;")
-            e(f"const V cost2 = r2ik_eval<V>({_q_args(ch)}, tg, wv, r2, pe2, re2, "
-              f"{_frame_args(ch)});")
+            e(f"{'V' if coll else 'const V'} cost2 = r2ik_eval<V>({_q_args(ch)}, tg, wv, r2, "
+              f"pe2, re2, {_frame_args(ch)});")
+            if coll:
+                e(f"cost2 = cost2 + r2ik_coll<V>({_q_args(ch)}, obs, n_obs, self_on, V(marg), "
+                  "V(act), V(wgt), clr2, Hc2, gc2);")
             e("// accepted (or initial) lanes take the trial; the others go back. The reference")
             e("// is the seed's cost in a lane's first nonmono iterations (ik/lm.py)")
             e(f"bool nmb[{L}];")
@@ -913,9 +922,16 @@ def _emit_lm_rows(e: _Emit, ch: Chain, d: Dialect):
                 for k in range(m * nc):
                     if nz[k // nc, k % nc]:
                         e(f"J[{k}] = r2ik_sel(acc, J2[{k}], J[{k}]);")
+                if coll:
+                    e(f"for (int i = 0; i < {nc * nc}; ++i) Hc[i] = r2ik_sel(acc, Hc2[i], Hc[i]);")
+                    e(f"for (int i = 0; i < {nc}; ++i) gc[i] = r2ik_sel(acc, gc2[i], gc[i]);")
+                    e("clr = r2ik_sel(acc, clr2, clr);")
             for a in range(nc):
                 e(f"q{ch.colq[a]} = r2ik_sel(acc, q{ch.colq[a]}, qs[{a}]);")
-            e(f"const M okm = {d.and_('pe_r <= V(tol_p)', 're_r <= V(tol_r)')};")
+            ok_terms = ["pe_r <= V(tol_p)", "re_r <= V(tol_r)"]
+            if coll:  # and clear by the margin
+                ok_terms.append("clr >= V(marg)")
+            e(f"const M okm = {d.and_(*ok_terms)};")
             e("// per lane: the loop test of ik/lm.py, then the flags and the clock")
             e("int stopped = -1;  // *stop, read when first needed")
             e("const unsigned long long now = deadline != 0ull ? r2ik_now() : 0ull;")
@@ -1041,6 +1057,10 @@ def _emit_lm_kernel(e: _Emit, ch: Chain):
             "const volatile int* stop, volatile int* done, S* R2IK_RESTRICT q_out, "
             "unsigned char* R2IK_RESTRICT conv_o, int* R2IK_RESTRICT iters_o, "
             "S* R2IK_RESTRICT pe_o, S* R2IK_RESTRICT re_o, unsigned char* R2IK_RESTRICT tout_o")
+    world = ""
+    if ch.coll is not None:
+        args += ", const double* R2IK_RESTRICT obs, long long n_obs"
+        world = ", obs, n_obs"
     with e.kernel("r2ik_lm", args):
         e("const long long row = R2IK_ROW;")
         e("if (row >= P * (long long)K) return;")
@@ -1048,7 +1068,7 @@ def _emit_lm_kernel(e: _Emit, ch: Chain):
           "clock0[0] + (unsigned long long)params[0];")
         e("r2ik_s::r2ik_lm_rows(0, P, row, K, seeds, seed_stride, rnd, start, tgt_all, w_all, "
           "w_stride, active, opt, deadline, stop, done, (unsigned char*)0, q_out, conv_o, "
-          "iters_o, pe_o, re_o, tout_o);")
+          f"iters_o, pe_o, re_o, tout_o{world});")
 
 
 def _emit_ccd_kernel(e: _Emit, ch: Chain):
@@ -1201,6 +1221,8 @@ def _emit_select_kernel(e: _Emit, ch: Chain):
             "const double* R2IK_RESTRICT w64, long long w_stride, "
             "const r2ik_options* R2IK_RESTRICT opt, const volatile int* stop, "
             "double* R2IK_RESTRICT out")
+    if ch.coll is not None:
+        args += ", const double* R2IK_RESTRICT obs, long long n_obs"
     with e.kernel("r2ik_select", args):
         e("const long long i = R2IK_ROW;")
         e("if (i >= P) return;")
@@ -1224,6 +1246,7 @@ def _emit_select_kernel(e: _Emit, ch: Chain):
               "R2IK_STATUS_PREEMPTED : R2IK_STATUS_TIMED_OUT;")
             e("f[R2IK_OUT_POSITION_ERROR] = f[R2IK_OUT_ORIENTATION_ERROR] = r2ik_nan();")
             e("f[R2IK_OUT_ITERATIONS] = 0; f[R2IK_OUT_SEED_INDEX] = 0; f[R2IK_OUT_FLAGS] = fl;")
+            e("f[R2IK_OUT_CLEARANCE] = r2ik_nan(); f[R2IK_OUT_PAIR] = -1;")
             e("return;")
         e("const double* sd = seeds + p * seed_stride;")
         e("const bool distance = opt->solve_mode == R2IK_MODE_DISTANCE;")
@@ -1260,12 +1283,50 @@ def _emit_select_kernel(e: _Emit, ch: Chain):
         e(f"r2ik_errors<double>({', '.join(f'o[{i}]' for i in used)}, tgt64 + p * {16 * T}, "
           "w64 + p * w_stride, r, pe64, re64);")
         e("const bool ok = pe64 <= tol_p && re64 <= tol_r;  // verified by FK; q is clipped")
+        e("double clr64 = INFINITY; long long which = -1;")
+        if ch.coll is not None:  # the exact distances of the answer (ik/batch.py's select)
+            e(f"r2ik_coll_min({', '.join(f'o[{i}]' for i in used)}, obs, n_obs, "
+              "opt->self_collisions != 0, opt->collision_margin, opt->collision_activation, "
+              "clr64, which);")
+        e("const bool hit = ok && clr64 < opt->collision_margin;")
         e(f"double* f = o + {nq};")
-        e("f[R2IK_OUT_STATUS] = ok ? R2IK_STATUS_CONVERGED : *stop != 0 ? R2IK_STATUS_PREEMPTED "
-          ": any_t ? R2IK_STATUS_TIMED_OUT : R2IK_STATUS_NOT_CONVERGED;")
+        e("f[R2IK_OUT_STATUS] = hit ? R2IK_STATUS_IN_COLLISION : ok ? R2IK_STATUS_CONVERGED : "
+          "*stop != 0 ? R2IK_STATUS_PREEMPTED : any_t ? R2IK_STATUS_TIMED_OUT : "
+          "R2IK_STATUS_NOT_CONVERGED;")
+        e("f[R2IK_OUT_CLEARANCE] = clr64; f[R2IK_OUT_PAIR] = (double)which;")
         e("f[R2IK_OUT_POSITION_ERROR] = pe64; f[R2IK_OUT_ORIENTATION_ERROR] = re64;")
         e("f[R2IK_OUT_ITERATIONS] = (double)iters[row]; f[R2IK_OUT_SEED_INDEX] = (double)best; "
           "f[R2IK_OUT_FLAGS] = fl;")
+
+
+def _emit_coll_terms_kernel(e: _Emit, ch: Chain):
+    """``r2ik_coll_terms``: per configuration, the collision terms the LM rows add (cost, the
+    smallest distance, ``J^T J`` and ``J^T r`` over the columns ``colq``), for the tests that
+    hold them against the reference (``ik/collision.py``), and the exact check's distance and
+    pair."""
+    nq, nc = ch.model.nq, ch.nc
+    used, _ = _qvars(ch)
+    W = 4 + nc * nc + nc
+    e(f"""
+// out (B, {W}): cost, smallest distance, exact check's distance, its pair, H ({nc}x{nc}), g""")
+    args = ("long long B, const double* R2IK_RESTRICT q_all, const double* R2IK_RESTRICT obs, "
+            "long long n_obs, const r2ik_options* R2IK_RESTRICT opt, double* R2IK_RESTRICT out")
+    with e.kernel("r2ik_coll_terms", args):
+        e("const long long b = R2IK_ROW;")
+        e("if (b >= B) return;")
+        e(f"const double* q = q_all + b * {nq};")
+        e(f"S H[{nc * nc}], g[{nc}], clear;")
+        e(f"const S cost = r2ik_coll<S>({', '.join(f'S(q[{i}])' for i in used)}, obs, n_obs, "
+          "opt->self_collisions != 0, S(opt->collision_margin), S(opt->collision_activation), "
+          "S(opt->collision_weight), clear, H, g);")
+        e("double d64; long long which;")
+        e(f"r2ik_coll_min({', '.join(f'q[{i}]' for i in used)}, obs, n_obs, "
+          "opt->self_collisions != 0, opt->collision_margin, opt->collision_activation, d64, "
+          "which);")
+        e(f"double* o = out + b * {W};")
+        e("o[0] = (double)cost; o[1] = (double)clear; o[2] = d64; o[3] = (double)which;")
+        e(f"for (int i = 0; i < {nc * nc}; ++i) o[4 + i] = (double)H[i];")
+        e(f"for (int i = 0; i < {nc}; ++i) o[{4 + nc * nc} + i] = (double)g[i];")
 
 
 def _header(ch: Chain, scalar: str, what: str) -> str:
@@ -1323,6 +1384,7 @@ static inline Mv operator|(Mv a, Mv b) { return Mv(a.x | b.x); }
 static inline Mv operator~(Mv a) { return Mv(~a.x); }
 #define R2IK_LANEWISE for (int l = 0; l < R2IK_L; ++l)
 static inline bool r2ik_any(Mv a) { R2IK_LANEWISE if (a.x[l]) return true; return false; }
+static inline bool r2ik_any_m(Mv a) { return r2ik_any(a); }
 static inline Mv r2ik_mask(const bool* b) {
   r2ik_mv m; R2IK_LANEWISE m[l] = b[l] ? -1 : 0; return Mv(m);
 }
@@ -1370,7 +1432,7 @@ def _rows_namespace(ch: Chain, d: Dialect) -> str:
         e("namespace r2ik_s {")
     e(_dialect_prelude(d))
     if d.vector:
-        _emit_common(e, ch)
+        _emit_common(e, ch, check=False)
     _emit_lm_rows(e, ch, d)
     e("}  // namespace")
     return e.text()
@@ -1401,6 +1463,8 @@ def solve_source(ch: Chain, dtype="float32", *, host: bool = False, lanes: int |
     if ch.T == 1:
         _emit_ccd_kernel(e, ch)
     _emit_select_kernel(e, ch)
+    if ch.coll is not None:
+        _emit_coll_terms_kernel(e, ch)
     if not host:
         return e.text()
     n = LANES if lanes is None else int(lanes)
@@ -1436,8 +1500,10 @@ def _solve_driver(ch: Chain) -> str:
                &clock0, params, stop, qc, cv, sw, per, rer, to);
     st = qc;
   }}"""
-    lm = """r2ik_lm_rows(a->p_begin, a->p_end, -1, (int)K, seeds, a->seed_stride, rnd, st, tgt, w,
-                   a->w_stride, act, opt, deadline, stop, dn, stt, qr, cv, it, per, rer, to);"""
+    world = ", (const double*)a->obs, a->n_obs" if ch.coll is not None else ""
+    lm = f"""r2ik_lm_rows(a->p_begin, a->p_end, -1, (int)K, seeds, a->seed_stride, rnd, st, tgt, w,
+                   a->w_stride, act, opt, deadline, stop, dn, stt, qr, cv, it, per, rer,
+                   to{world});"""
     return f"""
 // ---- the host driver
 extern "C" int r2ik_lanes_used(void) {{
@@ -1495,7 +1561,7 @@ extern "C" int r2ik_solve_host(const r2ik_solve_args* a) {{
   }}
   for (r2ik_row_ = 0; r2ik_row_ < P; ++r2ik_row_)
     r2ik_select(P, a->p_begin, (int)K, qr, cv, it, per, rer, to, stt, fl, seeds, a->seed_stride,
-                tgt, w, a->w_stride, opt, stop, (double*)a->out);
+                tgt, w, a->w_stride, opt, stop, (double*)a->out{world});
   if (N > (1 << 16)) {{  // a large slice's work memory goes back (a small one's is reused)
     std::vector<double>().swap(q_rows); std::vector<double>().swap(pe);
     std::vector<double>().swap(re); std::vector<double>().swap(start);

@@ -341,6 +341,8 @@ SLICES_PER_THREAD = 4
 MAX_SLICE_ROWS = 1 << 16
 #: problems of a call that reuses the per-thread buffers (no allocation, known addresses)
 SMALL = 16
+#: the world of a solve without obstacles (a valid address, no rows)
+_NO_OBSTACLES = np.zeros((1, 16))[:0]
 
 
 def _address(a: np.ndarray) -> int:
@@ -367,6 +369,7 @@ class _Small:
         w[_ARG["tgt"]] = _address(self.tgt)
         w[_ARG["out"]] = _address(self.out)
         w[_ARG["stop"]] = self.stop.address
+        w[_ARG["obs"]] = _address(_NO_OBSTACLES)
         self.seeds_addr = _address(self.seeds)
         self.w_addr = _address(self.w)
         self.tgt00 = self.seed0 = None  # views a prepared one-goal caller keeps
@@ -407,19 +410,26 @@ class HostSolver:
         return s
 
     def solve(self, targets, weights, seeds, *, should_stop=None, budget_ns: int = -1,
-              clock0: int | None = None):
+              clock0: int | None = None, obs: np.ndarray | None = None):
         """(out (P, nq + F), stop seen). ``budget_ns`` from ``clock0`` (``time.monotonic_ns()``
-        at the call; default now); < 0: no deadline."""
+        at the call; default now); < 0: no deadline. ``obs``: the world's packed obstacles
+        (:meth:`ros2_ik.world.World.packed`, C-contiguous float64) for a solver generated with
+        collisions."""
         P = targets.shape[0]
         clock0 = time.monotonic_ns() if clock0 is None else clock0
+        if obs is None:
+            obs = _NO_OBSTACLES
         if P <= SMALL:
-            return self._solve_small(targets, weights, seeds, should_stop, budget_ns, clock0)
-        return self._solve_batch(targets, weights, seeds, should_stop, budget_ns, clock0)
+            return self._solve_small(targets, weights, seeds, should_stop, budget_ns, clock0,
+                                     obs)
+        return self._solve_batch(targets, weights, seeds, should_stop, budget_ns, clock0, obs)
 
-    def _solve_small(self, targets, weights, seeds, should_stop, budget_ns, clock0):
+    def _solve_small(self, targets, weights, seeds, should_stop, budget_ns, clock0, obs):
         s = self._small()
         P = targets.shape[0]
         w = s.words
+        w[_ARG["obs"]] = _address(obs)
+        w[_ARG["n_obs"]] = obs.shape[0]
         s.tgt[:P] = targets
         if weights.ndim == 2:
             s.w[0] = weights
@@ -443,7 +453,7 @@ class HostSolver:
             self._fn(s.address)
         return s.out[:P].copy(), s.stop.seen
 
-    def _solve_batch(self, targets, weights, seeds, should_stop, budget_ns, clock0):
+    def _solve_batch(self, targets, weights, seeds, should_stop, budget_ns, clock0, obs):
         P = targets.shape[0]
         out = np.empty((P, self.nq + _F))
         tg = np.ascontiguousarray(targets, dtype=np.float64)
@@ -465,6 +475,8 @@ class HostSolver:
         w[_ARG["budget_ns"]] = budget_ns
         w[_ARG["stop"]] = stop.address
         w[_ARG["out"]] = _address(out)
+        w[_ARG["obs"]] = _address(obs)
+        w[_ARG["n_obs"]] = obs.shape[0]
         n = threads()
         per = max(1, min(-(-P // (n * SLICES_PER_THREAD)), MAX_SLICE_ROWS // self.K))
         cuts = list(range(0, P, per)) + [P]

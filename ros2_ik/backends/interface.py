@@ -78,6 +78,8 @@ SOLVE_ARGS = (
     ("budget_ns", "i8", "time budget from clock0 [ns], < 0: none"),
     ("stop", "u8", "const volatile int*: set by the host to cancel"),
     ("out", "u8", "double* (P, nq + OUT_FIELDS): per problem q, then OUT_FIELDS"),
+    ("obs", "u8", "const double* (n_obs, 16) the world (ros2_ik.world.World.packed)"),
+    ("n_obs", "i8", "obstacles"),
 )
 #: What the host frames driver (``r2ik_frames_args``) takes.
 FRAMES_ARGS = (
@@ -89,7 +91,7 @@ FRAMES_ARGS = (
 )
 #: The per-problem numbers after a problem's q in a solve's output, in this order (float64).
 OUT_FIELDS = ("status", "position_error", "orientation_error", "iterations", "seed_index",
-              "flags")
+              "flags", "clearance", "pair")
 
 SOLVE_DTYPE = np.dtype([(n, "<" + c) for n, c, _ in SOLVE_ARGS])
 FRAMES_DTYPE = np.dtype([(n, "<" + c) for n, c, _ in FRAMES_ARGS])

@@ -6,6 +6,7 @@ import time
 
 import numpy as np
 
+from ..ik.batch import collision_message
 from ..ik.checks import check_seeds
 from ..ik.config import INVALID_GOAL_MESSAGE, IKConfig, IKResult, Status, unsolved_message
 from ..model import Model
@@ -13,19 +14,22 @@ from . import interface
 
 __all__ = ["result_of"]
 
-_F_STATUS, _F_PE, _F_RE, _F_IT, _F_SEED, _F_FLAGS = (
+_F_STATUS, _F_PE, _F_RE, _F_IT, _F_SEED, _F_FLAGS, _F_CLEAR, _F_PAIR = (
     interface.OUT_FIELDS.index(n) for n in ("status", "position_error", "orientation_error",
-                                            "iterations", "seed_index", "flags"))
+                                            "iterations", "seed_index", "flags", "clearance",
+                                            "pair"))
 _FLAG_GOAL, _FLAG_SEED, _FLAG_STARTED = (interface.FLAG_BITS[n] for n in ("goal_ok", "seed_ok",
                                                                           "started"))
-_CONVERGED, _TIMED_OUT, _PREEMPTED = (int(s) for s in (Status.CONVERGED, Status.TIMED_OUT,
-                                                      Status.PREEMPTED))
+_CONVERGED, _TIMED_OUT, _PREEMPTED, _IN_COLLISION = (
+    int(s) for s in (Status.CONVERGED, Status.TIMED_OUT, Status.PREEMPTED, Status.IN_COLLISION))
 
 
-def result_of(m: Model, cfg: IKConfig, out: np.ndarray, seeds, t0: float) -> IKResult:
+def result_of(m: Model, cfg: IKConfig, out: np.ndarray, seeds, t0: float,
+              collision=None) -> IKResult:
     """The :class:`IKResult` of a compiled solve's output ``out`` (P, nq + len(OUT_FIELDS)),
     its messages included; ``seeds`` (nq,) or (P, nq) as the kernels took them (the messages
-    of bad seeds are the seed check's own words); ``t0`` when the call began."""
+    of bad seeds are the seed check's own words); ``t0`` when the call began; ``collision``
+    the solve's :class:`ros2_ik.ik.collision.CollisionObjective` (names the pairs)."""
     nq = m.nq
     P = out.shape[0]
     q = np.ascontiguousarray(out[:, :nq])
@@ -49,6 +53,8 @@ def result_of(m: Model, cfg: IKConfig, out: np.ndarray, seeds, t0: float) -> IKR
             st, fl = int(status[p]), int(flags[p])
             if not fl & _FLAG_GOAL:
                 messages[p] = INVALID_GOAL_MESSAGE
+            elif st == _IN_COLLISION and collision is not None:
+                messages[p] = collision_message(collision, f[p, _F_CLEAR], int(f[p, _F_PAIR]))
             elif not fl & _FLAG_STARTED:
                 messages[p] = ("cancelled before this problem was started"
                                if st == _PREEMPTED
@@ -59,6 +65,9 @@ def result_of(m: Model, cfg: IKConfig, out: np.ndarray, seeds, t0: float) -> IKR
     return IKResult(q=q, success=success, position_error=pe, orientation_error=re,
                     iterations=f[:, _F_IT].astype(np.int64),
                     seed_index=f[:, _F_SEED].astype(np.int64), status=status,
-                    messages=messages, solve_time=time.perf_counter() - t0)
+                    messages=messages, solve_time=time.perf_counter() - t0,
+                    clearance=(None if collision is None
+                               else np.ascontiguousarray(f[:, _F_CLEAR])),
+                    world_version=None if collision is None else collision.world.version)
 
 

@@ -39,7 +39,7 @@ def reference_solve(model: Model, objectives: Sequence[Objective], *, seeds=None
                     config: IKConfig | None = None, solver: str = "dls",
                     regularizers: Sequence[Objective] = (),
                     should_stop: Callable[[], bool] | None = None,
-                    start_time: float | None = None) -> IKResult:
+                    start_time: float | None = None, collision=None) -> IKResult:
     """Solve P IK problems at once on the objectives' array module (the reference).
 
     Args:
@@ -53,8 +53,12 @@ def reference_solve(model: Model, objectives: Sequence[Objective], *, seeds=None
         should_stop: polled between iterations; returning True ends the solve (cancel).
         start_time: ``time.perf_counter()`` when the caller's call began (the timeout counts
             from there: a wrapper's own checks are part of the budget); default now.
+        collision: a :class:`.collision.CollisionObjective`: minimized with the goals, and a
+            success must also keep its margin (checked exactly on the answer; else
+            ``IN_COLLISION``). Solver "ccd" does not take one.
     Returns:
-        :class:`IKResult`; success is verified by FK against the tolerances and limits.
+        :class:`IKResult`; success is verified by FK against the tolerances and limits (and the
+        collision margin).
     """
     t0 = time.perf_counter() if start_time is None else float(start_time)
     cfg = check_call_options(config, solver, should_stop)
@@ -87,6 +91,9 @@ def reference_solve(model: Model, objectives: Sequence[Objective], *, seeds=None
     regularizers = list(regularizers)
     if solver != "dls" and regularizers:
         raise InvalidInputError("CCD does not take regularizers; use solver='dls'")
+    if collision is not None and solver == "ccd":
+        raise InvalidInputError("collision avoidance needs solver 'dls' or 'ccd+dls' (CCD "
+                                "alone does not see collisions)")
     # which coordinates this solve may move, decided once (goal objectives' links; a goal
     # without a link, e.g. a custom objective: all); every other one stays at the seed
     movable = goal_movable(model, objectives)
@@ -99,6 +106,8 @@ def reference_solve(model: Model, objectives: Sequence[Objective], *, seeds=None
     # should_stop are seen between chunks as well as between iterations. Rows are independent,
     # so the results equal one call on the whole batch.
     rows = REFERENCE_CHUNK_ROWS if xp is np else DEVICE_CHUNK_ROWS
+    if collision is not None:
+        regularizers = regularizers + [collision]
     m = sum(int(getattr(o, "dim", 6)) for o in objectives + regularizers)
     row = 6 * model.num_links * 128 + 32 * m * model.nv_active + 24 * model.nv ** 2 + 4096
     check_memory(K * row, "the reference-path solve of one problem", f"{K} seeds",
@@ -106,7 +115,7 @@ def reference_solve(model: Model, objectives: Sequence[Objective], *, seeds=None
     per_chunk = max(1, rows // K) if splittable else P
     if per_chunk >= P:
         return _solve_chunk(model, objectives, regularizers, seeds, cfg, solver, K, deadline,
-                            stop, t0, xp, movable)
+                            stop, t0, xp, movable, collision)
     # Every problem starts as "not started" (seed, TIMED_OUT), or INVALID_INPUT where its goal
     # or seed is bad (checked for the whole batch now: a bad request is INVALID_INPUT whether
     # or not its chunk is reached). Writing the results of a big batch takes time in
@@ -133,7 +142,7 @@ def reference_solve(model: Model, objectives: Sequence[Objective], *, seeds=None
                 out.cancelled_from(p0)
             break
         out.put(p0, _solve_chunk(model, objs, regs, seeds_c, cfg, solver, K, deadline, stop,
-                                 t0, xp, movable))
+                                 t0, xp, movable, collision))
     return out.result(t0)
 
 
@@ -186,7 +195,7 @@ def goal_movable(model: Model, objectives) -> np.ndarray:
 
 
 def _solve_chunk(model, objectives, regularizers, seeds, cfg, solver, K, deadline, stop, t0,
-                 xp, movable=None) -> IKResult:
+                 xp, movable=None, collision=None) -> IKResult:
     """One chunk of P problems: check seeds and goals, expand seeds, solve, select, verify."""
     t_start = time.perf_counter()
     P = objectives[0].num_problems
@@ -223,12 +232,17 @@ def _solve_chunk(model, objectives, regularizers, seeds, cfg, solver, K, deadlin
             model, objectives, rows_seed, rows_seed, problem_idx, cfg, deadline=deadline,
             active=active, should_stop=poll,
             max_sweeps=None if solver == "ccd" else CCD_POLISH_SWEEPS)
+        if collision is not None:  # CCD does not see collisions: a colliding row goes on
+            _, _, _, ctx = evaluate(model, [collision], q, rows_seed, problem_idx,
+                                    need_jacobian=False)
+            conv = conv & (collision.constraint(ctx, problem_idx) >= 0)
         if solver == "ccd+dls":  # LM from where CCD stopped, for the rows CCD did not finish
             q, conv2, iters2, pe, re, timed_out = run_lm(q, active & ~conv)
             conv, iters = conv | conv2, iters + iters2
     t_sel = time.perf_counter()
     out = select(model, objectives, cfg, q, rows_seed, conv, iters, pe, re,
-                 timed_out and not stop.seen, invalid, msgs, P, K, t0, cancelled=stop.seen)
+                 timed_out and not stop.seen, invalid, msgs, P, K, t0, cancelled=stop.seen,
+                 collision=collision)
     if deadline_all is not None:
         _CHUNK_COST.record(P, K, t_lm - t_start, time.perf_counter() - t_sel)
     return out
@@ -348,6 +362,8 @@ class _Results:
         self.seed_index = np.zeros(P, np.int64)
         self.status = np.full(P, int(Status.TIMED_OUT), np.int64)
         self.messages = [self.NOT_STARTED] * P
+        self.clearance = None
+        self.world_version = None
 
     def put(self, p0, r: IKResult) -> None:
         p1 = p0 + len(r)
@@ -356,6 +372,11 @@ class _Results:
         self.iterations[p0:p1], self.seed_index[p0:p1] = r.iterations, r.seed_index
         self.status[p0:p1] = r.status
         self.messages[p0:p1] = r.messages
+        if r.clearance is not None:
+            if self.clearance is None:
+                self.clearance = np.full(len(self.success), np.nan)
+            self.clearance[p0:p1] = r.clearance
+            self.world_version = r.world_version
 
     invalid = None
 
@@ -383,7 +404,8 @@ class _Results:
         return IKResult(q=self.q, success=self.success, position_error=self.pe,
                         orientation_error=self.re, iterations=self.iterations,
                         seed_index=self.seed_index, status=self.status,
-                        messages=self.messages, solve_time=time.perf_counter() - t0)
+                        messages=self.messages, solve_time=time.perf_counter() - t0,
+                        clearance=self.clearance, world_version=self.world_version)
 
 
 def _sanitized(obj, invalid, xp):
@@ -395,7 +417,7 @@ def _sanitized(obj, invalid, xp):
 
 
 def select(model, objectives, cfg, q, rows_seed, conv, iters, pe, re, timed_out, invalid, msgs,
-           P, K, t0, *, cancelled: bool = False) -> IKResult:
+           P, K, t0, *, cancelled: bool = False, collision=None) -> IKResult:
     """One answer per problem from its K rows (problem-major): the converged row the solve mode
     prefers (speed: fewest iterations, then lowest seed index; distance: nearest the problem's
     seed, wrap-aware; manipulability: the largest), else the row with the smallest scaled
@@ -440,16 +462,35 @@ def select(model, objectives, cfg, q, rows_seed, conv, iters, pe, re, timed_out,
     ok &= ~invalid
     unsolved = (Status.PREEMPTED if cancelled else
                 Status.TIMED_OUT if timed_out else Status.NOT_CONVERGED)
+    clear = which = None
+    if collision is not None:  # the exact distances of the answer, not the penalty's value
+        d, which = collision.nearest(ctx)
+        clear, which = to_numpy(d), to_numpy(which)
+        colliding = ok & (clear < collision.margin)
+        ok &= ~colliding
     status = np.where(ok, Status.CONVERGED, np.where(invalid, Status.INVALID_INPUT, unsolved))
+    if clear is not None:
+        status = np.where(colliding, Status.IN_COLLISION, status)
     messages = [""] * P
     for p, m in msgs.items():
         messages[p] = m
     nc = np.nonzero(~ok & ~invalid)[0]
     for p in nc[:1000]:
-        messages[p] = unsolved_message(timed_out, pe_f[p], re_f[p], cfg, cancelled=cancelled)
+        if clear is not None and colliding[p]:
+            messages[p] = collision_message(collision, clear[p], int(which[p]))
+        else:
+            messages[p] = unsolved_message(timed_out, pe_f[p], re_f[p], cfg,
+                                           cancelled=cancelled)
     pe_f[invalid] = np.nan
     re_f[invalid] = np.nan
     return IKResult(q=qn, success=ok, position_error=pe_f, orientation_error=re_f,
                     iterations=iters_n[np.arange(P), win], seed_index=win,
                     status=status.astype(np.int64), messages=messages,
-                    solve_time=time.perf_counter() - t0)
+                    solve_time=time.perf_counter() - t0, clearance=clear,
+                    world_version=None if collision is None else collision.world.version)
+
+
+def collision_message(collision, distance: float, which: int) -> str:
+    """The message of an answer within the tolerances that keeps too little clearance."""
+    return (f"in collision: {collision.describe(which)} {distance:.3g} m apart (margin "
+            f"{collision.margin:g} m); every answer found within the tolerances collides")

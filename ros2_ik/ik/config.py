@@ -30,6 +30,8 @@ class Status(enum.IntEnum):
     TIMED_OUT = -6
     INVALID_INPUT = -16      # INVALID_GOAL
     PREEMPTED = -7           # cancelled before this problem was solved
+    IN_COLLISION = -12       # GOAL_IN_COLLISION: within the tolerances, but every answer found
+    #                          collides (collision avoidance on)
 
 
 class SolveMode(str, enum.Enum):
@@ -60,6 +62,13 @@ class IKConfig:
     converges and every joint, moved by whole turns, is inside its limits (the same pose);
     otherwise it goes back to where it stood and goes on inside the limits. Iterations of both
     count against ``max_iterations``.
+
+    Collision avoidance (``avoid_collisions``; the robot's collision model and the world are
+    given to the solver, :class:`ros2_ik.IKSolver`): a solution must also keep every checked
+    sphere of the robot ``collision_margin`` [m] clear of the world's obstacles and (with
+    ``self_collisions``) of the robot's other links; the solver minimizes a penalty that starts
+    ``collision_activation`` [m] beyond the margin, weighted by ``collision_weight``
+    (:mod:`ros2_ik.ik.collision`), and every success is confirmed by the exact distances.
     """
 
     position_tolerance: float = 1e-4
@@ -79,6 +88,11 @@ class IKConfig:
     nonmonotone_iterations: int = 50
     excursion_iterations: int = 30
     excursion_stall: int = 15
+    avoid_collisions: bool = False
+    self_collisions: bool = True
+    collision_margin: float = 0.01
+    collision_activation: float = 0.01
+    collision_weight: float = 1.0
 
     def __post_init__(self):
         # every option checked for type and range here, so a bad one never reaches a solver
@@ -102,6 +116,16 @@ class IKConfig:
                              ("excursion_stall", 1, MAX_ITERATIONS),
                              ("rng_seed", 0, 2**63 - 1)):
             object.__setattr__(self, name, check_int(getattr(self, name), name, low=lo, high=hi))
+        for name in ("avoid_collisions", "self_collisions"):
+            v = getattr(self, name)
+            if not isinstance(v, (bool, np.bool_)):
+                raise InvalidInputError(f"{name} must be True or False, got {describe(v)}")
+            object.__setattr__(self, name, bool(v))
+        for name, hi in (("collision_margin", 1.0), ("collision_activation", 1.0)):
+            object.__setattr__(self, name, check_number(getattr(self, name), name, low=0.0,
+                                                        high=hi))
+        object.__setattr__(self, "collision_weight", check_number(
+            self.collision_weight, "collision_weight", low=0.0, low_open=True, high=1e6))
         object.__setattr__(self, "stall_ratio", check_number(self.stall_ratio, "stall_ratio",
                                                              low=0.0, low_open=True, high=1.0))
         if self.stall_ratio >= 1.0:
@@ -125,6 +149,11 @@ class IKResult:
     status: np.ndarray            # (P,) Status values
     messages: list = field(default_factory=list)  # (P,) str, empty when nothing to say
     solve_time: float = 0.0       # [s] wall clock of the whole call
+    #: (P,) [m] the answer's smallest distance to the world and between checked links (exact
+    #: on the collision model), None when collisions were not checked
+    clearance: np.ndarray | None = None
+    #: the version of the world the answers were checked against (None: not checked)
+    world_version: int | None = None
 
     def __len__(self):
         return int(self.success.shape[0])

@@ -50,7 +50,7 @@ from ..kinematics.fk import integrate
 from ..model import Model
 from .config import IKConfig
 from .seeds import clip_to_limits, limited_revolute
-from .residuals import evaluate, goal_errors
+from .residuals import constraints, evaluate, goal_errors
 
 __all__ = ["lm_solve_rows"]
 
@@ -136,8 +136,10 @@ def lm_solve_rows(model: Model, objectives, q0, seed_q, problem_idx, cfg: IKConf
     iters = xp.zeros(N, dtype=xp.int64)
     fixed_cols = _fixed_columns(model, movable)
     fixed_cols = None if fixed_cols is None else const(xp, fixed_cols)
-    r, J, cost, pe, re = _evaluate(model, objectives, q, seed_q, problem_idx, fixed_cols)
-    converged = (pe <= cfg.position_tolerance) & (re <= cfg.orientation_tolerance)
+    r, J, cost, pe, re, cv = _evaluate(model, objectives, q, seed_q, problem_idx, fixed_cols)
+    # converged: the goal errors within the tolerances and every constraint (the collision
+    # objective's clearance) satisfied
+    converged = (pe <= cfg.position_tolerance) & (re <= cfg.orientation_tolerance) & (cv >= 0)
     cost0 = cost  # the non-monotone phase's reference
     timed_out = False
     lim_cols = const(xp, model.tables.limited_columns)
@@ -187,9 +189,9 @@ def lm_solve_rows(model: Model, objectives, q0, seed_q, problem_idx, cfg: IKConf
                 q_back, pe_back, re_back = (xp.where(b, q, q_back), xp.where(go, pe, pe_back),
                                             xp.where(go, re, re_back))
                 q = xp.where(b, q_start, q)
-                r, J, cost, pe, re = _take(go, (r, J, cost, pe, re),
-                                           _evaluate(model, objectives, q, seed_q, problem_idx,
-                                                     fixed_cols), xp)
+                r, J, cost, pe, re, cv = _take(go, (r, J, cost, pe, re, cv),
+                                               _evaluate(model, objectives, q, seed_q,
+                                                         problem_idx, fixed_cols), xp)
                 cost0 = xp.where(go, cost, cost0)
                 lam = xp.where(go, cfg.lambda_initial, lam)
                 stall = xp.where(go, 0, stall)
@@ -231,10 +233,12 @@ def lm_solve_rows(model: Model, objectives, q0, seed_q, problem_idx, cfg: IKConf
         lam = lam2
         iters = iters + active
         pe2, re2 = goal_errors(objectives, ctx2, problem_idx)
+        cv2 = _constraints(objectives, ctx2, problem_idx)
         pe = xp.where(accepted, pe2, pe)
         re = xp.where(accepted, re2, re)
+        cv = xp.where(accepted, cv2, cv)
         converged = converged | (accepted & (pe <= cfg.position_tolerance)
-                                 & (re <= cfg.orientation_tolerance))
+                                 & (re <= cfg.orientation_tolerance) & (cv >= 0))
         if excursion:
             end = active & (phase == 1) & (converged | (iters - it0 >= cfg.excursion_iterations))
             if xp is not np or end.any():
@@ -242,9 +246,9 @@ def lm_solve_rows(model: Model, objectives, q0, seed_q, problem_idx, cfg: IKConf
                 keep = end & converged & inside
                 back = end & ~keep
                 q = xp.where(keep[:, None], q_turned, xp.where(back[:, None], q_back, q))
-                r, J, cost, pe, re = _take(back, (r, J, cost, pe, re),
-                                           _evaluate(model, objectives, q, seed_q, problem_idx,
-                                                     fixed_cols), xp)
+                r, J, cost, pe, re, cv = _take(back, (r, J, cost, pe, re, cv),
+                                               _evaluate(model, objectives, q, seed_q,
+                                                         problem_idx, fixed_cols), xp)
                 lam = xp.where(back, cfg.lambda_initial, lam)
                 stall = xp.where(back, 0, stall)
                 converged = converged & ~back
@@ -263,12 +267,18 @@ def lm_solve_rows(model: Model, objectives, q0, seed_q, problem_idx, cfg: IKConf
 
 
 def _evaluate(model, objectives, q, seed_q, problem_idx, fixed_cols):
-    """(r, J, cost, pos_err, rot_err) of rows q, the fixed columns of J zeroed."""
+    """(r, J, cost, pos_err, rot_err, constraint) of rows q, the fixed columns of J zeroed."""
     r, J, cost, ctx = evaluate(model, objectives, q, seed_q, problem_idx)
     if fixed_cols is not None:
         J[:, :, fixed_cols] = 0.0
     pe, re = goal_errors(objectives, ctx, problem_idx)
-    return r, J, cost, pe, re
+    return r, J, cost, pe, re, _constraints(objectives, ctx, problem_idx)
+
+
+def _constraints(objectives, ctx, problem_idx):
+    """(N,) the objectives' smallest constraint value, +inf where they have none."""
+    c = constraints(objectives, ctx, problem_idx)
+    return ctx.xp.full(ctx.q.shape[0], np.inf) if c is None else c
 
 
 def _take(rows, old, new, xp):

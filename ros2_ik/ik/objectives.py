@@ -71,6 +71,11 @@ class Objective:
         when this objective is not a goal (regularizers)."""
         return None
 
+    def constraint(self, ctx: EvalContext, problem_idx):
+        """(N,) values a solution must keep >= 0 to succeed (the collision objective's
+        clearance beyond its margin), or None."""
+        return None
+
     def invalid_problems(self) -> np.ndarray | None:
         """Boolean mask (P,) of problems whose data is unusable (NaN targets, ...), or None."""
         return None

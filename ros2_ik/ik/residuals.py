@@ -7,7 +7,7 @@ from ..backend import get_xp
 from ..model import Model
 from .objectives import EvalContext
 
-__all__ = ["evaluate", "goal_errors"]
+__all__ = ["evaluate", "goal_errors", "constraints"]
 
 
 def evaluate(model: Model, objectives, q, seed_q, problem_idx, *, need_jacobian: bool = True):
@@ -36,3 +36,14 @@ def goal_errors(objectives, ctx, problem_idx):
             pe = xp.maximum(pe, e[0])
             re = xp.maximum(re, e[1])
     return pe, re
+
+
+def constraints(objectives, ctx, problem_idx):
+    """(N,) the smallest of the objectives' constraint values (>= 0: satisfied), or None when
+    no objective has one."""
+    out = None
+    for obj in objectives:
+        c = obj.constraint(ctx, problem_idx)
+        if c is not None:
+            out = c if out is None else ctx.xp.minimum(out, c)
+    return out

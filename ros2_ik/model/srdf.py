@@ -12,8 +12,9 @@ group holds, as in MoveIt:
 
 :meth:`Group.restrict` gives the model a solve for the group runs on: every joint with a
 coordinate that is not in the group (nor the leader of a mimic joint in it) is frozen, so every
-solver and path leaves it at the problem's seed. Other SRDF elements (group states, end
-effectors, disabled collisions, virtual joints) are not used.
+solver and path leaves it at the problem's seed. ``<disable_collisions link1 link2 reason>``
+entries are kept (:attr:`Srdf.disabled_collisions`) for the collision model's self pairs. Other
+SRDF elements (group states, end effectors, virtual joints) are not used.
 """
 
 from __future__ import annotations
@@ -60,9 +61,11 @@ class Group:
 class Srdf:
     """The groups of one SRDF document (``groups``: name -> raw definition)."""
 
-    def __init__(self, robot_name: str, specs: dict):
+    def __init__(self, robot_name: str, specs: dict, disabled: tuple = ()):
         self.robot_name = robot_name
         self._specs = specs
+        #: ``((link1, link2, reason), ...)`` of the ``<disable_collisions>`` entries
+        self.disabled_collisions = tuple(disabled)
 
     @property
     def group_names(self) -> list:
@@ -177,4 +180,10 @@ def parse_srdf(text: str) -> Srdf:
                     raise SrdfError(f"group {name!r}: <{c.tag}> without a name")
                 {"joint": joints, "link": links, "group": subs}[c.tag].append(n)
         specs[name] = _GroupSpec(name, tuple(chains), tuple(joints), tuple(links), tuple(subs))
-    return Srdf(root.get("name", ""), specs)
+    disabled = []
+    for d in root.findall("disable_collisions"):
+        a, b = d.get("link1"), d.get("link2")
+        if not a or not b:
+            raise SrdfError("a <disable_collisions> needs link1 and link2")
+        disabled.append((a, b, d.get("reason", "")))
+    return Srdf(root.get("name", ""), specs, tuple(disabled))

@@ -4,8 +4,10 @@ Parsing is done by ``urdf_parser_py`` (ROS's own URDF parser, PyPI ``urdfdom-py`
 the text, the document is checked with ``defusedxml`` (no DTD entities: "billion laughs" and
 external entities are refused) and a size limit. After parsing, everything that matters for
 kinematics is validated here with messages that say what is wrong, where, and what to do.
-Elements that do not matter for kinematics (visual, collision, inertial, material, transmission,
-gazebo, ...) are ignored and never stop a robot from loading.
+Elements that do not matter for kinematics (visual, inertial, material, transmission, gazebo,
+...) are ignored and never stop a robot from loading. ``<collision>`` geometry is read for the
+collision model (:mod:`ros2_ik.model.collision`) into :attr:`RobotDesc.collisions`; an element
+that cannot be read is a warning naming the link, never a refused robot.
 """
 
 from __future__ import annotations
@@ -17,8 +19,8 @@ from dataclasses import dataclass, field
 
 from ..errors import UrdfError
 
-__all__ = ["JointDesc", "RobotDesc", "parse_urdf", "MAX_URDF_BYTES", "JOINT_TYPES", "MAX_VALUE",
-           "UrdfWarning"]
+__all__ = ["JointDesc", "RobotDesc", "CollisionDesc", "parse_urdf", "MAX_URDF_BYTES",
+           "JOINT_TYPES", "MAX_VALUE", "UrdfWarning", "COLLISION_SHAPES"]
 
 #: Largest URDF text accepted [bytes]. Real robots (humanoids with meshes referenced by path)
 #: are well under 2 MB; anything larger is refused before parsing.
@@ -62,15 +64,38 @@ class JointDesc:
     mimic_offset: float = 0.0
 
 
+#: the ``<collision><geometry>`` shapes read (``capsule`` is not URDF 1.0, but written by
+#: several tools; its axis is z, as a cylinder's)
+COLLISION_SHAPES = ("box", "cylinder", "sphere", "capsule", "mesh")
+
+
+@dataclass(frozen=True)
+class CollisionDesc:
+    """One ``<collision>`` element of a link, as written (SI units, origin in the link frame).
+
+    ``size``: box (x, y, z) full lengths; cylinder / capsule (radius, length); sphere (radius,);
+    mesh () with ``filename`` (``package://``, ``file://`` or a path) and ``scale``."""
+
+    link: str
+    shape: str
+    xyz: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    rpy: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    size: tuple[float, ...] = ()
+    filename: str = ""
+    scale: tuple[float, float, float] = (1.0, 1.0, 1.0)
+
+
 @dataclass(frozen=True)
 class RobotDesc:
-    """A validated robot: link names, joints, the root link, and parser warnings."""
+    """A validated robot: link names, joints, the root link, parser warnings and the links'
+    collision geometry."""
 
     name: str
     links: tuple[str, ...]
     joints: tuple[JointDesc, ...]
     root: str
     warnings: tuple[str, ...] = field(default=())
+    collisions: tuple[CollisionDesc, ...] = field(default=())
 
 
 def _where(joint_name: str) -> str:
@@ -96,12 +121,75 @@ def _finite_vec(values, what: str, where: str, n: int = 3,
 _KINEMATIC_JOINT_TAGS = ("parent", "child", "origin", "axis", "limit", "mimic")
 
 
-def _check_xml(text: str) -> bytes:
+def _collisions(root, warnings: list[str]) -> tuple[CollisionDesc, ...]:
+    """The ``<collision>`` elements of every ``<link>`` that can be read; each one that cannot
+    (unknown shape, a size that is not a positive finite number, a mesh without a file name)
+    is a warning naming its link, and left out."""
+    out = []
+    for link in root.findall("link"):
+        name = link.get("name", "")
+        for k, col in enumerate(link.findall("collision")):
+            where = f"link {name!r} <collision> #{k + 1}"
+            try:
+                out.append(_collision(name, col, where))
+            except UrdfError as exc:
+                _warn(warnings, f"{exc}; this collision element is left out")
+    return tuple(out)
+
+
+def _collision(link: str, col, where: str) -> CollisionDesc:
+    xyz = rpy = (0.0, 0.0, 0.0)
+    org = col.find("origin")
+    if org is not None:
+        if org.get("xyz") is not None:
+            xyz = _finite_vec(org.get("xyz").split(), "<origin xyz>", where)
+        if org.get("rpy") is not None:
+            rpy = _finite_vec(org.get("rpy").split(), "<origin rpy>", where)
+    geom = col.find("geometry")
+    shapes = [] if geom is None else list(geom)
+    if len(shapes) != 1 or shapes[0].tag not in COLLISION_SHAPES:
+        raise UrdfError(f"{where}: <geometry> must hold one of {list(COLLISION_SHAPES)}, got "
+                        f"{[c.tag for c in shapes]}")
+    g = shapes[0]
+
+    def positive(attr: str) -> float:
+        raw = g.get(attr)
+        try:
+            v = float(raw)
+        except (TypeError, ValueError):
+            raise UrdfError(f"{where}: <{g.tag} {attr}={raw!r}> must be a number") from None
+        if not (math.isfinite(v) and 0.0 < v <= MAX_VALUE):
+            raise UrdfError(f"{where}: <{g.tag} {attr}={raw!r}> must be positive and finite")
+        return v
+
+    if g.tag == "box":
+        size = _finite_vec((g.get("size") or "").split(), "<box size>", where)
+        if not all(v > 0 for v in size):
+            raise UrdfError(f"{where}: <box size> must be three positive lengths, got {size}")
+        return CollisionDesc(link, "box", xyz, rpy, size)
+    if g.tag in ("cylinder", "capsule"):
+        return CollisionDesc(link, g.tag, xyz, rpy, (positive("radius"), positive("length")))
+    if g.tag == "sphere":
+        return CollisionDesc(link, "sphere", xyz, rpy, (positive("radius"),))
+    filename = (g.get("filename") or "").strip()
+    if not filename:
+        raise UrdfError(f"{where}: <mesh> has no filename")
+    scale = (1.0, 1.0, 1.0)
+    if g.get("scale") is not None:
+        scale = _finite_vec(g.get("scale").split(), "<mesh scale>", where)
+        if not all(v > 0 for v in scale):
+            raise UrdfError(f"{where}: <mesh scale> must be three positive factors, got "
+                            f"{scale}")
+    return CollisionDesc(link, "mesh", xyz, rpy, (), filename, scale)
+
+
+def _check_xml(text: str) -> tuple[bytes, tuple[CollisionDesc, ...], list[str]]:
     """Size limit, well-formedness and entity refusal, before any real parser runs.
 
     Returns the kinematic skeleton of the document (links by name, joints with their kinematic
-    children only), so that what does not matter for kinematics (visuals, collisions, materials,
-    transmissions, gazebo or ros2_control tags, incomplete or not) cannot stop a robot loading.
+    children only), so that what does not matter for kinematics (visuals, materials,
+    transmissions, gazebo or ros2_control tags, incomplete or not) cannot stop a robot loading;
+    the links' collision elements that can be read, and warnings about those that cannot.
     """
     import defusedxml.ElementTree as DET  # noqa: N814, PLC0415 - DET beside the stdlib ET
     from defusedxml import DefusedXmlException  # noqa: PLC0415
@@ -186,6 +274,8 @@ def _check_xml(text: str) -> bytes:
                                     f"+-{MAX_VALUE:g}, got {raw}")
     from xml.etree import ElementTree as ET  # noqa: PLC0415  (building, not parsing)
 
+    col_warnings: list[str] = []
+    collisions = _collisions(root, col_warnings)
     skeleton = ET.Element("robot", {"name": root.get("name", "robot")})
     for el in root:
         if el.tag == "link":
@@ -195,7 +285,7 @@ def _check_xml(text: str) -> bytes:
             for child in el:
                 if child.tag in _KINEMATIC_JOINT_TAGS:  # attributes only: no nesting survives
                     ET.SubElement(j, child.tag, dict(child.attrib))
-    return ET.tostring(skeleton)
+    return ET.tostring(skeleton), collisions, col_warnings
 
 
 def parse_urdf(text: str) -> RobotDesc:
@@ -209,7 +299,7 @@ def parse_urdf(text: str) -> RobotDesc:
     if not isinstance(text, str):
         raise UrdfError(f"URDF must be a string, got {type(text).__name__}")
     try:
-        skeleton = _check_xml(text)
+        skeleton, collisions, col_warnings = _check_xml(text)
     except RecursionError:
         raise UrdfError("URDF document is nested too deeply to process; a robot description "
                         "has a few levels of elements") from None
@@ -217,7 +307,7 @@ def parse_urdf(text: str) -> RobotDesc:
     from urdf_parser_py import urdf as up  # noqa: PLC0415
     from urdf_parser_py.xml_reflection import core as xcore  # noqa: PLC0415
 
-    warnings: list[str] = []
+    warnings: list[str] = list(col_warnings)
     with _parser_lock:
         saved = xcore.on_error
         xcore.on_error = warnings.append
@@ -367,7 +457,7 @@ def parse_urdf(text: str) -> RobotDesc:
 
     joints = _check_mimics(joints, warnings)
     return RobotDesc(robot.name or "robot", tuple(link_names), tuple(joints), root,
-                     tuple(warnings))
+                     tuple(warnings), collisions)
 
 
 def _warn(warnings: list[str], msg: str) -> None:

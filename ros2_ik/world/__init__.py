@@ -1,0 +1,262 @@
+"""The robot's surroundings: obstacles as primitives with poses in the model's base frame.
+
+A :class:`World` is immutable: :meth:`World.add`, :meth:`World.move`, :meth:`World.remove` and
+:meth:`World.clear` return a new world whose :attr:`World.version` is one more, so a solve keeps
+the world it started with while another thread replaces it, and an answer can say which
+version it was checked against. Shapes (``size`` in metres; the shape's frame is its pose):
+
+- ``sphere`` (radius,)
+- ``box`` (x, y, z) full lengths, centred
+- ``cylinder`` (radius, length), axis z, centred
+- ``capsule`` (radius, length), axis z, the length between the two half-spheres' centres
+- ``halfspace`` (): everything below the pose's x-y plane (its z axis points out of it), e.g. a
+  table top or the floor
+
+Every obstacle is checked when it is made: a shape that is not one of :data:`SHAPES`, a size that
+is not positive and finite (or beyond :data:`MAX_SIZE`), a pose that is not a finite rigid
+transform, more than :data:`MAX_OBSTACLES` obstacles: an :class:`InvalidInputError` naming the
+obstacle and what to do.
+
+:meth:`World.packed` gives the array the solvers read, one row of :data:`PACKED` numbers per
+obstacle: ``[shape code, R (9, row-major), p (3), a, b, c]`` with ``a, b, c`` the shape's
+half-sizes (sphere r; box hx hy hz; cylinder and capsule r, half-length).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import InputTypeError, InvalidInputError, ShapeError
+from ..kinematics.se3 import matrix_to_quat, pq_to_pose
+from ..validate import bad_rotations, describe
+
+__all__ = ["World", "Obstacle", "SHAPES", "SHAPE_CODES", "MAX_OBSTACLES", "MAX_SIZE", "PACKED",
+           "world_from_yaml"]
+
+SHAPES = ("sphere", "box", "cylinder", "capsule", "halfspace")
+#: the shape codes of :meth:`World.packed` (and of the generated kernels)
+SHAPE_CODES = {s: i for i, s in enumerate(SHAPES)}
+_SIZES = {"sphere": 1, "box": 3, "cylinder": 2, "capsule": 2, "halfspace": 0}
+#: most obstacles one world holds (each is checked against every link at every iteration)
+MAX_OBSTACLES = 10_000
+#: largest obstacle size and position [m]
+MAX_SIZE = 1e4
+#: numbers per obstacle in :meth:`World.packed`
+PACKED = 16
+
+
+@dataclass(frozen=True)
+class Obstacle:
+    """One obstacle: ``id`` (a name), ``shape`` (one of :data:`SHAPES`), ``size`` (see the
+    module docstring) and ``pose`` (4, 4) in the model's base frame."""
+
+    id: str
+    shape: str
+    size: tuple
+    pose: np.ndarray = field(repr=False, compare=False)
+
+    @staticmethod
+    def make(id, shape, size=(), pose=None) -> "Obstacle":
+        """A checked obstacle; ``pose`` (4, 4) or (7,) [x y z qx qy qz qw] (default: the
+        identity)."""
+        if not isinstance(id, str) or not id:
+            raise InvalidInputError(f"an obstacle id must be a non-empty string, got "
+                                    f"{describe(id)}")
+        if shape not in SHAPES:
+            raise InvalidInputError(f"obstacle {id!r}: unknown shape {describe(shape)}; use one "
+                                    f"of {list(SHAPES)}")
+        try:
+            sz = tuple(float(v) for v in (np.ravel(size) if size is not None else ()))
+        except (TypeError, ValueError):
+            raise InvalidInputError(f"obstacle {id!r}: size must be numbers, got "
+                                    f"{describe(size)}") from None
+        n = _SIZES[shape]
+        names = {"sphere": "(radius,)", "box": "(x, y, z)", "cylinder": "(radius, length)",
+                 "capsule": "(radius, length)", "halfspace": "()"}[shape]
+        if len(sz) != n:
+            raise InvalidInputError(f"obstacle {id!r}: a {shape} takes {n} sizes {names}, got "
+                                    f"{len(sz)}: {list(sz)}")
+        if not all(math.isfinite(v) and 0.0 < v <= MAX_SIZE for v in sz):
+            raise InvalidInputError(f"obstacle {id!r}: {shape} size {list(sz)} {names} must be "
+                                    f"positive and finite (at most {MAX_SIZE:g} m); a "
+                                    "degenerate primitive cannot be checked against")
+        return Obstacle(id, shape, sz, _pose(pose, id))
+
+    def packed(self) -> np.ndarray:
+        """This obstacle's row of :meth:`World.packed`."""
+        row = np.zeros(PACKED)
+        row[0] = SHAPE_CODES[self.shape]
+        row[1:10] = self.pose[:3, :3].ravel()
+        row[10:13] = self.pose[:3, 3]
+        s = self.size
+        if self.shape == "sphere":
+            row[13] = s[0]
+        elif self.shape == "box":
+            row[13:16] = 0.5 * np.asarray(s)
+        elif self.shape in ("cylinder", "capsule"):
+            row[13], row[14] = s[0], 0.5 * s[1]
+        return row
+
+    def as_dict(self) -> dict:
+        q = matrix_to_quat(self.pose[:3, :3])
+        return {"id": self.id, "shape": self.shape, "size": list(self.size),
+                "position": self.pose[:3, 3].tolist(), "orientation": q.tolist()}
+
+
+def _pose(pose, id: str) -> np.ndarray:
+    if pose is None:
+        return _ro(np.eye(4))
+    try:
+        a = np.asarray(pose, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise InvalidInputError(f"obstacle {id!r}: pose must be numbers, got "
+                                f"{describe(pose)}") from None
+    if a.shape == (7,):
+        if not np.all(np.isfinite(a)):
+            raise InvalidInputError(f"obstacle {id!r}: pose has NaN or infinity; give finite "
+                                    "values")
+        n = float(np.linalg.norm(a[3:]))
+        if not abs(n - 1.0) <= 1e-3:
+            raise InvalidInputError(f"obstacle {id!r}: orientation quaternion (x y z w) has norm "
+                                    f"{n:.6g}; give a unit quaternion")
+        a = pq_to_pose(a)
+    if a.shape != (4, 4):
+        raise ShapeError(f"obstacle {id!r}: pose must have shape (4, 4) or (7,) [x y z qx qy qz "
+                         f"qw], got {a.shape}")
+    if not np.all(np.isfinite(a)):
+        raise InvalidInputError(f"obstacle {id!r}: pose has NaN or infinity; give finite values")
+    if np.any(np.abs(a[:3, 3]) > MAX_SIZE):
+        raise InvalidInputError(f"obstacle {id!r}: position {a[:3, 3].tolist()} is beyond "
+                                f"{MAX_SIZE:g} m")
+    if bool(bad_rotations(a[None, :3, :3], np)[0]) or not np.allclose(a[3], (0, 0, 0, 1)):
+        raise InvalidInputError(f"obstacle {id!r}: pose is not a rigid transform (its rotation "
+                                "must be orthonormal with determinant 1, its last row 0 0 0 1)")
+    return _ro(a.copy())
+
+
+def _ro(a: np.ndarray) -> np.ndarray:
+    a.setflags(write=False)
+    return a
+
+
+class World:
+    """An immutable, versioned set of obstacles (see the module docstring)."""
+
+    __slots__ = ("_obstacles", "version", "_packed")
+
+    def __init__(self, obstacles=(), version: int = 0):
+        obs: dict = {}
+        for o in obstacles:
+            if not isinstance(o, Obstacle):
+                raise InputTypeError(f"a World holds Obstacle objects (Obstacle.make(...)), got "
+                                     f"{describe(o)}")
+            obs[o.id] = o
+        if len(obs) > MAX_OBSTACLES:
+            raise InvalidInputError(f"{len(obs)} obstacles exceed the limit of {MAX_OBSTACLES}; "
+                                    "merge small ones into larger primitives")
+        self._obstacles = obs
+        self.version = int(version)
+        self._packed = None
+
+    # ------------------------------------------------------------------ reading
+    def __len__(self) -> int:
+        return len(self._obstacles)
+
+    def __iter__(self):
+        return iter(self._obstacles.values())
+
+    def __contains__(self, id) -> bool:
+        return id in self._obstacles
+
+    def __getitem__(self, id) -> Obstacle:
+        try:
+            return self._obstacles[id]
+        except KeyError:
+            raise InvalidInputError(f"no obstacle {id!r} in the world; it has "
+                                    f"{sorted(self._obstacles)[:20]}") from None
+
+    @property
+    def ids(self) -> list:
+        return list(self._obstacles)
+
+    def packed(self) -> np.ndarray:
+        """(n, :data:`PACKED`) float64, read-only (kept)."""
+        if self._packed is None:
+            a = (np.stack([o.packed() for o in self._obstacles.values()])
+                 if self._obstacles else np.zeros((0, PACKED)))
+            self._packed = _ro(np.ascontiguousarray(a))
+        return self._packed
+
+    def __repr__(self) -> str:
+        more = "..." if len(self) > 8 else ""
+        return f"World(version={self.version}, obstacles={self.ids[:8]}{more})"
+
+    # ------------------------------------------------------------------ changes
+    def add(self, *obstacles: Obstacle) -> "World":
+        """A world with ``obstacles`` added (an id already there is replaced)."""
+        return World(list(self._obstacles.values()) + list(obstacles), self.version + 1)
+
+    def move(self, id: str, pose) -> "World":
+        """A world with obstacle ``id`` at ``pose``."""
+        o = self[id]
+        moved = Obstacle(o.id, o.shape, o.size, _pose(pose, id))
+        return World([moved if x.id == id else x for x in self._obstacles.values()],
+                     self.version + 1)
+
+    def remove(self, *ids: str) -> "World":
+        """A world without obstacles ``ids`` (each must be there)."""
+        for i in ids:
+            self[i]
+        return World([o for o in self._obstacles.values() if o.id not in ids], self.version + 1)
+
+    def clear(self) -> "World":
+        return World((), self.version + 1)
+
+    # ------------------------------------------------------------------ files
+    def to_yaml(self) -> str:
+        """The world as :func:`world_from_yaml` reads it."""
+        import yaml  # noqa: PLC0415
+
+        return yaml.safe_dump({"obstacles": [o.as_dict() for o in self]}, sort_keys=False,
+                              default_flow_style=None)
+
+
+def world_from_yaml(text: str, version: int = 0) -> World:
+    """A world from YAML: ``obstacles: [{id, shape, size: [...], position: [x, y, z],
+    orientation: [qx, qy, qz, qw]}, ...]`` (position and orientation optional)."""
+    import yaml  # noqa: PLC0415
+
+    if not isinstance(text, str):
+        raise InputTypeError(f"a world file is YAML text, got {describe(text)}")
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise InvalidInputError(f"the world YAML cannot be read: {exc}") from None
+    items = doc.get("obstacles") if isinstance(doc, dict) else None
+    if not isinstance(items, list):
+        raise InvalidInputError("a world YAML needs a list 'obstacles: [{id, shape, size, "
+                                "position, orientation}, ...]'")
+    if len(items) > MAX_OBSTACLES:
+        raise InvalidInputError(f"{len(items)} obstacles exceed the limit of {MAX_OBSTACLES}")
+    obs = []
+    for k, it in enumerate(items):
+        if not isinstance(it, dict):
+            raise InvalidInputError(f"obstacle #{k + 1} must be a mapping, got {describe(it)}")
+        unknown = set(it) - {"id", "shape", "size", "position", "orientation"}
+        if unknown:
+            raise InvalidInputError(f"obstacle #{k + 1}: unknown keys {sorted(unknown)}; use id, "
+                                    "shape, size, position, orientation")
+        pos = it.get("position", [0.0, 0.0, 0.0])
+        quat = it.get("orientation", [0.0, 0.0, 0.0, 1.0])
+        try:
+            pose = np.concatenate([np.asarray(pos, float).reshape(3),
+                                   np.asarray(quat, float).reshape(4)])
+        except (TypeError, ValueError):
+            raise InvalidInputError(f"obstacle #{k + 1}: position must be 3 numbers and "
+                                    "orientation 4 (qx qy qz qw)") from None
+        obs.append(Obstacle.make(str(it.get("id", f"obstacle_{k}")), it.get("shape"),
+                                 it.get("size", ()), pose))
+    return World(obs, version)
