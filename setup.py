@@ -36,6 +36,7 @@ setup(
             'ros2_ik_node = ros2_ik.ros.node:main',
             'ros2_ik_demo = ros2_ik.demo:main',
             'reach_study = ros2_ik.reach.cli:run',
+            'ros2_ik_collision_pairs = ros2_ik.api.collision_pairs:main',
         ],
     },
 )

@@ -39,11 +39,13 @@ class ChainSolver:
     continuous joints wrapped near the seed, the answer re-checked by FK. With a planning
     ``group`` (:meth:`ros2_ik.model.Srdf.group`) only the group's joints move, and its chain tip
     is the default tip. ``backend`` as :class:`.solver.IKSolver`'s; ``compiled`` says whether
-    the host backend answers.
+    the host backend answers. With ``config.avoid_collisions`` the answers keep clear of the
+    robot itself (``collision``: its collision model, default the model's) and of the world
+    given to :meth:`solve`.
     """
 
     def __init__(self, model: Model, tip: str | None = None, config: IKConfig | None = None,
-                 weights=(1, 1, 1, 1, 1, 1), group=None, backend: str = "auto"):
+                 weights=(1, 1, 1, 1, 1, 1), group=None, backend: str = "auto", collision=None):
         if group is not None:  # only the group's joints move; its chain tip is the default
             model, tip = apply_group(model, group, tip)
         self.model = model
@@ -53,7 +55,8 @@ class ChainSolver:
         model.link_index(self.tip)
         self.config = config or IKConfig()
         self.weights = np.array(_weights(weights, 1, np)[0], dtype=np.float64)
-        self._solver = IKSolver(model, [self.tip], self.config, backend=backend)
+        self._solver = IKSolver(model, [self.tip], self.config, backend=backend,
+                                collision=collision)
         self.backend = self._solver.backend
         self.compiled = self.backend == "host"
         self._nq1 = (model.nq,)
@@ -70,12 +73,12 @@ class ChainSolver:
             self._fn = self._solver._impl._fn
             self._clock0 = _ARGS["clock0"]
 
-    def solve(self, target, seed=None, should_stop=None) -> IKResult:
+    def solve(self, target, seed=None, should_stop=None, world=None) -> IKResult:
         """Solve one pose goal: ``target`` (4, 4) or (7,) [x y z qx qy qz qw] in the base frame.
 
         ``should_stop``: polled while the solve runs (as in :func:`.solve_pose`); returning True
-        ends it (status PREEMPTED unless it had converged). Returns an :class:`IKResult` with
-        one problem.
+        ends it (status PREEMPTED unless it had converged). ``world``: the obstacles (with
+        collision avoidance on). Returns an :class:`IKResult` with one problem.
         """
         t0 = time.perf_counter()
         if should_stop is not None and not callable(should_stop):
@@ -94,10 +97,10 @@ class ChainSolver:
                 raise ShapeError(f"seed must have shape ({self.model.nq},) (coordinates "
                                  f"{list(self.model.q_names)}), got {seed.shape}")
             seed = seed.astype(np.float64)
-        if not self.compiled:
+        if not self.compiled or world is not None or self._solver.collision is not None:
             return self._solver.solve(target[None], seeds=None if seed is None else seed[None],
                                       weights=self.weights, should_stop=should_stop,
-                                      start_time=t0)
+                                      start_time=t0, world=world)
         small = getattr(self._local, "small", None)
         if small is None:
             small = self._prepare_thread()

@@ -50,7 +50,7 @@ MAX_COLUMNS = 48
 #: most coordinates of a model a compiled solver is generated for (each has its own lines)
 MAX_COORDINATES = 512
 #: whether the CUDA backend carries the collision terms
-COMPILED_COLLISIONS_GPU = False
+COMPILED_COLLISIONS_GPU = True
 
 _log = logging.getLogger("ros2_ik.api")
 
@@ -122,6 +122,7 @@ class IKSolver:
         self.solver = solver
         self.xp = xp
         self.collision = None
+        self._objective = None
         if self.config.avoid_collisions:
             from ..model.collision import CollisionModel, collision_model  # noqa: PLC0415
 
@@ -203,7 +204,7 @@ class IKSolver:
             return HostSolver(m, chain, cfg, rnd, self.solver)
         from ..backends.cuda import GpuSolver  # noqa: PLC0415
 
-        return GpuSolver(m, self.tips, cfg, xp=self.xp)
+        return GpuSolver(m, self.tips, cfg, xp=self.xp, collision=self.collision)
 
     # ------------------------------------------------------------------ solve
     def solve(self, targets, *, seeds=None, weights=(1, 1, 1, 1, 1, 1), should_stop=None,
@@ -243,7 +244,7 @@ class IKSolver:
                                    collision=self.collision_objective(world))
         if self.backend == "cuda":
             return self._impl.solve(t, seeds=seeds, weights=weights, should_stop=should_stop,
-                                    timeout=cfg.timeout, start_time=t0)
+                                    timeout=cfg.timeout, start_time=t0, world=world)
         return self._solve_host(t, seeds, weights, should_stop, cfg.timeout, t0, world)
 
     def _check_world(self, world):
@@ -263,12 +264,17 @@ class IKSolver:
         ``world``, or None with collision avoidance off."""
         if self.collision is None:
             return None
+        kept = self._objective  # (world, objective) of the last call: worlds are immutable
+        if kept is not None and kept[0] is world:
+            return kept[1]
         from ..ik.collision import CollisionObjective  # noqa: PLC0415
 
         c = self.config
-        return CollisionObjective(self.model, self.collision, world, margin=c.collision_margin,
-                                  activation=c.collision_activation, weight=c.collision_weight,
-                                  self_collisions=c.self_collisions)
+        obj = CollisionObjective(self.model, self.collision, world, margin=c.collision_margin,
+                                 activation=c.collision_activation, weight=c.collision_weight,
+                                 self_collisions=c.self_collisions)
+        self._objective = (world, obj)
+        return obj
 
     def _solve_host(self, t, seeds, weights, should_stop, timeout, t0, world) -> IKResult:
         m = self.model

@@ -336,6 +336,12 @@ def _emit_body(e, cc: CollisionChain, nc: int, check: bool, any_):
             with e.block(""):
                 _place(e, cc, node, cc.center[s], "p")
                 e(f"cx[{s}] = px; cy[{s}] = py; cz[{s}] = pz;")
+    C = len(cc.link_spheres)
+    e(f"S bcx[{max(C, 1)}], bcy[{max(C, 1)}], bcz[{max(C, 1)}];  // the links' bounding spheres")
+    for c in range(C):
+        with e.block(""):
+            _place(e, cc, cc.link_node[c], cc.bound_c[c], "b")
+            e(f"bcx[{c}] = bx; bcy[{c}] = by; bcz[{c}] = bz;")
     e("const S thr = margin + act;")
     npairs = 0
     with e.block("if (self_on)"):
@@ -347,16 +353,24 @@ def _emit_body(e, cc: CollisionChain, nc: int, check: bool, any_):
             na, nb = cc.link_node[la], cc.link_node[lb]
             with e.block(""):
                 e(f"// links {cc.link_names[la]} - {cc.link_names[lb]}")
-                _place(e, cc, na, cc.bound_c[la], "ba")
-                _place(e, cc, nb, cc.bound_c[lb], "bb")
-                e("const S bdx = bax - bbx, bdy = bay - bby, bdz = baz - bbz;")
-                e(f"const S bd = sqrt(bdx * bdx + bdy * bdy + bdz * bdz) - "
-                  f"S({float(cc.bound_r[la] + cc.bound_r[lb])!r});")
-                with e.block(f"if ({any_('bd < thr')})"):
+                e(f"const S bdx = bcx[{la}] - bcx[{lb}], bdy = bcy[{la}] - bcy[{lb}], "
+                  f"bdz = bcz[{la}] - bcz[{lb}];")
+                R = float(cc.bound_r[la] + cc.bound_r[lb])
+                if check:
+                    e(f"const S bd = sqrt(bdx * bdx + bdy * bdy + bdz * bdz) - S({R!r});")
+                    near = "bd < thr"
+                else:  # (squared: no root for a pair that is skipped)
+                    e(f"const S lim = thr + S({R!r});")
+                    near = any_("bdx * bdx + bdy * bdy + bdz * bdz < lim * lim")
+                with e.block(f"if ({near})"):
                     with e.block(f"for (int i = {a0}; i < {a1}; ++i) "
                                  f"for (int j = {b0}; j < {b1}; ++j)"):
                         e("const S dx = cx[i] - cx[j], dy = cy[i] - cy[j], dz = cz[i] - cz[j];")
-                        e("const S dist = sqrt(dx * dx + dy * dy + dz * dz);")
+                        e("const S d2 = dx * dx + dy * dy + dz * dz;")
+                        if not check:  # a pair beyond margin + activation adds nothing
+                            e("const S reach = S(rad[i] + rad[j]) + thr;")
+                            e(f"if (!{any_('d2 < reach * reach')}) continue;")
+                        e("const S dist = sqrt(d2);")
                         e("const S d = dist - S(rad[i] + rad[j]);")
                         if check:
                             e(f"if (d < clear) {{ clear = d; which = {base} + (long long)(i - "
@@ -380,22 +394,42 @@ def _emit_body(e, cc: CollisionChain, nc: int, check: bool, any_):
                             e("r2ik_rank1<S>(H, g, jr, rv);")
                 if check:
                     e("else if (bd < clear) { clear = bd; which = -1; }")
-                else:
-                    e("else clear = r2ik_sel(bd < clear, bd, clear);")
     with e.block("for (long long o = 0; o < n_obs; ++o)"):
         e("const double* ob = obs + 16 * o;")
+        e("// the obstacle's own bounding sphere (a half-space has none): a link beyond it by")
+        e("// margin + activation is skipped without its signed distance")
+        e("const int kind = (int)ob[0];")
+        e("const double orad = kind == SHAPE_SPHERE ? ob[13] : kind == SHAPE_BOX ? "
+          "::sqrt(ob[13] * ob[13] + ob[14] * ob[14] + ob[15] * ob[15]) : kind == "
+          "SHAPE_CYLINDER ? ::sqrt(ob[13] * ob[13] + ob[14] * ob[14]) : kind == SHAPE_CAPSULE ? "
+          "ob[13] + ob[14] : -1.0;")
+        e("const S ox = S(ob[10]), oy = S(ob[11]), oz = S(ob[12]);")
         for c, (a, b) in enumerate(cc.link_spheres):
             node = cc.link_node[c]
             if b == a or node < 0:  # a link rigid with the base is not checked against the world
                 continue
             with e.block(""):
                 e(f"// link {cc.link_names[c]}")
-                _place(e, cc, node, cc.bound_c[c], "b")
+                R = float(cc.bound_r[c])
+                e(f"const S bx = bcx[{c}], by = bcy[{c}], bz = bcz[{c}];")
+                e("const S qx = bx - ox, qy = by - oy, qz = bz - oz;")
                 e("S gx, gy, gz;")
-                e(f"const S bd = r2ik_sdf<S>(ob, bx, by, bz, gx, gy, gz) - "
-                  f"S({float(cc.bound_r[c])!r});")
+                if check:
+                    e(f"const S far = sqrt(qx * qx + qy * qy + qz * qz) - S(orad + {R!r});")
+                    e(f"const S bd = orad < 0.0 || far < thr ? r2ik_sdf<S>(ob, bx, by, bz, gx, "
+                      f"gy, gz) - S({R!r}) : far;")
+                else:  # the spheres' test first, squared; then the link's signed distance
+                    e(f"const S lim = thr + S(orad + {R!r});")
+                    e(f"const S bd = orad < 0.0 || "
+                      f"{any_('qx * qx + qy * qy + qz * qz < lim * lim')} ? "
+                      f"r2ik_sdf<S>(ob, bx, by, bz, gx, gy, gz) - S({R!r}) : thr;")
                 with e.block(f"if ({any_('bd < thr')})"):
                     with e.block(f"for (int s = {a}; s < {b}; ++s)"):
+                        if not check:  # the sphere against the obstacle's bounding sphere
+                            e("const S sx_ = cx[s] - ox, sy_ = cy[s] - oy, sz_ = cz[s] - oz;")
+                            e("const S reach = thr + S(orad + rad[s]);")
+                            e(f"if (orad >= 0.0 && !{any_('sx_ * sx_ + sy_ * sy_ + sz_ * sz_ < reach * reach')}) "
+                              "continue;")
                         e("const S d = r2ik_sdf<S>(ob, cx[s], cy[s], cz[s], gx, gy, gz) - "
                           "S(rad[s]);")
                         if check:
@@ -414,8 +448,6 @@ def _emit_body(e, cc: CollisionChain, nc: int, check: bool, any_):
                             e("r2ik_rank1<S>(H, g, jr, rv);")
                 if check:
                     e("else if (bd < clear) { clear = bd; which = -1; }")
-                else:
-                    e("else clear = r2ik_sel(bd < clear, bd, clear);")
 
 
 def emit_collision(e, cc: CollisionChain, nc: int, qvars, qv, check: bool = True):

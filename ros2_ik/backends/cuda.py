@@ -148,6 +148,9 @@ class GpuSolver:
             an H100, none in float64). Tuning knobs; the defaults are the measured best.
         graphs: batches of up to GRAPH_MAX_PROBLEMS replay a CUDA graph captured per shape
             (one launch instead of four; the inputs are copied into the graph's buffers).
+        collision: with ``config.avoid_collisions``, the robot's
+            :class:`~ros2_ik.model.collision.CollisionModel`: the kernels carry the collision
+            terms and :meth:`solve` takes the world (no graphs then).
 
     ``last_device_time`` [s]: the device time of the kernels of the last solve (any thread),
     from CUDA events.
@@ -155,7 +158,7 @@ class GpuSolver:
 
     def __init__(self, model: Model, tips=None, config: IKConfig | None = None, *,
                  dtype="float32", xp=None, block: int = BLOCK, max_registers="auto",
-                 graphs: bool = True):
+                 graphs: bool = True, collision=None):
         self.cp = cp = get_cupy(xp)
         self.model = model
         self.tips = tuple(model.tips if tips is None else ([tips] if isinstance(tips, str)
@@ -164,12 +167,19 @@ class GpuSolver:
         if cfg.solve_mode is not SolveMode.SPEED:
             raise InvalidInputError(f"the GPU solver runs solve_mode 'speed' only, got "
                                     f"{cfg.solve_mode.value!r}; use solve_pose for the others")
-        self.chain = chain_of(model, self.tips)
+        if not cfg.avoid_collisions:
+            collision = None
+        elif collision is None:
+            from ..model.collision import collision_model  # noqa: PLC0415
+
+            collision = collision_model(model)
+        self.collision = collision
+        self.chain = chain_of(model, self.tips, collision)
         if self.chain is None:
             raise InvalidInputError(
                 f"the GPU kernels cover chains of revolute, continuous, prismatic and fixed "
-                f"joints with at least one that moves; the path to {list(self.tips)} has another "
-                f"joint type or none that moves (use solve_pose)")
+                f"joints with at least one that moves; the path to {list(self.tips)} (or to a "
+                f"collision link) has another joint type or none that moves (use solve_pose)")
         self.dtype = np.dtype(dtype)
         if max_registers == "auto":
             max_registers = 128 if self.dtype == np.float32 else None
@@ -190,23 +200,26 @@ class GpuSolver:
         self._neutral_d = cp.asarray(self._neutral)
         self._local = threading.local()
         self._weights = {}  # (6 weights, tips) -> device (T, 6)
-        self.graphs = bool(graphs)
+        self.graphs = bool(graphs) and collision is None
         self.graph_error = None
+        self._world = None  # (world, its obstacles on the device, objective)
 
-    def _launch(self, ws, P, K, tg, w, w_stride, sd, stride, params):
-        """The four kernels of a solve, on the current stream (ws.stream)."""
+    def _launch(self, ws, P, K, tg, w, w_stride, sd, stride, params, obs=None):
+        """The four kernels of a solve, on the current stream (ws.stream); ``obs``: the world
+        on the device (a solver with collisions)."""
         T = len(self.tips)
+        world = () if self.collision is None else (obs, np.int64(obs.shape[0]))
         self._stamp((1,), (1,), (ws.clock0, ws.stop, params))
         self._prep(*_grid(P), (np.int64(P), np.int64(0), tg, w, np.int64(w_stride), sd,
                                np.int64(stride), ws.tgtS, ws.wS, ws.active, ws.flags, ws.done))
         self._lm(*_grid(P * K, self.block), (
             np.int64(P), np.int32(K), sd, np.int64(stride), self._rnd, np.uint64(0), ws.tgtS,
             ws.wS, np.int64(6 * T), ws.active, self._opt, ws.clock0, params, ws.stop, ws.done,
-            ws.q_rows, ws.conv, ws.iters, ws.pe, ws.re, ws.tout))
+            ws.q_rows, ws.conv, ws.iters, ws.pe, ws.re, ws.tout) + world)
         self._select(*_grid(P), (np.int64(P), np.int64(0), np.int32(K), ws.q_rows, ws.conv,
                                  ws.iters, ws.pe, ws.re, ws.tout, np.uint64(0), ws.flags, sd,
                                  np.int64(stride), tg, w, np.int64(w_stride), self._opt, ws.stop,
-                                 ws.out))
+                                 ws.out) + world)
 
     def _graph(self, ws, P, K, T, stride, w_stride):
         """The captured CUDA graph of a solve of this shape (with its own input buffers), made
@@ -263,10 +276,13 @@ class GpuSolver:
         return cp.ascontiguousarray(t)
 
     def solve(self, targets, *, seeds=None, weights=(1, 1, 1, 1, 1, 1), should_stop=None,
-              timeout: float | None = ..., start_time: float | None = None) -> IKResult:
-        """Solve P pose problems; ``timeout`` [s] overrides ``config.timeout``.
+              timeout: float | None = ..., start_time: float | None = None,
+              world=None) -> IKResult:
+        """Solve P pose problems; ``timeout`` [s] overrides ``config.timeout``; ``world``: the
+        obstacles (a solver with collisions).
 
-        Returns an :class:`IKResult` (host arrays), every success verified by float64 FK.
+        Returns an :class:`IKResult` (host arrays), every success verified by float64 FK (and
+        the exact distances).
         """
         t0 = time.perf_counter() if start_time is None else float(start_time)
         cp = self.cp
@@ -278,9 +294,29 @@ class GpuSolver:
         ready.record(cp.cuda.get_current_stream())
         ws.stream.wait_event(ready)
         with ws.stream:
-            return self._solve(ws, t0, targets, seeds, weights, should_stop, timeout)
+            return self._solve(ws, t0, targets, seeds, weights, should_stop, timeout, world)
 
-    def _solve(self, ws, t0, targets, seeds, weights, should_stop, timeout):
+    def _world_of(self, world):
+        """(obstacles on the device, the collision objective) of ``world`` (kept for the last
+        world: worlds are immutable)."""
+        kept = self._world
+        if kept is not None and kept[0] is world:
+            return kept[1], kept[2]
+        from ..ik.collision import CollisionObjective  # noqa: PLC0415
+        from ..world import World  # noqa: PLC0415
+
+        w = world if world is not None else World()
+        packed = w.packed()
+        obs = self.cp.asarray(packed if len(packed) else np.zeros((1, packed.shape[1])))
+        obs = obs[:len(packed)]
+        c = self.config
+        obj = CollisionObjective(self.model, self.collision, w, margin=c.collision_margin,
+                                 activation=c.collision_activation, weight=c.collision_weight,
+                                 self_collisions=c.self_collisions)
+        self._world = (world, obs, obj)
+        return obs, obj
+
+    def _solve(self, ws, t0, targets, seeds, weights, should_stop, timeout, world=None):
         cp, m = self.cp, self.model
         tg = self._targets(targets)
         P, T, K = tg.shape[0], tg.shape[1], int(self.config.num_seeds)
@@ -311,9 +347,10 @@ class GpuSolver:
             ws.t_start.record(ws.stream)
             graph.graph.launch(ws.stream)
         else:
+            obs, obj = (None, None) if self.collision is None else self._world_of(world)
             ws.params.set(ws.params_h, stream=ws.stream)
             ws.t_start.record(ws.stream)
-            self._launch(ws, P, K, tg, w, w_stride, sd, stride, ws.params)
+            self._launch(ws, P, K, tg, w, w_stride, sd, stride, ws.params, obs)
         done = ws.t_end
         done.record(ws.stream)
         if should_stop is None:
@@ -333,7 +370,8 @@ class GpuSolver:
             bad = (flags & interface.FLAG_BITS["seed_ok"]) == 0
             seeds_h = (cp.asnumpy(sd) if bad.any() else
                        np.broadcast_to(self._neutral, (P, m.nq)))
-        return result_of(m, self.config, out, seeds_h, t0)
+        return result_of(m, self.config, out, seeds_h, t0,
+                         collision=None if self.collision is None else self._world_of(world)[1])
 
     def _weights_of(self, weights, P, T):
         """Device weights (T, 6) shared (stride 0; cached per value) or (P, T, 6)."""

@@ -263,34 +263,41 @@ def clearance(model: Model, cm: CollisionModel, q, world: World | None = None, *
 
 
 def sample_disabled_pairs(model: Model, cm: CollisionModel, samples: int = 10_000,
-                          rng_seed: int = 0, batch: int = 1000) -> list:
+                          rng_seed: int = 0, batch: int = 1000,
+                          always: float = 0.95) -> list:
     """The link pairs to disable, as MoveIt's setup assistant finds them: ``[(link, link,
-    reason)]`` with reason "Adjacent" (the collision model's structural pairs) or "Never"
-    (no overlap of their spheres in any of ``samples`` random configurations within the
-    limits), in the collision model's order."""
+    reason)]`` with reason "Adjacent" (the collision model's structural pairs), "Always" (their
+    spheres overlap in at least ``always`` of ``samples`` random configurations within the
+    limits: parts that are in contact by construction) or "Never" (no overlap in any sample),
+    in the collision model's order. A "Never" pair was never seen to collide."""
     if not 1 <= int(samples) <= 10_000_000:
         raise InvalidInputError(f"samples must be in [1, 1e7], got {samples}")
     pairs = [tuple(p) for p in cm.pairs.tolist()]
     obj = CollisionObjective(model, cm, None, margin=0.0)
     sp = obj.pairs
     link_of = cm.sphere_link
-    seen = np.zeros(len(pairs), dtype=bool)
     index = {p: i for i, p in enumerate(pairs)}
     pair_of = np.array([index[(int(link_of[a]), int(link_of[b]))] for a, b in sp], np.int64) \
         if sp.size else np.zeros(0, np.int64)
+    hits = np.zeros(len(pairs), dtype=np.int64)
     rng = np.random.default_rng(rng_seed)
     done = 0
-    while done < samples and not seen.all():
+    while done < samples:
         n = min(batch, samples - done)
         q = model.random_q(rng, n)
         c = sphere_centers(model, cm, fk(model, q, check=False))
         (d_self, _), _ = obj._distances(c, np)
-        hit = np.any(d_self < 0.0, axis=0)
-        np.logical_or.at(seen, pair_of, hit)
+        per = np.zeros((n, len(pairs)), dtype=bool)
+        for j, p in enumerate(pair_of):
+            per[:, p] |= d_self[:, j] < 0.0
+        hits += per.sum(axis=0)
         done += n
     out = [(a, b, why) for a, b, why in cm.disabled if why == "Adjacent"]
-    out += [(cm.link_names[a], cm.link_names[b], "Never") for (a, b), s in zip(pairs, seen)
-            if not s]
+    for (a, b), h in zip(pairs, hits):
+        if h == 0:
+            out.append((cm.link_names[a], cm.link_names[b], "Never"))
+        elif h >= always * samples:
+            out.append((cm.link_names[a], cm.link_names[b], "Always"))
     return out
 
 

@@ -17,4 +17,8 @@ def load_robot(name: str, **kwargs) -> Model:
 
     if not isinstance(name, str) or name not in robots.ROBOTS:
         raise UnknownRobotError(name, robots.names())
-    return Model.from_urdf(robots.urdf_string(name), **kwargs)
+    model = Model.from_urdf(robots.urdf_string(name), **kwargs)
+    srdf = robots.srdf_string(name)
+    if srdf:  # its disabled collision pairs are the default collision model's
+        model.memo("model.srdf", "bundled", lambda: srdf)
+    return model

@@ -109,7 +109,14 @@ class CollisionModel:
         return centers, radii
 
     def sphere_pairs(self) -> np.ndarray:
-        """(N, 2) sphere index pairs of the checked link pairs."""
+        """(N, 2) sphere index pairs of the checked link pairs (kept, read-only)."""
+        kept = self.__dict__.get("_sphere_pairs")
+        if kept is None:
+            kept = self.__dict__["_sphere_pairs"] = self._sphere_pairs()
+            kept.setflags(write=False)
+        return kept
+
+    def _sphere_pairs(self) -> np.ndarray:
         out = []
         for a, b in self.pairs:
             sa, sb = self.spheres_of(int(a)), self.spheres_of(int(b))
@@ -340,9 +347,11 @@ def collision_model(model: Model, *, srdf=None, spheres=None, search_path=(),
             (:func:`spheres_from_yaml`) or ``{link: [[x, y, z, r], ...]}``.
         search_path: directories where meshes are looked for.
         disabled: more ``(link, link)`` pairs not to check.
-    The default (no arguments) is kept with the model."""
+    The default (no arguments; a bundled robot's SRDF, :func:`ros2_ik.model.load_robot`) is
+    kept with the model."""
     if srdf is None and spheres is None and not search_path and not disabled:
-        return model.memo("model.collision", "default", lambda: _build(model, None, None, (),
+        bundled = model.memo_peek("model.srdf", "bundled")
+        return model.memo("model.collision", "default", lambda: _build(model, bundled, None, (),
                                                                        ()))
     return _build(model, srdf, spheres, tuple(search_path), tuple(disabled))
 

@@ -1,0 +1,608 @@
+"""Collision-aware IK: the collision model, the world, the reference terms, the compiled terms
+(host scalar, host lanes, CUDA through its host run) and the solver's contract.
+
+Answers are checked here against the URDF's own collision geometry with code that does not
+share the solver's path: points sampled on each link's primitives (trimesh) placed by FK, and
+containment tests written below against the obstacles and the other links' primitives."""
+
+from __future__ import annotations
+
+import functools
+import math
+import subprocess
+import sys
+import warnings
+
+import numpy as np
+import pytest
+
+import cupy_standin
+from ros2_ik import IKConfig, IKSolver, Model, load_robot, solve_pose
+from ros2_ik.api import ChainSolver
+from ros2_ik.backends import host as hostrun
+from ros2_ik.backends import interface
+from ros2_ik.backends.codegen import chain_of, solve_source
+from ros2_ik.errors import IKError, InvalidInputError, ShapeError, UnknownLinkError
+from ros2_ik.ik import Status
+from ros2_ik.ik.collision import (CollisionObjective, clearance, penalty, sample_disabled_pairs,
+                                  sdf)
+from ros2_ik.ik.objectives import EvalContext
+from ros2_ik.kinematics import fk, fk_frames
+from ros2_ik.model.collision import (MAX_SPHERES_PER_SHAPE, CollisionWarning, collision_model,
+                                     spheres_from_yaml)
+from ros2_ik.world import MAX_OBSTACLES, Obstacle, World, world_from_yaml
+
+need_cxx = pytest.mark.skipif(hostrun.available() is None, reason="no C++ compiler here")
+TIP = "panda_hand_tcp"
+
+
+def _quat_z(a):
+    return [0.0, 0.0, math.sin(a / 2), math.cos(a / 2)]
+
+
+def _all_shapes_world():
+    return World().add(
+        Obstacle.make("box", "box", (0.3, 0.2, 0.25), [0.4, 0.1, 0.4] + _quat_z(0.4)),
+        Obstacle.make("ball", "sphere", (0.1,), [0.3, -0.3, 0.5, 0, 0, 0, 1]),
+        Obstacle.make("can", "cylinder", (0.05, 0.6), [0.5, 0.3, 0.3] + _quat_z(0.3)),
+        Obstacle.make("bar", "capsule", (0.05, 0.4),
+                      [0.2, 0.4, 0.6, 0.0, math.sin(0.3), 0.0, math.cos(0.3)]),
+        Obstacle.make("floor", "halfspace", pose=[0, 0, -0.3, 0, 0, 0, 1]))
+
+
+# ---------------------------------------------------------------- independent geometry checks
+
+def _rpy(xyz, rpy):
+    r, p, y = rpy
+    Rx = np.array([[1, 0, 0], [0, math.cos(r), -math.sin(r)], [0, math.sin(r), math.cos(r)]])
+    Ry = np.array([[math.cos(p), 0, math.sin(p)], [0, 1, 0], [-math.sin(p), 0, math.cos(p)]])
+    Rz = np.array([[math.cos(y), -math.sin(y), 0], [math.sin(y), math.cos(y), 0], [0, 0, 1]])
+    T = np.eye(4)
+    T[:3, :3] = Rz @ Ry @ Rx
+    T[:3, 3] = xyz
+    return T
+
+
+@functools.lru_cache(maxsize=None)
+def _shape_points(desc, n=300):
+    import trimesh
+
+    if desc.shape == "box":
+        mesh = trimesh.creation.box(extents=desc.size)
+    elif desc.shape == "cylinder":
+        mesh = trimesh.creation.cylinder(radius=desc.size[0], height=desc.size[1], sections=48)
+    elif desc.shape == "sphere":
+        mesh = trimesh.creation.icosphere(radius=desc.size[0], subdivisions=3)
+    else:
+        raise AssertionError(desc.shape)
+    pts, _ = trimesh.sample.sample_surface(mesh, n, seed=3)
+    return np.concatenate([np.asarray(mesh.vertices), pts])
+
+
+def geometry_points(m: Model, q, link=None):
+    """Points on the links' URDF collision primitives at configuration q, in the base frame:
+    {link name: (n, 3)}."""
+    T = fk(m, np.asarray(q, dtype=float)[None])[0]
+    out = {}
+    for d in m.desc.collisions:
+        if link is not None and d.link != link or d.link not in m.link_names:
+            continue
+        P = _shape_points(d)
+        Tl = T[m.link_index(d.link)] @ _rpy(d.xyz, d.rpy)
+        out.setdefault(d.link, []).append(P @ Tl[:3, :3].T + Tl[:3, 3])
+    return {k: np.concatenate(v) for k, v in out.items()}
+
+
+def _inside_obstacle(P, ob: Obstacle, grow: float):
+    """Points within ``grow`` of the obstacle (closest-point clamping, not the solver's sdf)."""
+    l = (P - ob.pose[:3, 3]) @ ob.pose[:3, :3]
+    if ob.shape == "sphere":
+        return np.linalg.norm(l, axis=1) <= ob.size[0] + grow
+    if ob.shape == "box":
+        h = 0.5 * np.asarray(ob.size)
+        closest = np.clip(l, -h, h)
+        return np.linalg.norm(l - closest, axis=1) <= grow
+    if ob.shape == "cylinder":
+        r, half = ob.size[0], 0.5 * ob.size[1]
+        rho = np.linalg.norm(l[:, :2], axis=1)
+        dr, dz = np.maximum(rho - r, 0), np.maximum(np.abs(l[:, 2]) - half, 0)
+        return np.hypot(dr, dz) <= grow
+    if ob.shape == "capsule":
+        r, half = ob.size[0], 0.5 * ob.size[1]
+        z = np.clip(l[:, 2], -half, half)
+        return np.linalg.norm(l - np.stack([0 * z, 0 * z, z], 1), axis=1) <= r + grow
+    return l[:, 2] <= grow  # half-space
+
+
+def _inside_desc(P, m, q, desc, grow: float):
+    """Points within ``grow`` of a link's URDF primitive at q."""
+    T = fk(m, np.asarray(q, dtype=float)[None])[0]
+    Tl = T[m.link_index(desc.link)] @ _rpy(desc.xyz, desc.rpy)
+    size = desc.size
+    if desc.shape == "box":
+        ob = Obstacle.make("x", "box", size, Tl)
+    elif desc.shape == "cylinder":
+        ob = Obstacle.make("x", "cylinder", size, Tl)
+    else:
+        ob = Obstacle.make("x", "sphere", size, Tl)
+    return _inside_obstacle(P, ob, grow)
+
+
+def geometry_clear(m, cm, q, world: World, margin: float) -> bool:
+    """Whether configuration q keeps the URDF geometry of every link a solve checks ``margin``
+    clear of every obstacle and of the links it is checked against (cm.pairs), by sampling."""
+    pts = geometry_points(m, q)
+    moving = {cm.link_names[c] for c in range(len(cm.link_names)) if not cm.static[c]}
+    for link, P in pts.items():
+        if link not in moving:
+            continue
+        for ob in world:
+            if _inside_obstacle(P, ob, margin).any():
+                return False
+    descs = {}
+    for d in m.desc.collisions:
+        descs.setdefault(d.link, []).append(d)
+    for a, b in cm.pairs:
+        la, lb = cm.link_names[a], cm.link_names[b]
+        for d in descs.get(lb, []):
+            if la in pts and _inside_desc(pts[la], m, q, d, 0.0).any():
+                return False
+    return True
+
+
+# ---------------------------------------------------------------- the collision model
+
+def test_urdf_collision_elements_are_read_and_bad_ones_are_warnings(tmp_path):
+    import trimesh
+
+    mesh = trimesh.creation.box(extents=(0.1, 0.2, 0.3))
+    stl = tmp_path / "part.stl"
+    mesh.export(stl)
+    (tmp_path / "junk.stl").write_text("this is not a mesh")
+    urdf = f"""<robot name="r">
+      <link name="a"><collision><geometry><box size="0.2 0.2 0.1"/></geometry></collision></link>
+      <link name="b">
+        <collision><origin xyz="0 0 0.1"/><geometry><cylinder radius="0.05" length="0.2"/>
+        </geometry></collision>
+        <collision><geometry><sphere radius="-1"/></geometry></collision>
+        <collision><geometry><mesh filename="file://{stl}" scale="2 2 2"/></geometry></collision>
+      </link>
+      <link name="c">
+        <collision><geometry><mesh filename="package://nowhere/meshes/x.stl"/></geometry>
+        </collision>
+        <collision><geometry><mesh filename="{tmp_path / 'junk.stl'}"/></geometry></collision>
+        <collision><geometry><cone/></geometry></collision>
+      </link>
+      <joint name="j1" type="revolute"><parent link="a"/><child link="b"/>
+        <axis xyz="0 0 1"/><limit lower="-1" upper="1" effort="1" velocity="1"/></joint>
+      <joint name="j2" type="revolute"><parent link="b"/><child link="c"/><origin xyz="0 0 0.5"/>
+        <axis xyz="0 1 0"/><limit lower="-1" upper="1" effort="1" velocity="1"/></joint>
+    </robot>"""
+    with pytest.warns(UserWarning) as seen:
+        m = Model.from_urdf(urdf)
+    text = " ".join(str(w.message) for w in seen)
+    assert "link 'b'" in text and "sphere radius" in text and "'c'" in text
+    assert [d.shape for d in m.desc.collisions] == ["box", "cylinder", "mesh", "mesh", "mesh"]
+    with pytest.warns(CollisionWarning) as seen:
+        cm = collision_model(m, search_path=[tmp_path])
+    text = " ".join(str(w.message) for w in seen)
+    assert "package://nowhere/meshes/x.stl" in text and "not found" in text and "'c'" in text
+    assert "junk.stl" in text and "could not be read" in text
+    assert cm.link_names == ("a", "b")  # c has nothing usable: no spheres, still a robot
+    # the scaled mesh (0.2 x 0.4 x 0.6) is covered by b's spheres
+    pts = np.asarray(trimesh.creation.box(extents=(0.2, 0.4, 0.6)).vertices)
+    sl = cm.spheres_of(1)
+    d = np.linalg.norm(pts[:, None] - cm.center[sl][None], axis=2) - cm.radius[sl][None]
+    assert np.all(d.min(axis=1) <= 1e-9)
+
+
+@pytest.mark.parametrize("name", ["panda", "ur", "dual_arm"])
+def test_the_spheres_cover_the_urdf_geometry(name):
+    """Every point of every link's URDF primitive lies in one of its spheres (sampled densely,
+    independently of the fit's own samples)."""
+    import trimesh
+
+    m = load_robot(name)
+    cm = collision_model(m)
+    for d in m.desc.collisions:
+        c = cm.link_names.index(d.link)
+        sl = cm.spheres_of(c)
+        mesh = {"box": lambda: trimesh.creation.box(extents=d.size),
+                "cylinder": lambda: trimesh.creation.cylinder(radius=d.size[0],
+                                                              height=d.size[1], sections=96),
+                "sphere": lambda: trimesh.creation.icosphere(radius=d.size[0],
+                                                             subdivisions=4)}[d.shape]()
+        pts, _ = trimesh.sample.sample_surface(mesh, 20000, seed=11)
+        pts = np.concatenate([pts, mesh.vertices])
+        T = _rpy(d.xyz, d.rpy)
+        P = pts @ T[:3, :3].T + T[:3, 3]
+        dist = np.linalg.norm(P[:, None] - cm.center[sl][None], axis=2) - cm.radius[sl][None]
+        assert dist.min(axis=1).max() <= 2e-3, (d.link, d.shape, dist.min(axis=1).max())
+        assert sl.stop - sl.start <= MAX_SPHERES_PER_SHAPE * 2
+
+
+def test_spheres_yaml_round_trip_and_bad_input():
+    m = load_robot("panda")
+    cm = collision_model(m)
+    text = cm.to_yaml()
+    again = collision_model(m, spheres=text)
+    np.testing.assert_allclose(again.center, cm.center, atol=1e-5)
+    np.testing.assert_allclose(again.radius, cm.radius, atol=1e-5)
+    one = collision_model(m, spheres={"panda_hand": [[0, 0, 0.05, 0.08]]})
+    assert one.num_spheres == cm.num_spheres - (cm.spheres_of(cm.link_names.index(
+        "panda_hand")).stop - cm.spheres_of(cm.link_names.index("panda_hand")).start) + 1
+    for bad, what in (("spheres: {nolink: [[0, 0, 0, 0.1]]}", "nolink"),
+                      ("spheres: {panda_hand: [[0, 0, 0, -0.1]]}", "radius"),
+                      ("spheres: {panda_hand: [[0, 0, .nan, 0.1]]}", "finite"),
+                      ("spheres: {panda_hand: [[0, 0]]}", "list"),
+                      ("just text", "mapping"), ("spheres: [1, 2", "cannot be read")):
+        with pytest.raises(IKError) as exc:
+            spheres_from_yaml(bad, m)
+        assert what in str(exc.value), (bad, str(exc.value))
+
+
+def test_self_pairs_leave_out_adjacent_and_srdf_pairs():
+    m = load_robot("panda")
+    plain = collision_model(m, srdf='<robot name="panda"/>')
+    names = plain.link_names
+    checked = {(names[a], names[b]) for a, b in plain.pairs}
+    assert ("panda_link0", "panda_link1") not in checked  # adjacent
+    assert ("panda_link7", "panda_hand") not in checked   # adjacent through a fixed link
+    assert ("panda_link0", "panda_link5") in checked
+    cm = collision_model(m)  # the bundled SRDF's disable_collisions
+    assert len(cm.pairs) < len(plain.pairs)
+    assert ("panda_link2", "panda_link4", "Never") in cm.disabled or \
+        ("panda_link2", "panda_link4") in {(names[a], names[b]) for a, b in cm.pairs}
+
+
+def test_sampled_pairs_include_every_adjacent_pair_and_no_pair_seen_to_collide():
+    """The sampled "Never" pairs never overlap in an independent check of the same samples
+    (sphere centres from FK, distances by scipy), and every adjacent pair is in the list."""
+    from scipy.spatial.distance import cdist
+
+    for name in ("panda", "dual_arm"):
+        m = load_robot(name)
+        cm = collision_model(m, srdf=f'<robot name="{name}"/>')
+        out = sample_disabled_pairs(m, cm, samples=2000, rng_seed=4)
+        got = {(a, b): why for a, b, why in out}
+        for a, b, why in cm.disabled:
+            if why == "Adjacent":
+                assert got.get((a, b)) == "Adjacent"
+        q = m.random_q(np.random.default_rng(4), 2000)
+        T = fk(m, q)
+        for (a, b), why in got.items():
+            if why != "Never":
+                continue
+            ca, cb = cm.link_names.index(a), cm.link_names.index(b)
+            sa, sb = cm.spheres_of(ca), cm.spheres_of(cb)
+            Ta, Tb = T[:, cm.links[ca]], T[:, cm.links[cb]]
+            pa = np.einsum("nij,sj->nsi", Ta[:, :3, :3], cm.center[sa]) + Ta[:, None, :3, 3]
+            pb = np.einsum("nij,sj->nsi", Tb[:, :3, :3], cm.center[sb]) + Tb[:, None, :3, 3]
+            rr = cm.radius[sa][:, None] + cm.radius[sb][None]
+            for k in range(0, 2000, 97):
+                assert np.all(cdist(pa[k], pb[k]) >= rr), (a, b, k)
+
+
+def test_collision_pairs_command_writes_an_srdf(tmp_path):
+    out = tmp_path / "ur.srdf"
+    r = subprocess.run([sys.executable, "-m", "ros2_ik.api.collision_pairs", "--robot", "ur",
+                        "--samples", "500", "--write", str(out)], capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
+    from ros2_ik.model import parse_srdf
+
+    srdf = parse_srdf(out.read_text())
+    assert len(srdf.disabled_collisions) >= 6 and srdf.group_names == ["ur_manipulator"]
+    r = subprocess.run([sys.executable, "-m", "ros2_ik.api.collision_pairs", "--urdf",
+                        str(tmp_path / "none.urdf")], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "error:" in r.stderr
+
+
+# ---------------------------------------------------------------- the world
+
+def test_bad_obstacles_are_refused_naming_them():
+    cases = [(("a", "cone", (1,)), "unknown shape"), (("a", "sphere", (-0.1,)), "positive"),
+             (("a", "box", (1, 1)), "3 sizes"), (("a", "box", (1, 0, 1)), "degenerate"),
+             (("a", "sphere", (0.1,), [0, 0, float("nan"), 0, 0, 0, 1]), "NaN"),
+             (("a", "sphere", (0.1,), [0, 0, 0, 0, 0, 0, 0]), "unit quaternion"),
+             (("a", "sphere", (0.1,), np.diag([2.0, 1, 1, 1])), "rigid"),
+             (("", "sphere", (0.1,)), "non-empty"), (("a", "sphere", (np.inf,)), "positive"),
+             (("a", "sphere", (0.1,), np.zeros(3)), "shape")]
+    for args, what in cases:
+        with pytest.raises((InvalidInputError, ShapeError)) as exc:
+            Obstacle.make(*args)
+        assert what in str(exc.value), (args, str(exc.value))
+    too_many = [Obstacle.make(f"o{i}", "sphere", (0.01,)) for i in range(MAX_OBSTACLES + 1)]
+    with pytest.raises(InvalidInputError, match="exceed"):
+        World(too_many)
+
+
+def test_world_changes_are_new_versions_and_yaml_round_trips():
+    w0 = World()
+    w1 = w0.add(Obstacle.make("t", "box", (1, 1, 0.1), [0, 0, -0.05, 0, 0, 0, 1]))
+    w2 = w1.move("t", [0, 0, 0.2, 0, 0, 0, 1])
+    w3 = w2.remove("t")
+    assert [w.version for w in (w0, w1, w2, w3)] == [0, 1, 2, 3]
+    assert len(w0) == 0 and w1["t"].pose[2, 3] == -0.05 and w2["t"].pose[2, 3] == 0.2
+    with pytest.raises(InvalidInputError, match="no obstacle 'x'"):
+        w1.remove("x")
+    w = _all_shapes_world()
+    back = world_from_yaml(w.to_yaml())
+    np.testing.assert_allclose(back.packed(), w.packed(), atol=1e-12)
+    for bad in ("obstacles: 3", "obstacles: [{id: a, shape: box, size: [1, 1]}]",
+                "obstacles: [{id: a, shape: sphere, size: [1], colour: red}]", "[: :"):
+        with pytest.raises(IKError):
+            world_from_yaml(bad)
+
+
+# ---------------------------------------------------------------- the reference terms
+
+def test_sdf_matches_closest_point_distances_and_its_gradient():
+    """The signed distance of points outside each shape equals the closest-point distance
+    (clamping, written here), inside it is negative, and its gradient is the distance's
+    derivative (finite differences)."""
+    w = _all_shapes_world()
+    rng = np.random.default_rng(0)
+    P = rng.uniform(-0.6, 1.0, size=(4000, 3))
+    d, g = sdf(w.packed(), P)
+    for k, ob in enumerate(w):
+        l = (P - ob.pose[:3, 3]) @ ob.pose[:3, :3]
+        if ob.shape == "box":
+            h = 0.5 * np.asarray(ob.size)
+            outside = np.linalg.norm(l - np.clip(l, -h, h), axis=1)
+            ref = np.where(outside > 0, outside, np.max(np.abs(l) - h, axis=1))
+        elif ob.shape == "sphere":
+            ref = np.linalg.norm(l, axis=1) - ob.size[0]
+        elif ob.shape == "cylinder":
+            r, half = ob.size[0], 0.5 * ob.size[1]
+            q = np.stack([np.linalg.norm(l[:, :2], axis=1) - r, np.abs(l[:, 2]) - half], 1)
+            ref = np.linalg.norm(np.maximum(q, 0), axis=1) + np.minimum(q.max(axis=1), 0)
+        elif ob.shape == "capsule":
+            r, half = ob.size[0], 0.5 * ob.size[1]
+            z = np.clip(l[:, 2], -half, half)
+            ref = np.linalg.norm(l - np.stack([0 * z, 0 * z, z], 1), axis=1) - r
+        else:
+            ref = l[:, 2]
+        np.testing.assert_allclose(d[:, k], ref, atol=1e-12, err_msg=ob.shape)
+        eps = 1e-6
+        for axis in range(3):
+            dP = np.zeros(3)
+            dP[axis] = eps
+            fd = (sdf(w.packed(), P + dP)[0][:, k] - sdf(w.packed(), P - dP)[0][:, k]) / (2 * eps)
+            smooth = np.abs(fd - g[:, k, axis]) < 1e-4
+            assert smooth.mean() > 0.97, (ob.shape, axis, smooth.mean())
+    np.testing.assert_allclose(np.linalg.norm(g, axis=-1), 1.0, atol=1e-9)
+
+
+def test_penalty_shape():
+    x = np.array([-0.1, 0.0, 0.005, 0.01, 0.2])
+    v, dv = penalty(x, 0.01)
+    np.testing.assert_allclose(v, [0.105, 0.005, 0.00125, 0.0, 0.0])
+    np.testing.assert_allclose(dv, [-1, -1, -0.5, 0, 0])
+    v, dv = penalty(x, 0.0)
+    np.testing.assert_allclose(v, [0.1, 0, 0, 0, 0])
+
+
+@pytest.mark.parametrize("name", ["panda", "dual_arm"])
+def test_collision_objective_jacobian_matches_finite_differences(name):
+    m = load_robot(name)
+    cm = collision_model(m)
+    obj = CollisionObjective(m, cm, _all_shapes_world(), margin=0.01, activation=0.05)
+    q = m.random_q(np.random.default_rng(2), 40)
+    r, J = obj.residual(EvalContext(m, q, q), np.arange(40))
+    assert np.abs(r).sum() > 0
+    eps = 1e-7
+    for k, v in enumerate(m.v_active):
+        i = int(np.nonzero(m.q_to_v == v)[0][0])
+        dq = np.zeros(m.nq)
+        dq[i] = eps
+        rp, _ = obj.residual(EvalContext(m, q + dq, q), np.arange(40))
+        rm, _ = obj.residual(EvalContext(m, q - dq, q), np.arange(40))
+        fd = (rp - rm) / (2 * eps)
+        close = np.abs(fd - J[:, :, k]) <= 1e-5 + 1e-4 * np.abs(fd)
+        assert close.mean() > 0.999, (name, k, close.mean())
+
+
+# ---------------------------------------------------------------- compiled terms
+
+def _terms(m, tips, cm, world, q, cfg):
+    ch = chain_of(m, tips, cm)
+    mod = hostrun.compile_host(solve_source(ch, "float64", host=True))
+    f = mod.get_function("r2ik_coll_terms")
+    nc = ch.nc
+    out = np.zeros((len(q), 4 + nc * nc + nc))
+    obs = np.ascontiguousarray(world.packed())
+    f(len(q), len(q), np.ascontiguousarray(q), obs, obs.shape[0],
+      interface.options_record(cfg).view(np.uint8), out)
+    return ch, out
+
+
+@need_cxx
+@pytest.mark.parametrize("name,tips", [("panda", [TIP]), ("ur", ["tool0"]),
+                                       ("dual_arm", ["left_tool", "right_tool"])])
+def test_compiled_collision_terms_equal_the_reference(name, tips):
+    """The generated terms (cost, J^T J, J^T r of the collision rows, the exact check's
+    distance and pair) equal the reference's, on every shape, self pairs included."""
+    m = load_robot(name)
+    cm = collision_model(m)
+    world = _all_shapes_world()
+    cfg = IKConfig(avoid_collisions=True, collision_activation=0.05)
+    q = m.random_q(np.random.default_rng(1), 200)
+    ch, out = _terms(m, tips, cm, world, q, cfg)
+    obj = CollisionObjective(m, cm, world, margin=cfg.collision_margin,
+                             activation=cfg.collision_activation)
+    ctx = EvalContext(m, q, q)
+    r, J = obj.residual(ctx, np.arange(len(q)))
+    cols = [list(m.v_active).index(m.q_to_v[c]) for c in ch.colq]
+    Jc = J[:, :, cols]
+    nc = ch.nc
+    assert (0.5 * (r * r).sum(1) > 0).sum() > 20
+    np.testing.assert_allclose(out[:, 0], 0.5 * (r * r).sum(1), atol=1e-12)
+    np.testing.assert_allclose(out[:, 4:4 + nc * nc].reshape(-1, nc, nc),
+                               np.einsum("nri,nrj->nij", Jc, Jc), atol=1e-11)
+    np.testing.assert_allclose(out[:, 4 + nc * nc:], np.einsum("nri,nr->ni", Jc, r), atol=1e-11)
+    d, which = obj.nearest(ctx)
+    near = d < cfg.collision_margin + cfg.collision_activation
+    np.testing.assert_allclose(out[near, 2], d[near], atol=1e-12)
+    np.testing.assert_array_equal(out[near, 3], which[near])
+    assert np.all(out[:, 2] <= d + 1e-12)  # beyond the band: a bound below the distance
+
+
+@need_cxx
+def test_scalar_and_vector_rows_are_bit_equal_with_collisions():
+    m = load_robot("panda")
+    q = m.random_q(np.random.default_rng(7), 64)
+    T = fk_frames(m, q, [TIP])[:, 0]
+    cfg = IKConfig(num_seeds=4, stall_iterations=5, avoid_collisions=True)
+    s = IKSolver(m, [TIP], cfg)
+    assert s.backend == "host" and s._impl.lanes in (0, 4)
+    world = _all_shapes_world()
+    batch = s.solve(T, world=world)  # lanes (P >= 4)
+    for i in range(0, 64, 9):
+        one = s.solve(T[i:i + 1], world=world)  # one row at a time
+        np.testing.assert_array_equal(one.q[0], batch.q[i])
+        assert one.status[0] == batch.status[i] and one.iterations[0] == batch.iterations[i]
+
+
+# ---------------------------------------------------------------- the solver's contract
+
+def _colliding_free_answers(m, cm, world, n=3000, seed=0, want=8):
+    """Goals made by FK of configurations clear of the robot itself and of ``world`` (so a
+    clear answer exists), and random seeds from which today's answer (no avoidance) collides
+    by the independent geometry check: (targets, seeds), at most ``want``."""
+    rng = np.random.default_rng(seed)
+    q = m.random_q(rng, n)
+    clear_q = clearance(m, cm, q, world)[0] > 0.03
+    T = fk_frames(m, q[clear_q], [TIP])[:, 0]
+    seeds = m.random_q(rng, len(T))
+    free = solve_pose(m, T, tips=TIP, seeds=seeds, config=IKConfig(num_seeds=1))
+    suspects = np.nonzero(free.success & (clearance(m, cm, free.q, world)[0] < 0))[0]
+    hits = [i for i in suspects if not geometry_clear(m, cm, free.q[i], world, 0.0)][:want]
+    return T[hits], seeds[hits]
+
+
+@pytest.mark.parametrize("backend", ["reference", "host"])
+@pytest.mark.parametrize("scene", ["self", "box"])
+def test_an_answer_that_collides_is_replaced_by_a_clear_one(backend, scene):
+    """Goals where today's answer (no avoidance) collides, by the independent check on the
+    URDF geometry: the arm folded into itself, or through a box in front of the robot. With
+    avoidance the answers succeed within the tolerances and are clear by the margin."""
+    if backend == "host" and hostrun.available() is None:
+        pytest.skip("no C++ compiler")
+    m = load_robot("panda")
+    cm = collision_model(m)
+    world = World()
+    if scene == "box":
+        world = world.add(Obstacle.make("box", "box", (0.3, 0.6, 0.3), [0.45, 0.0, 0.35, 0, 0,
+                                                                         0, 1]))
+    T, seeds = _colliding_free_answers(m, cm, world)
+    assert len(T) >= 4  # the scene has goals where today's answer collides
+    cfg = IKConfig(num_seeds=32, stall_iterations=5, avoid_collisions=True)
+    r = solve_pose(m, T, tips=TIP, seeds=seeds, config=cfg, world=world, backend=backend)
+    assert r.success.mean() >= 0.75, r.messages
+    assert np.all(r.status[r.success] == Status.CONVERGED)
+    assert np.all(r.clearance[r.success] >= cfg.collision_margin)
+    for i in np.nonzero(r.success)[0]:
+        assert geometry_clear(m, cm, r.q[i], world, cfg.collision_margin), i
+    assert r.world_version == world.version
+
+
+@pytest.mark.parametrize("backend", ["reference", "host"])
+def test_a_goal_reached_only_in_collision_is_in_collision_naming_the_pair(backend):
+    if backend == "host" and hostrun.available() is None:
+        pytest.skip("no C++ compiler")
+    m = load_robot("panda")
+    q = m.neutral_q()
+    T = fk_frames(m, q[None], [TIP])[0, 0]
+    p = T[:3, 3]
+    # a ball around the hand's goal: every answer within the tolerances is inside it
+    world = World().add(Obstacle.make("ball", "sphere", (0.12,), [p[0], p[1], p[2], 0, 0, 0, 1]))
+    cfg = IKConfig(num_seeds=8, stall_iterations=5, avoid_collisions=True, max_iterations=60)
+    r = solve_pose(m, T[None], tips=TIP, config=cfg, world=world, backend=backend)
+    assert not r.success[0]
+    assert r.status[0] in (Status.IN_COLLISION, Status.NOT_CONVERGED)
+    if r.status[0] == Status.IN_COLLISION:
+        assert "obstacle 'ball'" in r.messages[0] and "collides" in r.messages[0]
+        assert r.clearance[0] < cfg.collision_margin
+    # a goal reachable only by the link inside the ball: IN_COLLISION with the pair named
+    cfg1 = IKConfig(num_seeds=1, avoid_collisions=True, collision_weight=1e-6,
+                    max_iterations=200)
+    r = solve_pose(m, T[None], tips=TIP, config=cfg1, world=world, seeds=q, backend=backend)
+    assert r.status[0] == Status.IN_COLLISION and not r.success[0]
+    assert "obstacle 'ball'" in r.messages[0]
+    assert r.position_error[0] <= cfg1.position_tolerance
+
+
+def test_collision_options_and_inputs_are_checked():
+    m = load_robot("panda")
+    for bad in ({"collision_margin": -0.1}, {"collision_activation": float("nan")},
+                {"collision_weight": 0.0}, {"avoid_collisions": 1}):
+        with pytest.raises(IKError):
+            IKConfig(**bad)
+    with pytest.raises(InvalidInputError, match="collision avoidance is off"):
+        solve_pose(m, np.eye(4)[None], tips=TIP, world=_all_shapes_world())
+    with pytest.raises(InvalidInputError, match="'dls' or 'ccd\\+dls'"):
+        solve_pose(m, np.eye(4)[None], tips=TIP, solver="ccd",
+                   config=IKConfig(avoid_collisions=True))
+    with pytest.raises(IKError, match="World"):
+        solve_pose(m, np.eye(4)[None], tips=TIP, config=IKConfig(avoid_collisions=True),
+                   world="table")
+    with pytest.raises(UnknownLinkError):
+        collision_model(m, spheres={"nolink": [[0, 0, 0, 0.1]]})
+
+
+@need_cxx
+def test_ccd_then_lm_keeps_clear_and_chain_solver_takes_the_world():
+    m = load_robot("panda")
+    q = m.random_q(np.random.default_rng(3), 20)
+    cm = collision_model(m)
+    world = World().add(Obstacle.make("floor", "halfspace", pose=[0, 0, 0.02, 0, 0, 0, 1]))
+    ok = clearance(m, cm, q, world)[0] > 0.03
+    T = fk_frames(m, q[ok], [TIP])[:, 0]
+    cfg = IKConfig(num_seeds=8, stall_iterations=5, avoid_collisions=True)
+    r = solve_pose(m, T, tips=TIP, config=cfg, solver="ccd+dls", world=world)
+    assert r.success.mean() > 0.8
+    assert np.all(clearance(m, cm, r.q[r.success], world)[0] >= 0.01 - 1e-12)
+    cs = ChainSolver(m, TIP, cfg)
+    for i in range(len(T)):
+        one = cs.solve(T[i], world=world)
+        if one.success[0]:
+            assert clearance(m, cm, one.q, world)[0][0] >= 0.01 - 1e-12
+
+
+def test_collisions_off_give_the_same_answers_as_before():
+    """avoid_collisions=False: the solver has no collision terms (the same rows as a solve that
+    never heard of them); the result carries no clearance."""
+    m = load_robot("ur")
+    q = m.random_q(np.random.default_rng(5), 30)
+    T = fk_frames(m, q, ["tool0"])[:, 0]
+    a = solve_pose(m, T, tips="tool0", config=IKConfig(num_seeds=4))
+    b = solve_pose(m, T, tips="tool0", config=IKConfig(num_seeds=4, collision_margin=0.5))
+    np.testing.assert_array_equal(a.q, b.q)
+    assert a.clearance is None and a.world_version is None
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@need_cxx
+def test_cuda_text_with_collisions_through_the_standin(monkeypatch, dtype):
+    """The CUDA rendering of the collision terms (run on the CPU through the host shim):
+    every success clear by the exact check, close to the host's success rate."""
+    from ros2_ik.backends.cuda import GpuSolver
+
+    cp = cupy_standin.install(monkeypatch)
+    m = load_robot("panda")
+    cm = collision_model(m)
+    world = _all_shapes_world()
+    q = m.random_q(np.random.default_rng(9), 60)
+    ok = clearance(m, cm, q, world)[0] > 0.03
+    T = fk_frames(m, q[ok], [TIP])[:, 0]
+    cfg = IKConfig(num_seeds=8, stall_iterations=5, avoid_collisions=True)
+    g = GpuSolver(m, [TIP], cfg, dtype=dtype, xp=cp)
+    r = g.solve(cp.asarray(T), world=world)
+    h = IKSolver(m, [TIP], cfg).solve(T, world=world)
+    assert r.success.mean() >= h.success.mean() - 0.1 and r.success.mean() > 0.7
+    d = clearance(m, cm, r.q[r.success], world)[0]
+    assert np.all(d >= cfg.collision_margin - 1e-9)
+    np.testing.assert_allclose(r.clearance[r.success], d, atol=1e-6)
+    if dtype == "float64":
+        np.testing.assert_array_equal(r.q, h.q)
