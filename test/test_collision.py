@@ -11,7 +11,6 @@ import functools
 import math
 import subprocess
 import sys
-import warnings
 
 import numpy as np
 import pytest

@@ -428,8 +428,8 @@ def _emit_body(e, cc: CollisionChain, nc: int, check: bool, any_):
                         if not check:  # the sphere against the obstacle's bounding sphere
                             e("const S sx_ = cx[s] - ox, sy_ = cy[s] - oy, sz_ = cz[s] - oz;")
                             e("const S reach = thr + S(orad + rad[s]);")
-                            e(f"if (orad >= 0.0 && !{any_('sx_ * sx_ + sy_ * sy_ + sz_ * sz_ < reach * reach')}) "
-                              "continue;")
+                            near = any_("sx_ * sx_ + sy_ * sy_ + sz_ * sz_ < reach * reach")
+                            e(f"if (orad >= 0.0 && !{near}) continue;")
                         e("const S d = r2ik_sdf<S>(ob, cx[s], cy[s], cz[s], gx, gy, gz) - "
                           "S(rad[s]);")
                         if check:
