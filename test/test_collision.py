@@ -602,6 +602,8 @@ def test_cuda_text_with_collisions_through_the_standin(monkeypatch, dtype):
     assert r.success.mean() >= h.success.mean() - 0.1 and r.success.mean() > 0.7
     d = clearance(m, cm, r.q[r.success], world)[0]
     assert np.all(d >= cfg.collision_margin - 1e-9)
-    np.testing.assert_allclose(r.clearance[r.success], d, atol=1e-6)
+    band = d < cfg.collision_margin + cfg.collision_activation  # exact there, a bound beyond
+    np.testing.assert_allclose(r.clearance[r.success][band], d[band], atol=1e-6)
+    assert np.all(r.clearance[r.success] <= d + 1e-6)
     if dtype == "float64":
         np.testing.assert_array_equal(r.q, h.q)

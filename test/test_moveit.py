@@ -24,6 +24,8 @@ from moveit_standin import GetPositionFK, GetPositionIK, MoveItState, plugin_req
 from ros2_ik import robots
 from ros2_ik.kinematics import fk_frames, pose_error, pose_inverse
 from ros2_ik.model import parse_srdf
+from ros2_ik.ik.collision import clearance
+from ros2_ik.model.collision import collision_model
 from ros2_ik.ros import codes, moveit_compat, request
 from ros2_ik.ros.handlers import compute_fk, compute_ik
 from ros2_ik.ros.params import Settings
@@ -68,6 +70,14 @@ def _goal_in(model, q, tip, frame):
     return np.asarray(pose_inverse(T[1])) @ T[0]
 
 
+def _clear(robot, model, q) -> bool:
+    """q (of ``model``, the robot's whole model) keeps 2 cm clear of the robot itself, on the
+    collision model with the robot's SRDF pairs."""
+    cm = collision_model(model, srdf=robot.srdf if robot.srdf is not None else "<robot/>")
+    d = clearance(model, cm, q[None])[0]
+    return bool(d[0] > 0.02)
+
+
 def _plugin_round_trip(ctx, full_model, group, group_vars, base_frame, tip, rng, n,
                        set_state=None):
     """n plugin calls with reachable goals; returns (#success, worst errors). Every answer is
@@ -81,9 +91,16 @@ def _plugin_round_trip(ctx, full_model, group, group_vars, base_frame, tip, rng,
         goal_state = MoveItState(full_model)
         goal_state.q = state.q.copy()
         lo, hi = full_model.lower, full_model.upper
-        rand = full_model.random_q(rng, 1)[0]
-        goal_state.set_group(group_vars, [rand[goal_state.q_of_var[goal_state.var_names.index(v)]]
-                                          for v in group_vars])
+        # (the plugin asks avoid_collisions: a goal reached by a configuration clear of the
+        # robot itself, so that a clear answer exists)
+        for _ in range(1000):
+            rand = full_model.random_q(rng, 1)[0]
+            goal_state.set_group(group_vars, [
+                rand[goal_state.q_of_var[goal_state.var_names.index(v)]] for v in group_vars])
+            if _clear(ctx.robot, full_model, goal_state.q):
+                break
+        else:
+            raise AssertionError("no goal configuration clear of the robot itself")
         T_goal = _goal_in(full_model, goal_state.q, tip, base_frame)
         # the seed: the group's variables mid-range (MoveIt's seed is the current state)
         mid = full_model.neutral_q()
@@ -267,10 +284,14 @@ def test_node_serves_solve_ik_not_move_groups_names(monkeypatch):
     from ros2_ik.ros.node import KinematicsNode
     from ros_testing import random_domain_id
 
+    from ros2_ik_interfaces.msg import WorldUpdate
+
     fake = types.ModuleType("moveit_msgs")
     fake.srv = types.SimpleNamespace(GetPositionIK=ComputeIK, GetPositionFK=ComputeFK)
+    fake.msg = types.SimpleNamespace(CollisionObject=WorldUpdate, PlanningScene=WorldUpdate)
     monkeypatch.setitem(sys.modules, "moveit_msgs", fake)
     monkeypatch.setitem(sys.modules, "moveit_msgs.srv", fake.srv)
+    monkeypatch.setitem(sys.modules, "moveit_msgs.msg", fake.msg)
     ctx = rclpy.Context()
     rclpy.init(context=ctx, domain_id=random_domain_id())
     node = None
@@ -279,6 +300,9 @@ def test_node_serves_solve_ik_not_move_groups_names(monkeypatch):
         names = {node.resolve_service_name(s.srv_name) for s in node.services}
         assert {"/ros2_ik/solve_ik", "/ros2_ik/solve_fk", "/ros2_ik/compute_ik"} <= names
         assert "/compute_ik" not in names and "/compute_fk" not in names
+        topics = {node.resolve_topic_name(s.topic_name) for s in node.subscriptions}
+        assert {"/collision_object", "/planning_scene", "/monitored_planning_scene",
+                "/ros2_ik/world"} <= topics
         from ros2_ik.ros.node import make_executor
 
         ex = make_executor(ctx)  # the model serves once prepared: spin until it does

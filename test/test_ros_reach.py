@@ -32,6 +32,9 @@ def ros():
     try:
         client = Client(domain, actions={"reach": (ReachStudy, "reach_study")})
         client.wait_for_server(60)
+        # the model is prepared in the background after the services come up: a goal sent
+        # before it is in use is refused (NO_ROBOT_MODEL), so wait for it, with a bound
+        assert node.wait_for_log("]: ready: ", 240), node.log_text()
         action = client.actions["reach"]
         assert action.wait_for_server(timeout_sec=30), node.log_text()
         maps, cond = client.subscribe(PointCloud2, f"{client.ns}/reach_map", MAP_QOS)

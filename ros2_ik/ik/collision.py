@@ -144,7 +144,7 @@ class CollisionObjective(Objective):
     """
 
     def __init__(self, model: Model, collision: CollisionModel, world: World | None = None, *,
-                 margin: float = 0.01, activation: float = 0.01, weight: float = 1.0,
+                 margin: float = 0.01, activation: float = 0.005, weight: float = 1.0,
                  self_collisions: bool = True):
         self.model, self.cm = model, collision
         self.world = world if world is not None else World()

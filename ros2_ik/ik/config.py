@@ -91,7 +91,7 @@ class IKConfig:
     avoid_collisions: bool = False
     self_collisions: bool = True
     collision_margin: float = 0.01
-    collision_activation: float = 0.01
+    collision_activation: float = 0.005
     collision_weight: float = 1.0
 
     def __post_init__(self):

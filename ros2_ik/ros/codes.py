@@ -2,7 +2,7 @@
 exception type request handlers raise to reject a request.
 
 The values equal MoveIt's ``MoveItErrorCodes`` where MoveIt has the same meaning, and the core's
-:class:`ros2_ik.ik.Status` values (1, -31, -6, -16) are the per-problem codes, unchanged.
+:class:`ros2_ik.ik.Status` values (1, -31, -6, -16, -12) are the per-problem codes, unchanged.
 This module needs no rclpy, so the mapping is testable anywhere.
 """
 
@@ -14,12 +14,14 @@ from ..errors import (BackendUnavailableError, IKError, InvalidInputError, Shape
 __all__ = ["SUCCESS", "FAILURE", "TIMED_OUT", "PREEMPTED", "INVALID_GOAL", "INVALID_ROBOT_STATE",
            "INVALID_GROUP_NAME",
            "INVALID_LINK_NAME", "FRAME_TRANSFORM_FAILURE", "NO_IK_SOLUTION", "NO_ROBOT_MODEL",
-           "INVALID_REQUEST", "NAMES", "RequestError", "code_of_exception", "name_of"]
+           "INVALID_REQUEST", "GOAL_IN_COLLISION", "NAMES", "RequestError", "code_of_exception",
+           "name_of"]
 
 SUCCESS = 1
 FAILURE = 99999
 TIMED_OUT = -6
 PREEMPTED = -7
+GOAL_IN_COLLISION = -12           # == the core's Status.IN_COLLISION
 INVALID_GROUP_NAME = -15
 INVALID_GOAL = -16                # == INVALID_GOAL_CONSTRAINTS
 INVALID_ROBOT_STATE = -17
@@ -35,7 +37,7 @@ NAMES = {
     INVALID_ROBOT_STATE: "INVALID_ROBOT_STATE",
     INVALID_LINK_NAME: "INVALID_LINK_NAME", FRAME_TRANSFORM_FAILURE: "FRAME_TRANSFORM_FAILURE",
     NO_IK_SOLUTION: "NO_IK_SOLUTION", NO_ROBOT_MODEL: "NO_ROBOT_MODEL",
-    INVALID_REQUEST: "INVALID_REQUEST",
+    INVALID_REQUEST: "INVALID_REQUEST", GOAL_IN_COLLISION: "GOAL_IN_COLLISION",
 }
 
 

@@ -20,8 +20,12 @@ sends and reads:
   multi-DOF variables under MoveIt's names) and ``multi_dof_joint_state`` (floating and planar
   joints as transforms); joints the model lacks are ignored (MoveIt's robot_state holds every
   joint of the robot), joints it leaves out come from the node's current state
-  (``joint_states``). ``avoid_collisions`` and ``constraints`` cannot be honoured (no collision
-  model): they are ignored with a warning. The full ``timeout`` is honoured (0 = node default).
+  (``joint_states``). ``avoid_collisions`` is honoured: the answer keeps the robot
+  ``collision.margin`` clear of itself and of the node's world (which also follows MoveIt's
+  planning scene), and an answer within the tolerances that collides is ``GOAL_IN_COLLISION``
+  (-12); false turns collision avoidance off for the request. ``constraints`` cannot be
+  honoured: they are ignored with a warning. The full ``timeout`` is honoured (0 = node
+  default).
   One solution in ``solution``: every joint of the model in ``joint_state`` under MoveIt's
   variable names (floating ``j/trans_x .. j/rot_w``, planar ``j/x, j/y, j/theta``), and the
   floating / planar joints also in ``multi_dof_joint_state`` as transforms, as move_group does.
@@ -49,8 +53,8 @@ __all__ = ["moveit_available", "moveit_code", "ik_request_as_compute_ik",
 
 SOLVE_IK = "~/solve_ik"
 SOLVE_FK = "~/solve_fk"
-IGNORED_WARNING = ("solve_ik (MoveIt): avoid_collisions / constraints are not supported by "
-                   "ros2_ik (no collision model) and are ignored")
+IGNORED_WARNING = ("solve_ik (MoveIt): constraints are not supported by ros2_ik and are "
+                   "ignored (avoid_collisions is honoured)")
 #: a floating joint's coordinates: ros2_ik's suffixes and MoveIt's variable names, same order
 FLOATING = (("x", "trans_x"), ("y", "trans_y"), ("z", "trans_z"), ("qx", "rot_x"),
             ("qy", "rot_y"), ("qz", "rot_z"), ("qw", "rot_w"))
@@ -144,8 +148,8 @@ def robot_state_seed(robot: LoadedRobot, robot_state) -> types.SimpleNamespace:
 def ik_request_as_compute_ik(ik_request, robot: LoadedRobot
                              ) -> tuple[types.SimpleNamespace, bool]:
     """A ComputeIK-shaped request (compact response) for a PositionIKRequest, and whether
-    unsupported options (avoid_collisions / constraints) were set. ``robot``: the model the
-    request is solved on (reads MoveIt's names and multi-DOF joints of the seed)."""
+    unsupported options (constraints) were set. ``robot``: the model the request is solved on
+    (reads MoveIt's names and multi-DOF joints of the seed)."""
     from .codes import RequestError  # noqa: PLC0415
 
     vec = list(ik_request.pose_stamped_vector)
@@ -163,16 +167,17 @@ def ik_request_as_compute_ik(ik_request, robot: LoadedRobot
                                "ik_link_names; give one link name per pose")
     seed = robot_state_seed(robot, ik_request.robot_state)
     c = ik_request.constraints
-    constrained = bool(getattr(ik_request, "avoid_collisions", False)) or bool(
-        c is not None and any(len(getattr(c, f, []) or []) for f in (
-            "joint_constraints", "position_constraints", "orientation_constraints",
-            "visibility_constraints")))
+    constrained = bool(c is not None and any(len(getattr(c, f, []) or []) for f in (
+        "joint_constraints", "position_constraints", "orientation_constraints",
+        "visibility_constraints")))
+    collisions = 1 if bool(getattr(ik_request, "avoid_collisions", False)) else 2
     req = types.SimpleNamespace(
         goals=poses, tip_links=tips, group_name=ik_request.group_name or "",
         compact_goals=array.array("d"), compact_frame_id="", seed=seed,
         ignore_unknown_joints=True, solver="", position_tolerance=0.0,
         orientation_tolerance=0.0, timeout=ik_request.timeout, num_seeds=0, solve_mode="",
-        position_only=False, axis_weights=array.array("d"), rng_seed=-1, compact_response=True)
+        position_only=False, axis_weights=array.array("d"), rng_seed=-1, compact_response=True,
+        collisions=collisions)
     return req, constrained
 
 
@@ -182,6 +187,7 @@ def compute_ik_response() -> types.SimpleNamespace:
         solutions=[], joint_names=[], compact_solutions=array.array("d"),
         status=array.array("i"), position_errors=array.array("d"),
         orientation_errors=array.array("d"), iterations=array.array("I"),
+        clearances=array.array("d"), world_version=0,
         error_code=types.SimpleNamespace(val=codes.FAILURE), message="")
 
 

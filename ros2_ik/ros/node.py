@@ -44,7 +44,7 @@ from ..backend import BackendUnavailableError, get_backend
 from .diagnostics import Stats, diagnostic_status
 from .executor import NodeExecutor, quiet_events
 from .handlers import (compute_fk, compute_ik, compute_jacobian, goal, moveit, reach_study,
-                       trajectory_seed)
+                       trajectory_seed, world)
 from .joint_states import DRAIN_S, JointStates
 from .markers import ik_markers
 from .model_source import ModelSource, describe
@@ -115,7 +115,9 @@ class KinematicsNode(Node):
                                  lambda m: self._source.on_robot_description_semantic(m.data),
                                  ROBOT_DESCRIPTION_QOS, callback_group=self._cb_topics)
 
-        # ---- requests: one module each
+        # ---- the world, then requests: one module each
+        w.world_state = world.register(w)
+        w.world_state.load_file(self._settings.collision_world_file)
         compute_ik.register(w)
         compute_fk.register(w)
         compute_jacobian.register(w)

@@ -92,6 +92,29 @@ PARAMS: tuple[ParamSpec, ...] = (
               range=(0, 100_000)),
     ParamSpec("diagnostics.period", 1.0, "Period of the diagnostic_msgs/DiagnosticArray on "
               "/diagnostics.", range=(0.1, 60.0), units="s"),
+    # --- collision avoidance ---
+    ParamSpec("collision.enabled", False, "Avoid collisions in requests that leave it to the "
+              "node (ComputeIK collisions = 0, trajectory goals); MoveIt's requests say with "
+              "avoid_collisions."),
+    ParamSpec("collision.self", True, "Check the robot against itself (the collision model's "
+              "self pairs), not only against the world."),
+    ParamSpec("collision.margin", 0.01, "Clearance an answer must keep to the world and between "
+              "the robot's links.", range=(0.0, 1.0), units="m"),
+    ParamSpec("collision.activation", 0.005, "The collision penalty starts this far beyond the "
+              "margin (a goal that needs the robot closer than margin + activation to an "
+              "obstacle is pulled off by the penalty: keep it small).", range=(0.0, 1.0),
+              units="m"),
+    ParamSpec("collision.weight", 1.0, "Weight of the collision penalty against the pose error.",
+              range=(1e-6, 1e6)),
+    ParamSpec("collision.spheres_file", "", "YAML file of the robot's collision spheres (per "
+              "link, as ros2_ik.model.collision writes them); '' = fitted to the URDF's "
+              "<collision> geometry."),
+    ParamSpec("collision.mesh_path", "", "Directories where package:// and relative collision "
+              "meshes are looked for, ':'-separated (besides the ament index)."),
+    ParamSpec("collision.world_file", "", "YAML file of obstacles loaded at start-up (as "
+              "ros2_ik.world.World.to_yaml writes them); '' = an empty world."),
+    ParamSpec("collision.base_frame_aliases", "world", "Comma-separated frame ids taken as the "
+              "robot's base frame in obstacle poses (no tf here)."),
 )
 
 SPECS: dict[str, ParamSpec] = {p.name: p for p in PARAMS}
@@ -127,6 +150,15 @@ class Settings:
     markers_enabled: bool
     markers_max_goals: int
     diagnostics_period: float
+    collision_enabled: bool
+    collision_self: bool
+    collision_margin: float
+    collision_activation: float
+    collision_weight: float
+    collision_spheres_file: str
+    collision_mesh_path: str
+    collision_world_file: str
+    collision_base_frame_aliases: str
 
     @classmethod
     def from_values(cls, values: Mapping[str, Any] | None = None) -> "Settings":
@@ -203,21 +235,26 @@ def descriptor(spec: ParamSpec):
 
 def ik_config(s: Settings, *, position_tolerance: float = 0.0, orientation_tolerance: float = 0.0,
               timeout: float = 0.0, num_seeds: int = 0, solve_mode: str = "",
-              rng_seed: int = -1) -> IKConfig:
-    """The one mapping from parameters (+ a request's overrides; 0 / '' / -1 = the parameter)
-    to :class:`IKConfig`. ``timeout`` 0 takes the parameter, whose 0 means no limit.
+              rng_seed: int = -1, avoid_collisions: bool | None = None) -> IKConfig:
+    """The one mapping from parameters (+ a request's overrides; 0 / '' / -1 / None = the
+    parameter) to :class:`IKConfig`. ``timeout`` 0 takes the parameter, whose 0 means no limit.
 
     Kept per snapshot and overrides (both immutable): requests mostly repeat them, and
     building and validating an IKConfig costs tens of microseconds of a one-goal request."""
+    avoid = s.collision_enabled if avoid_collisions is None else bool(avoid_collisions)
     return _ik_config(s, float(position_tolerance), float(orientation_tolerance),
-                      float(timeout), int(num_seeds), str(solve_mode), int(rng_seed))
+                      float(timeout), int(num_seeds), str(solve_mode), int(rng_seed), avoid)
 
 
 @functools.lru_cache(maxsize=256)
 def _ik_config(s: Settings, position_tolerance: float, orientation_tolerance: float,
-               timeout: float, num_seeds: int, solve_mode: str, rng_seed: int) -> IKConfig:
+               timeout: float, num_seeds: int, solve_mode: str, rng_seed: int,
+               avoid: bool) -> IKConfig:
     t = timeout if timeout > 0 else s.timeout
     return IKConfig(
+        avoid_collisions=avoid, self_collisions=s.collision_self,
+        collision_margin=s.collision_margin, collision_activation=s.collision_activation,
+        collision_weight=s.collision_weight,
         position_tolerance=position_tolerance if position_tolerance > 0 else s.position_tolerance,
         orientation_tolerance=(orientation_tolerance if orientation_tolerance > 0
                                else s.orientation_tolerance),

@@ -30,7 +30,8 @@ from .params import SPECS, Settings, ik_config
 from .robot import LoadedRobot
 
 __all__ = ["Context", "IKOutcome", "overall_code", "summary", "NO_MODEL_MESSAGE", "tolerance",
-           "duration", "solver_name", "config", "weights", "to_base", "fill_solutions"]
+           "duration", "solver_name", "config", "weights", "to_base", "fill_solutions",
+           "collisions_flag"]
 
 NO_MODEL_MESSAGE = ("no robot model loaded yet: publish the URDF on the robot_description topic "
                     "(std_msgs/String, transient local, as robot_state_publisher does) or start "
@@ -48,6 +49,19 @@ class Context:
     should_stop: Callable[[], bool] | None = None
     #: answered on the executor thread (a small request: bounded, so no ``should_stop`` needed)
     inline: bool = False
+    #: the world when the request was taken (:class:`ros2_ik.world.World`)
+    world: object = None
+
+    def collisions(self, robot: LoadedRobot, cfg):
+        """(collision model, world) of a request solved with ``cfg``: both None when collision
+        avoidance is off."""
+        if not cfg.avoid_collisions:
+            return None, None
+        s = self.settings
+        from ..world import World  # noqa: PLC0415
+
+        return (robot.collision_model(s.collision_spheres_file, s.collision_mesh_path),
+                self.world if self.world is not None else World())
 
     def require_robot(self) -> LoadedRobot:
         if self.robot is None:
@@ -83,6 +97,9 @@ class IKOutcome:
     status: np.ndarray            # (N,) IKErrorCode values
     code: int
     solve_time: float = 0.0
+    clearance: np.ndarray | None = None   # (N,) with collision avoidance
+    world: object = None                   # the world checked against
+    collision: object = None               # the collision model used
 
     @property
     def problems(self) -> int:
@@ -129,8 +146,18 @@ def solver_name(name: str, s: Settings) -> str:
     return solver
 
 
+def collisions_flag(value) -> bool | None:
+    """A request's ``collisions`` field: None (the node's collision.enabled), True or False."""
+    v = int(value)
+    if v not in (0, 1, 2):
+        raise RequestError(codes.INVALID_REQUEST,
+                           f"collisions = {v} is invalid; give 0 (node default), 1 (on) or 2 "
+                           "(off)")
+    return None if v == 0 else v == 1
+
+
 def config(s: Settings, *, position_tolerance, orientation_tolerance, timeout, num_seeds,
-            solve_mode="", rng_seed=-1) -> IKConfig:
+            solve_mode="", rng_seed=-1, avoid_collisions=None) -> IKConfig:
     modes = [m.value for m in SolveMode]
     if solve_mode and solve_mode not in modes:
         raise RequestError(codes.INVALID_REQUEST,
@@ -148,7 +175,7 @@ def config(s: Settings, *, position_tolerance, orientation_tolerance, timeout, n
                      orientation_tolerance=tolerance(orientation_tolerance,
                                                       "orientation_tolerance"),
                      timeout=duration(timeout), num_seeds=int(num_seeds), solve_mode=solve_mode,
-                     rng_seed=int(rng_seed))
+                     rng_seed=int(rng_seed), avoid_collisions=avoid_collisions)
 
 
 def weights(axis_weights, position_only: bool) -> tuple[float, ...]:
@@ -210,7 +237,8 @@ def overall_code(status: np.ndarray) -> int:
     st = np.asarray(status)
     if st.size and np.all(st == codes.SUCCESS):
         return codes.SUCCESS
-    for c in (codes.INVALID_GOAL, codes.PREEMPTED, codes.TIMED_OUT, codes.NO_IK_SOLUTION):
+    for c in (codes.INVALID_GOAL, codes.PREEMPTED, codes.TIMED_OUT, codes.GOAL_IN_COLLISION,
+              codes.NO_IK_SOLUTION):
         if np.any(st == c):
             return c
     return codes.FAILURE
@@ -228,6 +256,9 @@ def summary(status: np.ndarray, messages: dict[int, str], what: str = "problem")
             (codes.NO_IK_SOLUTION, "without a solution within the tolerances",
              "the goal may be unreachable; try more num_seeds, another seed or looser "
              "tolerances"),
+            (codes.GOAL_IN_COLLISION, "in collision",
+             "every answer found within the tolerances collides; move the goal, the "
+             "obstacle, or try more num_seeds"),
             (codes.PREEMPTED, "cancelled", "")):
         idx = np.nonzero(status == c)[0]
         if idx.size:

@@ -14,11 +14,11 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from ..errors import SrdfError, UnknownLinkError
+from ..errors import IKError, SrdfError, UnknownLinkError
 from ..api import fk_frames
 from ..model import MAX_VALUE, Group, JointType, Model, Srdf
 from .codes import (FRAME_TRANSFORM_FAILURE, INVALID_GROUP_NAME, INVALID_LINK_NAME,
-                    INVALID_ROBOT_STATE, RequestError)
+                    INVALID_REQUEST, INVALID_ROBOT_STATE, RequestError)
 
 __all__ = ["LoadedRobot", "build_robot", "default_tip_of"]
 
@@ -64,6 +64,7 @@ class LoadedRobot:
     _groups: dict = field(default_factory=dict, repr=False, compare=False)  # name -> Group
     _groups_lock: threading.Lock = field(default_factory=threading.Lock, repr=False,
                                          compare=False)
+    _collision: dict = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def name(self) -> str:
@@ -87,7 +88,46 @@ class LoadedRobot:
         """The same model with these planning groups (a new object: the old one stays as it
         was for requests that hold it)."""
         return replace(self, srdf=srdf, srdf_source=source if srdf is not None else "",
-                       _groups={}, _groups_lock=threading.Lock())
+                       _groups={}, _groups_lock=threading.Lock(), _collision={})
+
+    # ------------------------------------------------------------------ collision model
+    def collision_model(self, spheres_file: str = "", mesh_path: str = ""):
+        """The robot's :class:`~ros2_ik.model.collision.CollisionModel`: spheres fitted to the
+        URDF's collision geometry (or read from ``spheres_file``), meshes looked up in the
+        ament index and ``mesh_path`` (':'-separated), self pairs less the SRDF's
+        ``disable_collisions``; built once per robot and files (RequestError when the spheres
+        file cannot be used)."""
+        key = (spheres_file, mesh_path)
+        with self._groups_lock:
+            hit = self._collision.get(key)
+        if hit is not None:
+            return hit
+        from ..model.collision import collision_model  # noqa: PLC0415
+
+        spheres = None
+        if spheres_file:
+            try:
+                with open(spheres_file, encoding="utf-8") as f:
+                    spheres = f.read()
+            except OSError as exc:
+                raise RequestError(INVALID_REQUEST, f"collision.spheres_file {spheres_file!r} "
+                                                    f"cannot be read: {exc}") from None
+        dirs = [d for d in mesh_path.split(":") if d]
+        srdf = self.srdf if self.srdf is not None else self.model.memo_peek("model.srdf",
+                                                                           "bundled")
+        import warnings  # noqa: PLC0415
+
+        try:
+            with warnings.catch_warnings():  # (kept in the model's warnings, logged by the node)
+                warnings.simplefilter("ignore")
+                cm = collision_model(self.model, srdf=srdf if srdf is not None else "<robot/>",
+                                     spheres=spheres, search_path=dirs)
+        except IKError as exc:
+            raise RequestError(INVALID_REQUEST, f"the collision model of {self.name!r} cannot "
+                                                f"be built: {exc}") from None
+        with self._groups_lock:
+            self._collision[key] = cm
+        return cm
 
     @property
     def group_names(self) -> list[str]:

@@ -73,6 +73,7 @@ class Wiring:
         self._pools = {n: ThreadPoolExecutor(k, thread_name_prefix=f"ros2_ik-{n}")
                        for n, k in POOL_SIZES.items()}
         self._bg_lock = threading.Lock()
+        self.world_state = None  # the world's handler (handlers.world), set by the node
 
     # ------------------------------------------------------------------ threads
     def pool(self, name: str) -> ThreadPoolExecutor:
@@ -129,9 +130,10 @@ class Wiring:
     # ------------------------------------------------------------------ requests
     def context(self, should_stop=None, inline: bool = False) -> Context:
         """The context of a request taken now (on the executor thread)."""
+        ws = self.world_state
         return Context(robot=self.robot(), settings=self.settings(), xp=self.xp(),
                        seed_base=self.seeds(), should_stop=should_stop or self.stopping,
-                       inline=inline)
+                       inline=inline, world=ws.world if ws is not None else None)
 
     def fail(self, kind: str, exc: BaseException) -> tuple[int, str]:
         """Code and message for an exception from a handler; logs it."""

@@ -21,7 +21,8 @@ from .. import codes
 from ..codes import RequestError
 from ..conversions import (as_f64, check_poses, describe_bad_pose, f64_array, i32_array,
                            poses_to_pq, u32_array)
-from ..request import (Context, IKOutcome, config, fill_solutions, overall_code, solver_name,
+from ..request import (Context, IKOutcome, collisions_flag, config, fill_solutions,
+                       overall_code, solver_name,
                        summary, to_base, weights)
 from ..robot import LoadedRobot
 
@@ -49,7 +50,9 @@ def small(w, req) -> bool:
     millisecond on the host backend, less than a hand-off to a worker costs."""
     s = w.settings()
     robot = w.robot()
+    avoid = {0: s.collision_enabled, 1: True}.get(int(getattr(req, "collisions", 0)), False)
     return (robot is not None and len(req.goals) + len(req.compact_goals) // 7 <= 1
+            and not avoid  # (a collision solver may be built on first use: a worker's job)
             and (not req.tip_links or list(req.tip_links) == [robot.default_tip])
             and not getattr(req, "group_name", "") and (req.solver or s.solver) == "dls"
             and (req.num_seeds or s.num_seeds) <= INLINE_SEEDS
@@ -105,7 +108,9 @@ def handle(ctx: Context, req, resp) -> IKOutcome:
     solver = solver_name(req.solver, s)
     cfg = config(s, position_tolerance=req.position_tolerance,
                   orientation_tolerance=req.orientation_tolerance, timeout=req.timeout,
-                  num_seeds=req.num_seeds, solve_mode=req.solve_mode, rng_seed=req.rng_seed)
+                  num_seeds=req.num_seeds, solve_mode=req.solve_mode, rng_seed=req.rng_seed,
+                  avoid_collisions=collisions_flag(getattr(req, "collisions", 0)))
+    collision, world = ctx.collisions(robot, cfg)
     w = weights(req.axis_weights, req.position_only)
     seed = ctx.seed_q(robot, req.seed, "seed",
                       ignore_unknown=getattr(req, "ignore_unknown_joints", False))
@@ -119,7 +124,7 @@ def handle(ctx: Context, req, resp) -> IKOutcome:
         raw = raw.reshape(N, K, 7)
         what = "goal header.frame_id"
     pq, ok, reason = check_poses(raw, position_only=req.position_only)
-    if N == 1 and K == 1 and ONE_GOAL_PATH:
+    if N == 1 and K == 1 and ONE_GOAL_PATH and collision is None:
         return _one(ctx, req, resp, robot, tips, raw, pq, bool(ok[0, 0]), int(reason[0, 0]),
                     frames, what, seed, solver, cfg, w, group)
     pq = to_base(robot, pq, frames, seed, what)
@@ -134,14 +139,18 @@ def handle(ctx: Context, req, resp) -> IKOutcome:
     pe = np.full(N, np.nan)
     re = np.full(N, np.nan)
     iters = np.zeros(N, dtype=np.uint32)
+    clear = np.full(N, np.nan) if collision is not None else None
     solve_time = 0.0
     idx = np.nonzero(ok_p)[0]
     if idx.size:
         targets = pq if idx.size == N else pq[idx]
         res = api.solve_pose(model, ctx.xp.asarray(targets), tips=tips, weights=w,
                              seeds=seed, config=cfg, solver=solver,
-                             should_stop=ctx.should_stop, group=group)
+                             should_stop=ctx.should_stop, group=group, world=world,
+                             collision=collision)
         q[idx] = to_numpy(res.q)
+        if clear is not None and res.clearance is not None:
+            clear[idx] = res.clearance
         status[idx] = np.asarray(res.status, dtype=np.int32)
         pe[idx] = res.position_error
         re[idx] = res.orientation_error
@@ -155,11 +164,14 @@ def handle(ctx: Context, req, resp) -> IKOutcome:
     resp.position_errors = f64_array(pe)
     resp.orientation_errors = f64_array(re)
     resp.iterations = u32_array(iters)
+    if clear is not None and hasattr(resp, "clearances"):
+        resp.clearances = f64_array(clear)
+        resp.world_version = int(world.version)
     code = overall_code(status)
     resp.error_code.val = code
     resp.message = summary(status, messages)
     return IKOutcome(robot=robot, tips=tips, targets=pq, q=q, status=status, code=code,
-                     solve_time=solve_time)
+                     solve_time=solve_time, clearance=clear, world=world, collision=collision)
 
 
 #: One goal for one tip (what MoveIt and most clients send) takes :func:`_one`: the
