@@ -162,7 +162,8 @@ def trajectory_seed(model: Model, keyframes, node_indices: Sequence[int], *,
                     weights=(1, 1, 1, 1, 1, 1),
                     should_stop: Callable[[], bool] | None = None,
                     progress: Callable[[int, int, int], None] | None = None,
-                    group=None, backend: str = "auto") -> TrajectoryResult:
+                    group=None, backend: str = "auto", world=None,
+                    collision=None) -> TrajectoryResult:
     """IK at every node of a path between keyframe poses (in the model's base frame).
 
     Args:
@@ -179,6 +180,9 @@ def trajectory_seed(model: Model, keyframes, node_indices: Sequence[int], *,
         group: a planning group (:meth:`ros2_ik.model.Srdf.group`): only its joints move, and
             its chain tip is the default tip.
         backend: as :func:`.solve_pose`'s.
+        world, collision: with ``config.avoid_collisions``, as :func:`.solve_pose`'s: every node
+            keeps clear of the robot itself and of the world (a node whose answers all collide
+            is IN_COLLISION).
     """
     t0 = time.perf_counter()
     if not isinstance(mode, str) or mode not in MODES:
@@ -232,7 +236,8 @@ def trajectory_seed(model: Model, keyframes, node_indices: Sequence[int], *,
     def remaining():
         return None if deadline is None else max(0.0, deadline - time.perf_counter())
 
-    ik = prepared_solver(model, [tip], cfg, solver, backend)
+    ik = prepared_solver(model, [tip], cfg, solver, backend, collision=collision)
+    world = ik._check_world(world)
 
     def stopped() -> bool:
         return should_stop is not None and bool(should_stop())
@@ -252,7 +257,7 @@ def trajectory_seed(model: Model, keyframes, node_indices: Sequence[int], *,
         targets = _interpolate(K, n, qk, int(idx[0]), int(idx[-1]) + 1)
         done_targets.append(targets)
         r = ik.solve(targets, weights=weights, seeds=seed if mode == "parallel" else current,
-                     timeout=remaining(), should_stop=should_stop)
+                     timeout=remaining(), should_stop=should_stop, world=world)
         q[idx] = r.q
         success[idx] = r.success
         status[idx] = r.status

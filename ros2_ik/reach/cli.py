@@ -73,6 +73,14 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--solver", default=d.solver, help="dls, ccd or ccd+dls")
     s.add_argument("--no-prune", action="store_true", help="also solve targets beyond the "
                    "chain's reach bound (they are never reached)")
+    c = p.add_argument_group("collisions (on by default: a target counts as reached only by an "
+                             "answer clear of the robot itself and of the world)")
+    c.add_argument("--world", metavar="FILE", help="obstacles (YAML, as ros2_ik.world writes "
+                                                   "them), e.g. the table the robot stands on")
+    c.add_argument("--no-collisions", action="store_true", help="reach without any collision "
+                                                                "check")
+    c.add_argument("--margin", type=float, default=d.ik.collision_margin, metavar="M",
+                   help="clearance an answer keeps [m] (default %(default)g)")
     s.add_argument("--backend", default="numpy", choices=("numpy", "cupy", "auto"),
                    help="CPU path, GPU path, or the GPU when one is usable")
 
@@ -124,11 +132,24 @@ def _study_from_args(args):
     else:
         raise InvalidInputError("no targets: give --box XMIN YMIN ZMIN XMAX YMAX ZMAX, --sphere "
                            "CX CY CZ R or --targets FILE")
+    world = None
+    if args.world:
+        from ..world import world_from_yaml  # noqa: PLC0415
+
+        if args.no_collisions:
+            raise InvalidInputError("--world and --no-collisions: a world needs collisions on")
+        try:
+            with open(args.world, encoding="utf-8") as f:
+                world = world_from_yaml(f.read())
+        except OSError as exc:
+            raise InvalidInputError(f"--world {args.world!r}: {exc.strerror}; give the path of "
+                                    "a YAML world file") from None
     ik = IKConfig(num_seeds=args.num_seeds, stall_iterations=args.stall_iterations,
                   max_iterations=args.max_iterations, position_tolerance=args.position_tolerance,
-                  orientation_tolerance=args.orientation_tolerance, rng_seed=args.seed)
+                  orientation_tolerance=args.orientation_tolerance, rng_seed=args.seed,
+                  avoid_collisions=not args.no_collisions, collision_margin=args.margin)
     config = StudyConfig(ik=ik, solver=args.solver, shard_size=args.shard_size,
-                         prune=not args.no_prune, backend=args.backend)
+                         prune=not args.no_prune, backend=args.backend, world=world)
     return Study(model, targets, args.tip, config)
 
 

@@ -50,14 +50,55 @@ def _reduce(grid: np.ndarray, axis: int, how: str) -> np.ndarray:
     return np.where(have, out, np.nan)
 
 
-def _panel(ax, img: np.ndarray, extent, cmap, vmax: float, title: str, a: int, b: int):
-    """One heat map: ``img`` indexed (axis a, axis b), a to the right and b up."""
+def _panel(ax, img: np.ndarray, extent, cmap, vmax: float, title: str, a: int, b: int,
+           world=None):
+    """One heat map: ``img`` indexed (axis a, axis b), a to the right and b up; the world's
+    obstacles drawn over it (:func:`_draw_world`)."""
     im = ax.imshow(img.T, origin="lower", cmap=cmap, vmin=0.0, vmax=vmax, extent=extent,
                    interpolation="nearest", aspect="equal")
     ax.set_title(title)
     ax.set_xlabel(f"{AXES[a]} [m]")
     ax.set_ylabel(f"{AXES[b]} [m]")
+    if world is not None and len(world):
+        _draw_world(ax, world, a, b, extent)
     return im
+
+
+def _corners(ob) -> np.ndarray | None:
+    """The 8 corners of a box around an obstacle, in the base frame (None: a half-space)."""
+    s = ob.size
+    half = {"sphere": (s[0],) * 3 if s else None, "box": tuple(0.5 * v for v in s),
+            "cylinder": (s[0], s[0], 0.5 * s[1]) if s else None,
+            "capsule": (s[0], s[0], 0.5 * s[1] + s[0]) if s else None}.get(ob.shape)
+    if half is None:
+        return None
+    h = np.array([[x, y, z] for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)]) * half
+    return h @ ob.pose[:3, :3].T + ob.pose[:3, 3]
+
+
+def _draw_world(ax, world, a: int, b: int, extent) -> None:
+    """Each obstacle as the outline of its extent in the panel's plane (a half-space: its
+    boundary line where the panel shows it edge on, else a note)."""
+    from matplotlib.patches import Rectangle  # noqa: PLC0415
+
+    for ob in world:
+        c = _corners(ob)
+        if c is None:  # a half-space: a line where its plane is seen edge on
+            n, p = ob.pose[:3, 2], ob.pose[:3, 3]
+            hidden = 3 - a - b
+            if abs(n[hidden]) > 1e-9 or abs(n[b]) < 1e-9:
+                continue
+            xs = np.array(extent[:2])
+            ys = p[b] - (n[a] * (xs - p[a])) / n[b]
+            ax.plot(xs, ys, color="black", lw=1.5)
+            ax.fill_between(xs, ys, extent[2] if n[b] > 0 else extent[3], color="black",
+                            alpha=0.15, lw=0)
+            continue
+        lo, hi = c.min(axis=0), c.max(axis=0)
+        ax.add_patch(Rectangle((lo[a], lo[b]), hi[a] - lo[a], hi[b] - lo[b], fill=False,
+                               edgecolor="black", lw=1.2))
+        ax.annotate(ob.id, ((lo[a] + hi[a]) / 2, hi[b]), fontsize=7, ha="center",
+                    va="bottom")
 
 
 def warm():
@@ -71,8 +112,10 @@ def warm():
     return plt
 
 
-def save_plots(targets: Targets, voxels: dict, out_dir, title: str = "") -> list[Path]:
-    """Write the PNG heat maps of a finished study into ``out_dir``; returns their paths."""
+def save_plots(targets: Targets, voxels: dict, out_dir, title: str = "",
+               world=None) -> list[Path]:
+    """Write the PNG heat maps of a finished study into ``out_dir`` (the ``world``'s obstacles
+    drawn over the projections); returns their paths."""
     plt = warm()
 
     out_dir = Path(out_dir)
@@ -90,7 +133,7 @@ def save_plots(targets: Targets, voxels: dict, out_dir, title: str = "") -> list
         for row, how in enumerate(("max", "mean")):
             im = _panel(axs[row, col], _reduce(reach, hidden, how),
                         _extent(targets, lo, reach.shape, a, b), cmap, 1.0,
-                        f"{name}: {how} over {AXES[hidden]}", a, b)
+                        f"{name}: {how} over {AXES[hidden]}", a, b, world)
     fig.colorbar(im, ax=axs, shrink=0.8, label="reachability index (fraction of orientations)")
     fig.suptitle(f"Reachability {title}".strip())
     made.append(out_dir / "reach_projections.png")
@@ -122,7 +165,7 @@ def save_plots(targets: Targets, voxels: dict, out_dir, title: str = "") -> list
     fig, axs = plt.subplots(1, 3, figsize=(15, 4.8), gridspec_kw={"wspace": 0.35})
     for ax, (hidden, a, b, name) in zip(axs, views):
         im = _panel(ax, _reduce(manip, hidden, "max"), _extent(targets, lo, manip.shape, a, b),
-                    mcmap, top, f"{name}: max over {AXES[hidden]}", a, b)
+                    mcmap, top, f"{name}: max over {AXES[hidden]}", a, b, world)
     fig.colorbar(im, ax=axs, shrink=0.8, label="mean manipulability sqrt(det(J J^T))")
     fig.suptitle(f"Manipulability {title}".strip())
     made.append(out_dir / "manipulability_projections.png")

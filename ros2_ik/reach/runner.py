@@ -222,7 +222,8 @@ def run_study(study: Study, out_dir=None, *, executor=None, progress: Progress |
             if plots:
                 made = _import_plots().save_plots(study.targets, voxels,
                                                   Path(out_dir) / "plots",
-                                                  title=f"{study.model.name} / {study.tip}")
+                                                  title=f"{study.model.name} / {study.tip}",
+                                                  world=study.config.world)
         finally:
             writer.join()
         if failed:

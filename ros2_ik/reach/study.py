@@ -41,6 +41,7 @@ from ..api import fk_frames, jacobian, solve_pose
 from ..ik import SOLVERS, IKConfig, Status
 from ..model import JointType, Model
 from ..validate import check_int
+from ..world import World
 from .targets import Targets
 
 __all__ = ["StudyConfig", "Study", "COLUMNS", "VOXEL_COLUMNS", "OUT_OF_REACH", "solve_shard",
@@ -80,7 +81,9 @@ class StudyConfig:
     study must be deterministic. ``shard_size`` targets are solved per call and per shard file.
     ``prune``: skip targets beyond :func:`reach_bound` (they cannot be reached).
     ``backend``: "numpy" (the CPU path), "cupy" (the GPU path) or "auto" (CuPy when a GPU is
-    usable).
+    usable). With ``ik.avoid_collisions`` a target counts as reached only by an answer clear of
+    the robot itself (its collision model) and of ``world`` (a :class:`ros2_ik.world.World`,
+    e.g. the table it stands on).
     """
 
     ik: IKConfig = field(default_factory=lambda: IKConfig(
@@ -90,8 +93,16 @@ class StudyConfig:
     shard_size: int = 10_000
     prune: bool = True
     backend: str = "numpy"
+    world: World | None = None
 
     def __post_init__(self):
+        if self.world is not None:
+            if not isinstance(self.world, World):
+                raise InvalidInputError(f"world must be a ros2_ik.world.World, got "
+                                        f"{type(self.world).__name__}")
+            if len(self.world) and not self.ik.avoid_collisions:
+                raise InvalidInputError("a world was given but the study's IKConfig has "
+                                        "avoid_collisions=False")
         if not isinstance(self.ik, IKConfig):
             raise InvalidInputError(f"ik must be an IKConfig, got {type(self.ik).__name__}")
         if self.ik.timeout is not None:
@@ -112,8 +123,13 @@ class StudyConfig:
         the results (the GPU path computes in float32, so the backend counts) and the shard
         size, which names the shard files."""
         ik = {k: (v.value if hasattr(v, "value") else v) for k, v in asdict(self.ik).items()}
+        world = None
+        if self.world is not None and len(self.world):
+            import hashlib  # noqa: PLC0415
+
+            world = hashlib.sha256(self.world.packed().tobytes()).hexdigest()[:16]
         return {"ik": ik, "solver": self.solver, "shard_size": self.shard_size,
-                "prune": self.prune, "backend": self.backend}
+                "prune": self.prune, "backend": self.backend, "world": world}
 
 
 @dataclass(frozen=True)
@@ -126,6 +142,7 @@ class ShardSpec:
     seed_q: np.ndarray
     bound: ReachBound | None        # targets it proves unreachable are not solved
     margin_q: np.ndarray            # (m,) coordinates whose limit margin counts
+    collision: object = None        # the collision model (with ik.avoid_collisions)
 
 
 @dataclass(frozen=True)
@@ -154,8 +171,13 @@ class Study:
 
     def spec(self) -> ShardSpec:
         bound = reach_bound(self.model, self.tip) if self.config.prune else None
+        collision = None
+        if self.config.ik.avoid_collisions:  # built here, sent to every worker as it is
+            from ..model.collision import collision_model  # noqa: PLC0415
+
+            collision = collision_model(self.model)
         return ShardSpec(self.model, self.tip, self.config, self.model.neutral_q(), bound,
-                         chain_coordinates(self.model, self.tip))
+                         chain_coordinates(self.model, self.tip), collision)
 
     def with_config(self, **changes) -> "Study":
         return replace(self, config=replace(self.config, **changes))
@@ -363,7 +385,8 @@ def solve_shard(spec: ShardSpec, poses: np.ndarray,
             targets = xp.asarray(targets)
         res = solve_pose(spec.model, targets, tips=spec.tip, seeds=spec.seed_q,
                          config=spec.config.ik, solver=spec.config.solver,
-                         should_stop=should_stop)
+                         should_stop=should_stop, world=spec.config.world,
+                         collision=spec.collision)
         complete = not bool(np.any(np.asarray(res.status) == Status.PREEMPTED))
         ok = np.asarray(res.success, dtype=bool)
         out["reached"][todo] = ok

@@ -20,7 +20,8 @@ from ..codes import RequestError
 from ..conversions import check_poses, describe_bad_pose, f64_array, i32_array, poses_to_pq
 from ..conversions import sec_to_duration
 from ..params import TRAJECTORY_MODES
-from ..request import Context, config, overall_code, solver_name, summary, to_base
+from ..request import (Context, collisions_flag, config, overall_code, solver_name, summary,
+                       to_base)
 
 __all__ = ["handle", "register", "FEEDBACK_PERIOD"]
 
@@ -127,7 +128,9 @@ def handle(ctx: Context, goal, result, *, progress=None) -> dict:
     solver = solver_name(goal.solver, s)
     cfg = config(s, position_tolerance=goal.position_tolerance,
                   orientation_tolerance=goal.orientation_tolerance, timeout=goal.timeout,
-                  num_seeds=goal.num_seeds, solve_mode="distance")
+                  num_seeds=goal.num_seeds, solve_mode="distance",
+                  avoid_collisions=collisions_flag(getattr(goal, "collisions", 0)))
+    collision, world = ctx.collisions(robot, cfg)
     seed = ctx.seed_q(robot, goal.seed, "seed")
     raw, frames = poses_to_pq(goal.keyframes)
     pq, ok, reason = check_poses(raw)
@@ -138,7 +141,8 @@ def handle(ctx: Context, goal, result, *, progress=None) -> dict:
     pq = to_base(robot, pq, frames, seed, "keyframe header.frame_id")
 
     r = api.trajectory_seed(model, pq, nidx, tip=tip, mode=mode, seed=seed, config=cfg,
-                                solver=solver, should_stop=ctx.should_stop, progress=progress)
+                            solver=solver, should_stop=ctx.should_stop, progress=progress,
+                            world=world, collision=collision)
     status = np.asarray(r.status, dtype=np.int32)
     full = robot.full_q(np.asarray(r.q))
     _fill_trajectory(result.trajectory, robot.out_names, full, dt)
