@@ -39,7 +39,7 @@ MARGIN = 0.01
 @pytest.fixture(scope="module")
 def ros():
     domain = random_domain_id()
-    node = NodeProcess(domain, params={"robot": "panda", "markers.enabled": False})
+    node = NodeProcess(domain, params={"robot": "panda"})
     client = None
     try:
         client = Client(domain)
@@ -346,3 +346,30 @@ def test_moveit_planning_scene_becomes_the_world():
                                                    _p((0, 0, 0)))], frame="map"), frames, poses,
                                warned.append)
     assert robot_model.nq == 7
+
+
+def test_collision_markers_show_the_world_and_the_spheres(ros):
+    """~/collision_markers (latched): the obstacles, and after a collision-aware answer the
+    robot's spheres coloured by clearance."""
+    from visualization_msgs.msg import Marker, MarkerArray
+    from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+
+    qos = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
+                     reliability=ReliabilityPolicy.RELIABLE)
+    got, cond = ros.client.subscribe(MarkerArray, f"{ros.client.ns}/collision_markers", qos)
+    r = _update(ros, WorldUpdate.ADD, ["m1"], [_prim(SolidPrimitive.BOX, (0.2, 0.2, 0.2))],
+                [_pose((0.6, 0.5, 0.3))])
+    assert r.error_code.val == codes.SUCCESS
+
+    def has(pred):
+        return any(pred(m) for m in got)
+
+    assert ros.client.wait_for(cond, lambda: has(lambda m: any(
+        x.type == Marker.CUBE for x in m.markers)), 10)
+    q, T = _clear_goals(ros.model, _world_of(ros), 1, 5)
+    ros.client.call(ros.client.ik, ik_request(pose_to_pq(T), compact_response=True,
+                                              collisions=1), timeout=60)
+    n_spheres = collision_model(ros.model).num_spheres
+    assert ros.client.wait_for(cond, lambda: has(lambda m: sum(
+        x.type == Marker.SPHERE for x in m.markers) >= n_spheres), 10)
+    _update(ros, WorldUpdate.CLEAR)

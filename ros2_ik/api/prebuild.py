@@ -17,6 +17,9 @@ from .solver import IKSolver, compiled_status
 
 __all__ = ["prebuild", "build_scope"]
 
+#: the node's default options with collision avoidance (its MoveIt service's solver)
+_NODE_COLLISIONS = IKConfig(num_seeds=32, stall_iterations=5, avoid_collisions=True)
+
 
 def build_scope():
     """A :class:`ros2_ik.backends.host.BuildScope`: the kernel builds started in a thread
@@ -49,6 +52,8 @@ def prebuild(names=None, *, verbose: bool = False) -> float:
                     jobs.add((grp.restrict(m), (grp.tip,)))
         for model, tips in jobs:
             s = IKSolver(model, list(tips), IKConfig())
+            if len(tips) == 1 and model is m:  # and the collision-aware solver of each tip
+                IKSolver(model, list(tips), _NODE_COLLISIONS)
             if verbose:
                 why = f" ({s.reason})" if s.reason else ""
                 print(f"  {name} {list(tips)}: {s.backend}{why}")

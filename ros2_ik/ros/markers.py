@@ -1,4 +1,5 @@
-"""rviz markers (visualization_msgs/MarkerArray) of IK goals and the poses reached.
+"""rviz markers (visualization_msgs/MarkerArray) of IK goals and the poses reached, and of
+the world and the robot's collision spheres (:func:`collision_markers`).
 
 Per shown problem and tip: an arrow along the goal's x axis (green when the problem was solved,
 red otherwise), a small sphere at the position reached by the returned solution, and a line
@@ -14,7 +15,7 @@ from ..api import fk_frames
 from ..kinematics import quat_to_matrix
 from . import codes
 
-__all__ = ["ik_markers", "GREEN", "RED"]
+__all__ = ["ik_markers", "collision_markers", "GREEN", "RED"]
 
 GREEN = (0.1, 0.8, 0.2, 0.9)
 RED = (0.9, 0.1, 0.1, 0.9)
@@ -81,4 +82,91 @@ def ik_markers(outcome, max_goals: int, stamp=None, namespace: str = "ros2_ik"):
                 line.scale.x = 0.003
                 line.points = [pt(g), pt(reached[p, k])]
                 arr.markers.append(line)
+    return arr
+
+
+# ---------------------------------------------------------------------- collision markers
+
+def _clearance_color(d: float, margin: float):
+    """Red in collision (below the margin), through yellow, to green 5 cm beyond it."""
+    t = float(np.clip((d - margin) / 0.05, 0.0, 1.0)) if np.isfinite(d) else 1.0
+    return (1.0 - t, 0.3 + 0.6 * t, 0.1, 0.6)
+
+
+def collision_markers(frame: str, world, robot=None, collision=None, q=None, margin=0.01,
+                      stamp=None, namespace: str = "ros2_ik_collision"):
+    """MarkerArray of the world's obstacles (grey) and, given ``robot``, its collision model
+    and a configuration ``q``, the robot's collision spheres coloured by their clearance
+    (red: closer than ``margin``; green: 5 cm beyond it)."""
+    from geometry_msgs.msg import Point  # noqa: PLC0415
+    from std_msgs.msg import ColorRGBA  # noqa: PLC0415
+    from visualization_msgs.msg import Marker, MarkerArray  # noqa: PLC0415
+
+    from ..kinematics import matrix_to_quat  # noqa: PLC0415
+
+    arr = MarkerArray()
+    clear = Marker()
+    clear.action = Marker.DELETEALL
+    clear.ns = namespace
+    arr.markers.append(clear)
+    mid = [0]
+
+    def new(kind, color, T=None, scale=(1, 1, 1)):
+        m = Marker()
+        m.header.frame_id = frame
+        if stamp is not None:
+            m.header.stamp = stamp
+        m.ns, m.id, m.type, m.action = namespace, mid[0], kind, Marker.ADD
+        mid[0] += 1
+        if T is None:
+            T = np.eye(4)
+        m.pose.position = Point(x=float(T[0, 3]), y=float(T[1, 3]), z=float(T[2, 3]))
+        qx, qy, qz, qw = (float(v) for v in matrix_to_quat(T[:3, :3]))
+        m.pose.orientation.x, m.pose.orientation.y = qx, qy
+        m.pose.orientation.z, m.pose.orientation.w = qz, qw
+        m.scale.x, m.scale.y, m.scale.z = (float(v) for v in scale)
+        m.color = ColorRGBA(r=color[0], g=color[1], b=color[2], a=color[3])
+        arr.markers.append(m)
+        return m
+
+    grey = (0.55, 0.55, 0.6, 0.5)
+    for ob in world if world is not None else ():
+        s, T = ob.size, ob.pose
+        if ob.shape == "box":
+            new(Marker.CUBE, grey, T, s)
+        elif ob.shape == "sphere":
+            new(Marker.SPHERE, grey, T, (2 * s[0],) * 3)
+        elif ob.shape == "cylinder":
+            new(Marker.CYLINDER, grey, T, (2 * s[0], 2 * s[0], s[1]))
+        elif ob.shape == "capsule":
+            new(Marker.CYLINDER, grey, T, (2 * s[0], 2 * s[0], s[1]))
+            for z in (-0.5 * s[1], 0.5 * s[1]):
+                E = np.eye(4)
+                E[2, 3] = z
+                new(Marker.SPHERE, grey, T @ E, (2 * s[0],) * 3)
+        else:  # half-space: a thin slab 4 m wide below its plane
+            E = np.eye(4)
+            E[2, 3] = -0.005
+            new(Marker.CUBE, grey, T @ E, (4.0, 4.0, 0.01))
+    if robot is not None and collision is not None and q is not None:
+        from ..api import fk  # noqa: PLC0415
+        from ..ik.collision import CollisionObjective, sphere_centers  # noqa: PLC0415
+        from ..ik.objectives import EvalContext  # noqa: PLC0415
+
+        q = np.asarray(q, dtype=np.float64).reshape(1, -1)
+        T = fk(robot.model, q)
+        centers = sphere_centers(robot.model, collision, T)[0]
+        obj = CollisionObjective(robot.model, collision, world, margin=0.0)
+        (d_self, _), (d_w, _) = obj.distances(EvalContext(robot.model, q, q))
+        per = np.full(collision.num_spheres, np.inf)
+        for k, (a, b) in enumerate(obj.pairs):
+            per[a] = min(per[a], d_self[0, k])
+            per[b] = min(per[b], d_self[0, k])
+        if d_w.shape[-1]:
+            per = np.minimum(per, d_w[0].min(axis=-1))
+        for s in range(collision.num_spheres):
+            E = np.eye(4)
+            E[:3, 3] = centers[s]
+            new(Marker.SPHERE, _clearance_color(per[s], margin), E,
+                (2 * collision.radius[s],) * 3)
     return arr

@@ -68,6 +68,16 @@ def prepare(robot: LoadedRobot, settings: Settings, xp) -> IKSolver:
     return solver
 
 
+def prepare_collisions(robot: LoadedRobot, settings: Settings, xp) -> None:
+    """The collision-aware solver of the default tip (what MoveIt's requests, which ask
+    avoid_collisions, use), built after the model serves: a robot new to this machine
+    answers its first requests while g++ builds it."""
+    cfg = ik_config(settings, avoid_collisions=True)
+    cm = robot.collision_model(settings.collision_spheres_file, settings.collision_mesh_path)
+    prepared_solver(robot.model, [robot.default_tip], cfg, settings.solver, "auto", xp,
+                    collision=cm)
+
+
 class ModelSource:
     """The model in use (``robot``, with its groups), loaded and replaced from parameters and
     topics (see the module docstring).
@@ -278,6 +288,12 @@ class ModelSource:
         t0 = time.perf_counter()
         solver = prepare(robot, settings, xp)
         self._post(self._swap, gen, robot, urdf, solver, time.perf_counter() - t0)
+        if self._closed or gen != self._generation:
+            return
+        try:
+            prepare_collisions(robot, settings, xp)
+        except Exception as exc:  # noqa: BLE001 - a request asking for collisions says why
+            self._log.warning(f"collision-aware solver of {robot.name!r} not prepared: {exc}")
 
     def _wanted(self, gen: int, robot: LoadedRobot, urdf: str) -> None:
         if gen == self._generation:

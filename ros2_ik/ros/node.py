@@ -46,7 +46,7 @@ from .executor import NodeExecutor, quiet_events
 from .handlers import (compute_fk, compute_ik, compute_jacobian, goal, moveit, reach_study,
                        trajectory_seed, world)
 from .joint_states import DRAIN_S, JointStates
-from .markers import ik_markers
+from .markers import collision_markers, ik_markers
 from .model_source import ModelSource, describe
 from .params import PARAMS, Settings, descriptor, validate
 from .robot import LoadedRobot
@@ -99,6 +99,12 @@ class KinematicsNode(Node):
                                  seeds=self._joints.snapshot, stopping=lambda: self._stopping)
         self._markers_pub = self.create_publisher(MarkerArray, "~/markers", 1,
                                                   event_callbacks=quiet_events(publisher=True))
+        # the world and the last collision-aware answer's spheres, latched for a late rviz
+        self._collision_pub = self.create_publisher(
+            MarkerArray, "~/collision_markers",
+            QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
+                       reliability=ReliabilityPolicy.RELIABLE),
+            event_callbacks=quiet_events(publisher=True))
         w.markers = self._publish_markers
         # the tick: joint states taken, and what other threads handed over before the node
         # was spinning run (afterwards each hand-off wakes the executor by itself)
@@ -117,6 +123,7 @@ class KinematicsNode(Node):
 
         # ---- the world, then requests: one module each
         w.world_state = world.register(w)
+        w.world_state.on_change = lambda new: self._publish_collision(new)
         w.world_state.load_file(self._settings.collision_world_file)
         compute_ik.register(w)
         compute_fk.register(w)
@@ -206,8 +213,29 @@ class KinematicsNode(Node):
                                                  callback_group=self._cb_topics)
 
     # ================================================================== output
+    def _publish_collision(self, world, outcome=None) -> None:
+        """The world (and a collision-aware answer's spheres, coloured by clearance) on
+        ~/collision_markers."""
+        s = self._settings
+        robot = self._source.robot
+        if not s.markers_enabled or robot is None:
+            return
+        try:
+            args = {}
+            if outcome is not None and outcome.collision is not None and outcome.problems:
+                args = dict(robot=outcome.robot, collision=outcome.collision,
+                            q=outcome.q[0], margin=s.collision_margin)
+            msg = collision_markers(robot.base, world, stamp=self.get_clock().now().to_msg(),
+                                    **args)
+        except Exception as exc:  # noqa: BLE001
+            self.wiring.log("warning", f"could not build collision markers: {exc}")
+            return
+        self.wiring.publish(self._collision_pub, msg)
+
     def _publish_markers(self, outcome) -> None:
         s = self._settings
+        if outcome is not None and getattr(outcome, "collision", None) is not None:
+            self._publish_collision(outcome.world, outcome)
         if outcome is None or not s.markers_enabled or s.markers_max_goals <= 0:
             return
         if self._markers_pub.get_subscription_count() == 0:
