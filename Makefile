@@ -1,7 +1,7 @@
 # The two commands of the README, and a few helpers. Every target sets up .venv first
 # (scripts/setup.sh is idempotent and takes seconds when nothing changed).
-.PHONY: setup demo lint test fuzz bench bench-kinematics bench-ik bench-cpu bench-node \
-	bench-timeouts bench-reach bench-gpu gpu-report bench-peers-setup clean
+.PHONY: setup demo lint test docs docs-build fuzz bench bench-kinematics bench-ik bench-cpu bench-node \
+	bench-timeouts bench-reach bench-gpu gpu-report bench-peers-setup bench-collision clean
 
 PY := .venv/bin/python
 
@@ -20,7 +20,15 @@ lint: setup
 ## test: set everything up, run the linter (any finding stops here), then the whole test suite
 test: setup
 	@.venv/bin/ruff check $(LINT_PATHS)
+	@$(MAKE) --no-print-directory docs-build
 	@. scripts/env.sh && $(PY) -m pytest -q test $(ARGS)
+
+## docs: the documentation (Sphinx + MyST, docs/), warnings as errors, into docs/_build/html
+docs: setup docs-build
+
+docs-build:
+	@$(PY) -m sphinx -b html -W --keep-going -q docs docs/_build/html
+	@echo "docs: docs/_build/html/index.html"
 
 ## fuzz: the property-based fuzz tier at length (FUZZ_EXAMPLES cases per test, default 5000:
 ## mutated URDFs, the core API, the node's requests); counts in build/fuzz-report.json and
@@ -57,6 +65,10 @@ bench-peers-setup: setup
 	$(PEERS_VENV)/bin/python -m pip install --disable-pip-version-check -q \
 	  -r bench/requirements-peers.txt -c scripts/constraints.txt; \
 	echo "peer IK libraries installed in $(PEERS_VENV); bench/bench_ik.py finds them there"
+
+## bench-collision: what collision avoidance costs (issue 33): one goal, a batch, a 1M reach study
+bench-collision: setup
+	@. scripts/env.sh && $(PY) bench/bench_collision.py $(ARGS)
 
 ## bench-node: what the ROS node adds: service round trip vs bare solve, a 10k-goal request, compact conversion
 bench-node: setup

@@ -441,19 +441,32 @@ def test_yaml_equals_declared_defaults():
         assert type(v) is type(default) and v == default, (name, v, default)
 
 
-def test_readme_parameter_table_is_generated_from_the_declarations():
-    """One source of truth: README's table == ``python -m ros2_ik.ros.params``."""
-    from ros2_ik.ros.params import markdown_table
+def test_the_node_reference_is_generated_from_the_declarations():
+    """One source of truth: the documentation's node reference (docs/conf.py writes it at every
+    build) holds the declared parameters, the surface and the codes, and every interface."""
+    import importlib.util
 
-    assert markdown_table() in (ROOT / "README.md").read_text(), (
-        "README's parameter table differs from ros2_ik/ros/params.py; paste the output of "
-        "`python -m ros2_ik.ros.params` into it")
+    from ros2_ik.ros.params import markdown_table
+    from ros2_ik.ros.surface import markdown_codes, markdown_surface
+
+    spec = importlib.util.spec_from_file_location("docs_conf", ROOT / "docs" / "conf.py")
+    conf = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(conf)
+    text = conf._node_reference()
+    for part in (markdown_table(), markdown_surface(), markdown_codes()):
+        assert part in text
+    for f in (ROOT / "ros2_ik_interfaces").glob("*/*.*"):
+        if f.suffix in (".msg", ".srv", ".action"):
+            assert f"### {f.stem} (" in text
+    # the committed copy (linked from the README) is the generated one
+    assert (ROOT / "docs" / "reference" / "node.md").read_text() == text, (
+        "docs/reference/node.md is stale: run `make docs` and commit it")
 
 
 def test_bundled_robot_lists_name_every_bundled_robot():
     """The bundled-robot list: the launch files' argument descriptions and the parameter's are
     built from ``ros2_ik.robots``; the copies that cannot be (the parameter YAML's comment, the
-    README) say the same."""
+    documentation's robots page) say the same."""
     import re
 
     from ros2_ik import robots
@@ -465,7 +478,8 @@ def test_bundled_robot_lists_name_every_bundled_robot():
         line = next(l for l in (ROOT / "launch" / launch).read_text().splitlines()
                     if "description=" in l and "bundled robot" in l)
         assert "robots.names()" in line and not re.search(r"\bpanda\b", line), (launch, line)
-    readme_rows = re.findall(r"^\| `(\w+)` \| .* \|$", (ROOT / "README.md").read_text(), re.M)
+    readme_rows = re.findall(r"^\| `(\w+)` \| .* \|$", (ROOT / "docs" / "robots.md").read_text(),
+                             re.M)
     for text in (yaml_line, SPECS["robot"].description):
         assert sorted(re.findall(r"\b(" + "|".join(names) + r")\b", text)) == names, text
     assert sorted(n for n in readme_rows if n in names) == names
@@ -552,7 +566,9 @@ def test_moveit_ik_translation(panda):
     req, constrained = mc.ik_request_as_compute_ik(
         _moveit_ik_request([_pose_stamped(pose_to_pq(T)[0], "panda_link0")], ["panda_link8"],
                            model.q_names, seed, avoid=True), panda)
-    assert constrained and req.tip_links == ["panda_link8"] and req.timeout.nanosec == 5e8
+    # avoid_collisions is honoured (collisions on), not an unsupported option
+    assert not constrained and req.collisions == 1
+    assert req.tip_links == ["panda_link8"] and req.timeout.nanosec == 5e8
     ik_resp = mc.compute_ik_response()
     compute_ik(ctx_for(panda), req, ik_resp)
     resp = _moveit_ik_response()
@@ -686,3 +702,43 @@ def test_node_refuses_bad_start_up_parameters(arg, needle):
     assert out.returncode == 1
     assert "cannot start" in out.stderr and needle in out.stderr, out.stderr
     assert "Traceback" not in out.stderr, out.stderr
+
+
+def test_the_node_has_exactly_the_documented_surface():
+    """Every topic, service and action of ros2_ik.ros.surface.SURFACE (the docs' node reference
+    is generated from it) exists on the node, and the node has no other (rclpy's own parameter
+    and type-description services aside; MoveIt's only with moveit_msgs)."""
+    rclpy = pytest.importorskip("rclpy")
+    from ros2_ik.ros.node import KinematicsNode
+    from ros2_ik.ros.surface import SURFACE
+    from ros_testing import random_domain_id
+
+    ctx = rclpy.Context()
+    rclpy.init(context=ctx, domain_id=random_domain_id())
+    node = None
+    try:
+        node = KinematicsNode(context=ctx)
+        ns = node.get_fully_qualified_name()
+
+        def full(name):
+            return name.replace("~", ns) if name.startswith("~") else "/" + name.lstrip("/")
+        moveit = {"~/solve_ik", "~/solve_fk", "collision_object", "planning_scene",
+                  "monitored_planning_scene"}
+        want = {(full(n), k) for n, k, _, _ in SURFACE if n not in moveit}
+        have = {(node.resolve_topic_name(s.topic_name), "sub") for s in node.subscriptions}
+        have |= {(node.resolve_topic_name(p.topic_name), "pub") for p in node.publishers}
+        have |= {(node.resolve_service_name(s.srv_name), "service") for s in node.services}
+        from rclpy.action import get_action_server_names_and_types_by_node
+
+        have |= {(n, "action") for n, _ in get_action_server_names_and_types_by_node(
+            node, node.get_name(), node.get_namespace())}
+        ignore = {"/rosout", "/parameter_events", f"{ns}/get_type_description"} | {
+            f"{ns}/{p}" for p in ("describe_parameters", "get_parameters", "get_parameter_types",
+                                  "list_parameters", "set_parameters",
+                                  "set_parameters_atomically")}
+        have = {(n, k) for n, k in have if n not in ignore}
+        assert want == have, (sorted(want - have), sorted(have - want))
+    finally:
+        if node is not None:
+            node.destroy_node()
+        rclpy.shutdown(context=ctx)

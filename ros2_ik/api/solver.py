@@ -124,10 +124,11 @@ class IKSolver:
         self.collision = None
         self._objective = None
         if self.config.avoid_collisions:
-            from ..model.collision import CollisionModel, collision_model  # noqa: PLC0415
+            from ..ik.collision import default_collision_model  # noqa: PLC0415
+            from ..model.collision import CollisionModel  # noqa: PLC0415
 
             if collision is None:
-                collision = collision_model(model)
+                collision = default_collision_model(model)
             elif not isinstance(collision, CollisionModel):
                 raise InputTypeError(f"collision must be a CollisionModel (collision_model("
                                      f"model, ...)), got {describe(collision)}")

@@ -170,9 +170,9 @@ class GpuSolver:
         if not cfg.avoid_collisions:
             collision = None
         elif collision is None:
-            from ..model.collision import collision_model  # noqa: PLC0415
+            from ..ik.collision import default_collision_model  # noqa: PLC0415
 
-            collision = collision_model(model)
+            collision = default_collision_model(model)
         self.collision = collision
         self.chain = chain_of(model, self.tips, collision)
         if self.chain is None:

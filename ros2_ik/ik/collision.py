@@ -33,7 +33,7 @@ from ..world import SHAPE_CODES, World
 from .objectives import EvalContext, Objective
 
 __all__ = ["sdf", "penalty", "CollisionObjective", "clearance", "sample_disabled_pairs",
-           "srdf_entries", "sphere_centers"]
+           "srdf_entries", "sphere_centers", "default_collision_model", "ALWAYS_SAMPLES"]
 
 _SPHERE, _BOX, _CYL, _CAPS, _HALF = (SHAPE_CODES[s] for s in ("sphere", "box", "cylinder",
                                                                "capsule", "halfspace"))
@@ -305,3 +305,29 @@ def srdf_entries(pairs) -> str:
     """``<disable_collisions>`` lines for an SRDF from ``[(link, link, reason)]``."""
     return "\n".join(f'  <disable_collisions link1="{a}" link2="{b}" reason="{why}"/>'
                      for a, b, why in pairs) + "\n"
+
+
+#: random configurations sampled for a model's "Always" pairs when no SRDF says which pairs
+#: to skip (:func:`default_collision_model`)
+ALWAYS_SAMPLES = 1000
+
+
+def default_collision_model(model: Model, srdf=None) -> CollisionModel:
+    """The collision model a solve uses when none is given: :func:`collision_model` of the
+    model with ``srdf`` (or a bundled robot's own). Without an SRDF's ``disable_collisions``,
+    pairs whose spheres overlap in 95 % of :data:`ALWAYS_SAMPLES` random configurations (parts
+    in contact by construction, which would make every answer collide) are left out as "Always"
+    ones; ``ros2_ik_collision_pairs`` writes the full list (adjacent, always, never) for an
+    SRDF. Kept with the model."""
+    from ..model.collision import collision_model  # noqa: PLC0415
+
+    def build():
+        cm = collision_model(model) if srdf is None else collision_model(model, srdf=srdf)
+        if any(why not in ("Adjacent",) for _, _, why in cm.disabled):
+            return cm  # an SRDF said which pairs to skip
+        always = [(a, b) for a, b, why in sample_disabled_pairs(model, cm, ALWAYS_SAMPLES)
+                  if why == "Always"]
+        return cm.with_disabled(always, "Always") if always else cm
+
+    key = "default" if srdf is None else ("srdf", id(srdf))
+    return model.memo("ik.collision.default", key, build)

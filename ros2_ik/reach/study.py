@@ -173,9 +173,9 @@ class Study:
         bound = reach_bound(self.model, self.tip) if self.config.prune else None
         collision = None
         if self.config.ik.avoid_collisions:  # built here, sent to every worker as it is
-            from ..model.collision import collision_model  # noqa: PLC0415
+            from ..ik.collision import default_collision_model  # noqa: PLC0415
 
-            collision = collision_model(self.model)
+            collision = default_collision_model(self.model)
         return ShardSpec(self.model, self.tip, self.config, self.model.neutral_q(), bound,
                          chain_coordinates(self.model, self.tip), collision)
 

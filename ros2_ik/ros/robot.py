@@ -102,6 +102,7 @@ class LoadedRobot:
             hit = self._collision.get(key)
         if hit is not None:
             return hit
+        from ..ik.collision import default_collision_model  # noqa: PLC0415
         from ..model.collision import collision_model  # noqa: PLC0415
 
         spheres = None
@@ -120,8 +121,11 @@ class LoadedRobot:
         try:
             with warnings.catch_warnings():  # (kept in the model's warnings, logged by the node)
                 warnings.simplefilter("ignore")
-                cm = collision_model(self.model, srdf=srdf if srdf is not None else "<robot/>",
-                                     spheres=spheres, search_path=dirs)
+                if spheres is None and not dirs:
+                    cm = default_collision_model(self.model, srdf)
+                else:
+                    cm = collision_model(self.model, srdf=srdf if srdf is not None else
+                                         "<robot/>", spheres=spheres, search_path=dirs)
         except IKError as exc:
             raise RequestError(INVALID_REQUEST, f"the collision model of {self.name!r} cannot "
                                                 f"be built: {exc}") from None
