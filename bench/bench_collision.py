@@ -34,11 +34,11 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 sys.path.insert(0, os.path.dirname(__file__))
 
-from common import banner  # noqa: E402
-from ros2_ik import IKConfig, IKSolver, fk_frames, load_robot, solve_pose  # noqa: E402
-from ros2_ik.ik.collision import clearance  # noqa: E402
-from ros2_ik.model.collision import collision_model  # noqa: E402
-from ros2_ik.world import Obstacle, World  # noqa: E402
+from common import banner
+from ros2_ik import IKConfig, IKSolver, fk_frames, load_robot, solve_pose
+from ros2_ik.ik.collision import clearance
+from ros2_ik.model.collision import collision_model
+from ros2_ik.world import Obstacle, World
 
 TIP = "panda_hand_tcp"
 BLOCK = 25

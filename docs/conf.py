@@ -15,7 +15,7 @@ sys.path.insert(0, str(ROOT))
 
 project = "ros2_ik"
 author = "ros2_ik maintainers"
-copyright = "2026, ros2_ik maintainers"  # noqa: A001
+copyright = "2026, ros2_ik maintainers"
 extensions = ["myst_parser", "sphinx.ext.autodoc", "sphinx.ext.napoleon"]
 source_suffix = {".md": "markdown"}
 myst_heading_anchors = 3
