@@ -33,8 +33,8 @@ nitpicky = False
 
 
 def _node_reference() -> str:
-    from ros2_ik.ros.params import markdown_table
-    from ros2_ik.ros.surface import markdown_codes, markdown_surface
+    from ros2_ik.ros.params import markdown_table  # noqa: PLC0415 - (sys.path set above)
+    from ros2_ik.ros.surface import markdown_codes, markdown_surface  # noqa: PLC0415
 
     parts = ["# Node reference", "",
              "Generated from the code at every build (`ros2_ik/ros/params.py`, "
