@@ -8,8 +8,11 @@
   ``joint_states`` input is remapped to ``/ros2_ik/solution``.
 - ros2_ik_node gets the model from that topic. Without robot_state_publisher it loads the same
   bundled robot from its ``robot`` parameter instead.
-- rviz2 (``rviz:=true``) shows the robot model, TF and the IK goal markers
-  (config/ros2_ik.rviz).
+- rviz2 (``rviz:=true``) shows the robot model, TF, the IK goal markers and the goal handle
+  (config/ros2_ik.rviz): drag the handle at the tip and the node solves it; a second
+  robot_state_publisher (frame prefix ``ghost/``, joint states from
+  ``/ros2_ik/goal_marker/solution``, tied to the base by a static transform) shows the answer as
+  a ghost robot.
 
 Send a goal:  ros2 topic pub --once /ros2_ik/goal geometry_msgs/msg/PoseStamped
   "{header: {frame_id: panda_link0}, pose: {position: {x: 0.4, y: 0.1, z: 0.5},
@@ -59,7 +62,19 @@ def _nodes(context):
         emulate_tty=True,
         parameters=[os.path.join(share, 'config', 'ros2_ik.yaml'),
                     {'robot': '' if use_rsp else robot}]))
-    if LaunchConfiguration('rviz').perform(context).lower() in ('1', 'true', 'yes'):
+    rviz = LaunchConfiguration('rviz').perform(context).lower() in ('1', 'true', 'yes')
+    if rviz and use_rsp and _have_package('tf2_ros'):
+        base = robots.ROBOTS[robot]['base']
+        actions.append(Node(
+            package='robot_state_publisher', executable='robot_state_publisher',
+            name='ghost_state_publisher', namespace='ghost', output='screen',
+            parameters=[{'robot_description': ParameterValue(urdf, value_type=str),
+                         'frame_prefix': 'ghost/'}],
+            remappings=[('joint_states', '/ros2_ik/goal_marker/solution')]))
+        actions.append(Node(
+            package='tf2_ros', executable='static_transform_publisher', output='screen',
+            arguments=['--frame-id', base, '--child-frame-id', 'ghost/' + base]))
+    if rviz:
         actions.append(Node(
             package='rviz2', executable='rviz2', output='screen',
             arguments=['-d', os.path.join(share, 'config', 'ros2_ik.rviz'),

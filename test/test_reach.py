@@ -3,6 +3,8 @@ the voxel index, the study folder (resume, byte-identical files), the command li
 
 from __future__ import annotations
 
+import dataclasses
+
 import json
 import math
 import os
@@ -415,8 +417,11 @@ def test_command_runs_a_study_and_draws_it(tmp_path):
     assert p.returncode == 0, p.stderr
     assert "reached" in p.stdout and "solves/s" in p.stdout
     assert "target/s" in p.stderr  # the progress bar
-    # the same study as the library's
-    lib = run_study(_resume_study(), tmp_path / "lib", plots=False)
+    # the same study as the library's (the command avoids collisions by default)
+    study = _resume_study()
+    study = Study(study.model, study.targets, config=dataclasses.replace(
+        study.config, ik=dataclasses.replace(study.config.ik, avoid_collisions=True)))
+    lib = run_study(study, tmp_path / "lib", plots=False)
     assert (out / "results.npz").read_bytes() == (tmp_path / "lib" / "results.npz").read_bytes()
     assert lib.summary["reached"] == json.loads((out / "summary.json").read_text())["reached"]
     assert sorted(p.name for p in (out / "plots").glob("*.png")) == [

@@ -479,15 +479,15 @@ def test_misc_joint_types():
 
 
 def test_default_tips_one_source_of_truth():
-    """ROBOTS' default tip is the node's default tip (``default_tip_of``), and the README's
-    bundled-robot table lists ROBOTS' tips and SRDF groups."""
+    """ROBOTS' default tip is the node's default tip (``default_tip_of``), and the
+    documentation's bundled-robot table (docs/robots.md) lists ROBOTS' tips and SRDF groups."""
     import re
 
     from ros2_ik import load_robot
     from ros2_ik.model import parse_srdf
     from ros2_ik.ros.robot import default_tip_of
 
-    readme = (pathlib.Path(__file__).resolve().parents[1] / "README.md").read_text()
+    readme = (pathlib.Path(__file__).resolve().parents[1] / "docs" / "robots.md").read_text()
     rows = {m.group(1): m.group(0) for m in re.finditer(r"^\| `(\w+)` \|.*$", readme, re.M)}
     for name, entry in robots.ROBOTS.items():
         model = load_robot(name)

@@ -20,7 +20,7 @@ def test_demo_runs_and_checks_itself():
     text = out.stdout + out.stderr
     assert out.returncode == 0, text[-3000:]
     assert "demo OK" in out.stdout
-    assert out.stdout.count("[ok]") == 9 and "FAILED" not in out.stdout
+    assert out.stdout.count("[ok]") == 10 and "FAILED" not in out.stdout
     assert "ComputeIK for planning group" in out.stdout
 
 

@@ -106,3 +106,34 @@ def test_demo_launch_nodes():
     ctx.launch_configurations["robot"] = "r2d2"
     with pytest.raises(ValueError, match="panda"):
         mod._nodes(ctx)
+
+
+def test_rviz_config_reads_what_the_node_and_the_demo_publish():
+    """Every topic and interactive-marker namespace of config/ros2_ik.rviz is one the node
+    offers (ros2_ik.ros.surface, under /ros2_ik) or one the demo launch file's
+    robot_state_publishers publish, so the displays are never silently empty."""
+    import yaml
+
+    from ros2_ik.ros.surface import SURFACE
+
+    cfg = yaml.safe_load((ROOT / "config" / "ros2_ik.rviz").read_text())
+    displays = cfg["Visualization Manager"]["Displays"]
+    node_topics = {n.replace("~", "/ros2_ik") for n, kind, _, _ in SURFACE if kind == "pub"}
+    demo = (ROOT / "launch" / "demo.launch.py").read_text()
+    seen = set()
+    for d in displays:
+        topic = (d.get("Topic") or d.get("Description Topic") or {}).get("Value")
+        if d["Class"] == "rviz_default_plugins/InteractiveMarkers":
+            ns = d["Interactive Markers Namespace"]
+            assert f"{ns}/update" in node_topics, ns
+            seen.add("interactive")
+        elif topic in ("/robot_description", "/ghost/robot_description"):
+            # robot_state_publisher's, the ghost's in the namespace the demo gives it
+            assert topic == "/robot_description" or "namespace='ghost'" in demo
+            seen.add(topic)
+        elif topic is not None:
+            assert topic in node_topics, topic
+    assert {"interactive", "/robot_description", "/ghost/robot_description"} <= seen
+    # the ghost robot follows the handle's answers
+    assert "/ros2_ik/goal_marker/solution" in demo
+    assert "/ros2_ik/goal_marker/solution" in node_topics

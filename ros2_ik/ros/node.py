@@ -43,8 +43,8 @@ from ..api import compiled_status
 from ..backend import BackendUnavailableError, get_backend
 from .diagnostics import Stats, diagnostic_status
 from .executor import NodeExecutor, quiet_events
-from .handlers import (compute_fk, compute_ik, compute_jacobian, goal, moveit, reach_study,
-                       trajectory_seed, world)
+from .handlers import (compute_fk, compute_ik, compute_jacobian, goal, interactive, moveit,
+                       reach_study, trajectory_seed, world)
 from .joint_states import DRAIN_S, JointStates
 from .markers import collision_markers, ik_markers
 from .model_source import ModelSource, describe
@@ -77,6 +77,7 @@ class KinematicsNode(Node):
         self._ready = threading.Event()   # set when the first model serves
         self._ready_text = ""
         self._backend_text = ""
+        self._handle = None  # the rviz goal handle (handlers.interactive), when enabled
 
         # ---- parameters: declared with descriptors, validated, then one snapshot
         for spec in PARAMS:
@@ -131,6 +132,9 @@ class KinematicsNode(Node):
         goal.register(w, self._cb_topics)
         self._actions = [trajectory_seed.register(w), reach_study.register(w)]
         moveit.register(w)
+        self._handle = interactive.register(w)
+        if self._handle is not None and self._source.robot is not None:
+            self._handle.reset(self._source.robot)
 
         self._diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", 10,
                                                event_callbacks=quiet_events(publisher=True))
@@ -153,6 +157,8 @@ class KinematicsNode(Node):
         self._backend_text = solver.backend + (f" ({solver.reason})" if solver.reason else "")
         self.get_logger().info(f"solver for {robot.name!r}: backend {self._backend_text}; "
                                f"prepared in {seconds:.2f} s")
+        if self._handle is not None:
+            self._handle.reset(robot)
         if not self._ready.is_set():
             self._ready.set()
             self.get_logger().info(f"ready: {self._ready_text}; model: {self._model_text()}")

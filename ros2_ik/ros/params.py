@@ -90,6 +90,11 @@ PARAMS: tuple[ParamSpec, ...] = (
               "(only built while someone subscribes)."),
     ParamSpec("markers.max_goals", 200, "Most problems of one request shown as markers.",
               range=(0, 100_000)),
+    ParamSpec("interactive.enabled", True, "Offer the goal handle for rviz (interactive "
+              "markers under ~/goal_marker): a drag is solved and its answer published on "
+              "~/goal_marker/solution. Read at start-up."),
+    ParamSpec("interactive.timeout", 0.1, "Time budget of one drag's solve (a drag sends many "
+              "poses; only the latest waits).", range=(0.001, 10.0), units="s"),
     ParamSpec("diagnostics.period", 1.0, "Period of the diagnostic_msgs/DiagnosticArray on "
               "/diagnostics.", range=(0.1, 60.0), units="s"),
     # --- collision avoidance ---
@@ -149,6 +154,8 @@ class Settings:
     trajectory_time_step: float
     markers_enabled: bool
     markers_max_goals: int
+    interactive_enabled: bool
+    interactive_timeout: float
     diagnostics_period: float
     collision_enabled: bool
     collision_self: bool
