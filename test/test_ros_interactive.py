@@ -227,3 +227,41 @@ def test_a_new_model_replaces_the_handle(ros):
     reached = np.asarray(fk_frames(ur, q[None], [tip]))[0, 0]
     pe, oe = (float(v) for v in np.asarray(pose_error(reached[None], T[None])).reshape(-1)[:2])
     assert pe <= POS_TOL and oe <= ORI_TOL
+
+
+def test_handles_at_several_tips_solved_together(ros):
+    """interactive.tips gives a handle per link; a drag of one solves every handle's pose as
+    one problem (the other arm holds its goal), and the answer reaches both."""
+    r = ros
+    n_upd = len(_marker_updates(r))
+    r.client.publish_robot_description(robots.urdf_string("dual_arm"))
+    dual = load_robot("dual_arm")
+    _wait_marker(r, n_upd, lambda m: m.name == dual.default_tip(), timeout=120)
+    n_upd = len(_marker_updates(r))
+    result = r.client.set_parameters({"interactive.tips": "left_tool, right_tool, no_such_link"})
+    assert all(x.successful for x in result)
+    _wait_marker(r, n_upd, lambda m: m.name == "right_tool")
+    resp = r.client.call(r.get, GetInteractiveMarkers.Request(), timeout=10)
+    assert sorted(m.name for m in resp.markers) == ["left_tool", "right_tool"]
+    assert r.node.wait_for_log("no_such_link", 10)  # said, and left out
+    handles = {m.name: _pose_of(m) for m in resp.markers}
+    rng = np.random.default_rng(7)
+    # a left goal that keeps the right handle's pose reachable: only the left arm's joints
+    # moved from the state the handles show
+    q = dual.neutral_q()
+    left = [i for i, n in enumerate(dual.q_names) if n.startswith("left")]
+    assert left
+    q[left] = np.clip(q[left] + rng.uniform(-0.3, 0.3, len(left)), dual.lower[left],
+                      dual.upper[left])
+    T_left = np.asarray(fk_frames(dual, q[None], ["left_tool"]))[0, 0]
+    n_sol = len(r.solutions)
+    r.feedback.publish(_feedback("left_tool", T_left, frame=robots.ROBOTS["dual_arm"]["base"]))
+    assert r.client.wait_for(r.scond, lambda: len(r.solutions) > n_sol, 30), \
+        r.node.log_text()[-3000:]
+    js = r.solutions[-1]
+    qs = np.array(js.position[:dual.nq])
+    assert np.all(qs >= dual.lower - 1e-9) and np.all(qs <= dual.upper + 1e-9)
+    for tip, T in (("left_tool", T_left), ("right_tool", handles["right_tool"])):
+        reached = np.asarray(fk_frames(dual, qs[None], [tip]))[0, 0]
+        pe, oe = (float(v) for v in np.asarray(pose_error(reached[None], T[None])).reshape(-1))
+        assert pe <= POS_TOL and oe <= ORI_TOL, (tip, pe, oe)

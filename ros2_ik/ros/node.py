@@ -211,6 +211,8 @@ class KinematicsNode(Node):
         if "backend" in names:
             self._xp, self._backend = self._select_backend(self._settings.backend)
         self._source.apply_change()
+        if self._handle is not None and names & {"interactive.tips", "interactive.group"}:
+            self._handle.reset(self._source.robot, force=True)
         if "diagnostics.period" in names:
             self._diag_timer.cancel()
             self.destroy_timer(self._diag_timer)

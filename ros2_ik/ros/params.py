@@ -90,9 +90,16 @@ PARAMS: tuple[ParamSpec, ...] = (
               "(only built while someone subscribes)."),
     ParamSpec("markers.max_goals", 200, "Most problems of one request shown as markers.",
               range=(0, 100_000)),
-    ParamSpec("interactive.enabled", True, "Offer the goal handle for rviz (interactive "
-              "markers under ~/goal_marker): a drag is solved and its answer published on "
-              "~/goal_marker/solution. Read at start-up."),
+    ParamSpec("interactive.enabled", True, "Offer goal handles for rviz (interactive markers "
+              "under ~/goal_marker): a drag is solved and its answer published on "
+              "interactive.solution_topic. Read at start-up."),
+    ParamSpec("interactive.solution_topic", "~/goal_marker/solution", "Topic of the handles' "
+              "answers (sensor_msgs/JointState: a robot_state_publisher with a frame prefix "
+              "shows them as a ghost robot). Read at start-up."),
+    ParamSpec("interactive.tips", "", "Links that get a handle, comma-separated; '' = the tip "
+              "of interactive.group when set, else the default tip."),
+    ParamSpec("interactive.group", "", "SRDF planning group the handles' solves move (its "
+              "joints only); '' = the whole model."),
     ParamSpec("interactive.timeout", 0.1, "Time budget of one drag's solve (a drag sends many "
               "poses; only the latest waits).", range=(0.001, 10.0), units="s"),
     ParamSpec("diagnostics.period", 1.0, "Period of the diagnostic_msgs/DiagnosticArray on "
@@ -155,6 +162,9 @@ class Settings:
     markers_enabled: bool
     markers_max_goals: int
     interactive_enabled: bool
+    interactive_solution_topic: str
+    interactive_tips: str
+    interactive_group: str
     interactive_timeout: float
     diagnostics_period: float
     collision_enabled: bool

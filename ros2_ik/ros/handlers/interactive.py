@@ -1,5 +1,5 @@
-"""A goal handle for rviz: a 6-DOF interactive marker at the default tip; drag it and the node
-solves it, colours it by the answer and publishes the solution.
+"""Goal handles for rviz: a 6-DOF interactive marker at each tip; drag one and the node solves
+the handles' poses, colours them by the answer and publishes the solution.
 
 The ROS 2 interactive markers protocol is spoken here with rclpy (the ``interactive_markers``
 package is not on the package index), under ``~/goal_marker``, as its server offers it and
@@ -11,18 +11,22 @@ rviz's InteractiveMarkers display reads it:
   every change as an ``UPDATE`` whose ``seq_num`` is one more than the last (a client that sees
   a gap asks for the whole state again), and a ``KEEP_ALIVE`` every second;
 - ``~/goal_marker/feedback`` (visualization_msgs/InteractiveMarkerFeedback): a client's drag.
-  A ``POSE_UPDATE`` (and the ``MOUSE_UP`` that ends a drag) is solved as a one-goal ComputeIK
-  request (the node's parameters, ``collision.enabled``, a time budget of
-  ``interactive.timeout``) seeded from the handle's last answer, so a drag moves the arm
-  smoothly. Only the latest pose waits while one is solved (a drag sends many). The handle
-  stays where the user left it, coloured green (solved), orange (only colliding answers) or
-  red (no answer); the answer is published as sensor_msgs/JointState on
-  ``~/goal_marker/solution`` (a second robot_state_publisher with a frame prefix turns it into
-  a ghost robot: ``launch/demo.launch.py``). Feedback from a second client within a second of
-  another's is ignored for that handle, as ``interactive_markers``' server does.
+  A ``POSE_UPDATE`` (and the ``MOUSE_UP`` that ends a drag) is solved as a one-problem
+  ComputeIK request with every handle's pose as the goal of its tip (the node's parameters,
+  ``collision.enabled``, ``interactive.group`` as the request's group, a time budget of
+  ``interactive.timeout``), seeded from the last answer, so a drag moves the arm smoothly.
+  Only the latest pose waits while one is solved (a drag sends many). The handles stay where
+  the user left them, coloured green (solved), orange (only colliding answers) or red (no
+  answer); the answer is published as sensor_msgs/JointState on
+  ``interactive.solution_topic`` (default ``~/goal_marker/solution``; a second
+  robot_state_publisher with a frame prefix turns it into a ghost robot:
+  ``launch/demo.launch.py``). Feedback from a second client within a second of another's is
+  ignored for that handle, as ``interactive_markers``' server does.
 
-A new model replaces the handle (an ``erase`` and a new marker at its default tip, placed by FK
-at the robot's current state).
+The handles: one per link of ``interactive.tips`` (comma-separated; '' = the tip of
+``interactive.group`` when set, else the model's default tip), placed by FK at the robot's
+current state. A new model, or a change of those parameters, replaces them (``erase`` and new
+markers).
 """
 
 from __future__ import annotations
@@ -108,7 +112,7 @@ class InteractiveGoals:
     Protocol state (markers, sequence numbers) lives on the executor thread; solves run in the
     node's ``interactive`` pool."""
 
-    def __init__(self, w):
+    def __init__(self, w, solution_topic: str):
         node = w.node
         self.w = w
         self.server_id = node.get_fully_qualified_name()
@@ -125,7 +129,7 @@ class InteractiveGoals:
         quiet = quiet_events(publisher=True)
         self.update_pub = node.create_publisher(InteractiveMarkerUpdate,
                                                 f"{NAMESPACE}/update", qos, event_callbacks=quiet)
-        self.solution_pub = node.create_publisher(JointState, f"{NAMESPACE}/solution", 10,
+        self.solution_pub = node.create_publisher(JointState, solution_topic, 10,
                                                   event_callbacks=quiet)
         node.create_subscription(InteractiveMarkerFeedback, f"{NAMESPACE}/feedback",
                                  self._on_feedback, 100)
@@ -151,11 +155,36 @@ class InteractiveGoals:
         self.update_pub.publish(InteractiveMarkerUpdate(
             server_id=self.server_id, seq_num=self.seq, type=InteractiveMarkerUpdate.KEEP_ALIVE))
 
-    def reset(self, robot) -> None:
-        """A handle for ``robot`` (None: no handle); the old ones are erased. The same model
-        with new planning groups keeps its handle."""
+    def tips(self, robot) -> list[str]:
+        """The handles' links for ``robot`` (see the module docstring); a name the model lacks,
+        or a group without a single tip, is logged and left out (the default tip instead when
+        nothing is left)."""
+        st = self.w.settings()
+        tips = [t.strip() for t in st.interactive_tips.split(",") if t.strip()]
+        if not tips and st.interactive_group:
+            try:
+                tip = robot.group(st.interactive_group).tip
+            except Exception as exc:  # noqa: BLE001 - (no SRDF, unknown group): said, not fatal
+                tip = None
+                self.w.log("warning", f"interactive.group: {exc}")
+            if tip is None:
+                self.w.log("warning", f"interactive.group {st.interactive_group!r} has no single "
+                                      "tip: set interactive.tips; the default tip is used")
+            tips = [tip] if tip else []
+        ok = []
+        for t in dict.fromkeys(tips):
+            try:
+                robot.check_link(t, "interactive.tips link")
+                ok.append(t)
+            except Exception as exc:  # noqa: BLE001 - RequestError with the valid links
+                self.w.log("warning", f"{exc}")
+        return ok or [robot.default_tip]
+
+    def reset(self, robot, force: bool = False) -> None:
+        """Handles for ``robot`` (None: none); the old ones are erased. The same model with
+        new planning groups keeps its handles (unless ``force``: their parameters changed)."""
         old = self.robot
-        if robot is not None and old is not None and self.markers and (
+        if not force and robot is not None and old is not None and self.markers and (
                 old.digest, old.base, old.default_tip) == (robot.digest, robot.base,
                                                            robot.default_tip):
             self.robot = robot
@@ -170,12 +199,14 @@ class InteractiveGoals:
             if erases:
                 self._update(erases=erases)
             return
-        q = self.w.context().current_q(robot)
-        tip = robot.default_tip
-        T = np.asarray(fk_frames(robot.model, np.asarray(q, dtype=np.float64)[None], [tip]))[0, 0]
-        self.q = np.asarray(q, dtype=np.float64)
-        self.markers[tip] = handle_marker(tip, robot.base, T)
-        self._update(markers=[self.markers[tip]], erases=[e for e in erases if e != tip])
+        q = np.asarray(self.w.context().current_q(robot), dtype=np.float64)
+        tips = self.tips(robot)
+        T = np.asarray(fk_frames(robot.model, q[None], tips))[0]
+        self.q = q
+        for k, tip in enumerate(tips):
+            self.markers[tip] = handle_marker(tip, robot.base, T[k])
+        self._update(markers=list(self.markers.values()),
+                     erases=[e for e in erases if e not in self.markers])
 
     def _on_feedback(self, fb: InteractiveMarkerFeedback) -> None:
         name = fb.marker_name
@@ -189,10 +220,18 @@ class InteractiveGoals:
         if fb.event_type not in (InteractiveMarkerFeedback.POSE_UPDATE,
                                  InteractiveMarkerFeedback.MOUSE_UP):
             return
-        goal = PoseStamped(pose=fb.pose)
-        goal.header.frame_id = fb.header.frame_id
+        moved = PoseStamped(pose=fb.pose)
+        moved.header.frame_id = fb.header.frame_id
+        goals = {}
+        for tip, m in self.markers.items():
+            if tip == name:
+                goals[tip] = moved
+            else:
+                g = PoseStamped(pose=m.pose)
+                g.header.frame_id = m.header.frame_id
+                goals[tip] = g
         with self._lock:
-            self._pending = (self.robot, name, goal, self.q)
+            self._pending = (self.robot, name, goals, self.q)
             if self._busy:
                 return  # solved after the one in flight
             self._busy = True
@@ -209,19 +248,21 @@ class InteractiveGoals:
         with self._lock:
             job, self._pending = self._pending, None
         if job is not None:
-            robot, name, goal, seed = job
-            resp = self.solve(ctx, name, goal, seed)
-            self.w.post(self._answered, robot, name, goal, resp)
+            robot, name, goals, seed = job
+            resp = self.solve(ctx, goals, seed)
+            self.w.post(self._answered, robot, name, goals, resp)
         with self._lock:
             if self._pending is None:
                 self._busy = False
                 return
         self.w.post(self._submit)  # a newer pose came in meanwhile: with a fresh context
 
-    def solve(self, ctx, tip: str, goal: PoseStamped, seed) -> ComputeIK.Response:
-        """The handle's pose as a one-goal ComputeIK request seeded from ``seed``."""
+    def solve(self, ctx, goals: dict, seed) -> ComputeIK.Response:
+        """The handles' poses ({tip: PoseStamped}) as a one-problem ComputeIK request seeded
+        from ``seed``."""
         s = ctx.settings
-        req = ComputeIK.Request(goals=[goal], tip_links=[tip])
+        req = ComputeIK.Request(goals=list(goals.values()), tip_links=list(goals),
+                                group_name=s.interactive_group)
         if seed is not None and ctx.robot is not None:
             req.seed = JointState(name=list(ctx.robot.model.q_names),
                                   position=[float(v) for v in seed])
@@ -232,17 +273,18 @@ class InteractiveGoals:
         return resp
 
     # ------------------------------------------------------------------ answers (executor)
-    def _answered(self, robot, name: str, goal: PoseStamped, resp) -> None:
-        if robot is not self.robot or name not in self.markers:
-            return  # the model changed meanwhile
+    def _answered(self, robot, name: str, goals: dict, resp) -> None:
+        if robot is not self.robot or set(goals) != set(self.markers):
+            return  # the model or the handles changed meanwhile
         code = int(resp.status[0]) if len(resp.status) else int(resp.error_code.val)
-        p, o = goal.pose.position, goal.pose.orientation
-        T = np.eye(4)
-        T[:3, 3] = (p.x, p.y, p.z)
-        T[:3, :3] = quat_to_matrix(np.array([o.x, o.y, o.z, o.w]))
-        frame = goal.header.frame_id or robot.base
-        self.markers[name] = handle_marker(name, frame, T, code, resp.message)
-        self._update(markers=[self.markers[name]])
+        for tip, goal in goals.items():
+            p, o = goal.pose.position, goal.pose.orientation
+            T = np.eye(4)
+            T[:3, 3] = (p.x, p.y, p.z)
+            T[:3, :3] = quat_to_matrix(np.array([o.x, o.y, o.z, o.w]))
+            frame = goal.header.frame_id or robot.base
+            self.markers[tip] = handle_marker(tip, frame, T, code, resp.message)
+        self._update(markers=list(self.markers.values()))
         if code == codes.SUCCESS and resp.solutions:
             sol = resp.solutions[0]
             # (the solution's names: the model's coordinates, then the mimic joints)
@@ -252,5 +294,6 @@ class InteractiveGoals:
 
 
 def register(w):
-    """The goal handle, when ``interactive.enabled``; None otherwise."""
-    return InteractiveGoals(w) if w.settings().interactive_enabled else None
+    """The goal handles, when ``interactive.enabled``; None otherwise."""
+    s = w.settings()
+    return InteractiveGoals(w, s.interactive_solution_topic) if s.interactive_enabled else None
