@@ -24,6 +24,8 @@ setup(
     extras_require={
         # reach_study --ray: shard a study over a Ray cluster
         'ray': ['ray'],
+        # ros2_ik_viewer: the browser viewer (viser serves the 3D page; yourdfpy loads meshes)
+        'viewer': ['viser', 'yourdfpy'],
         'test': ['pytest', 'hypothesis'],
     },
     zip_safe=True,
@@ -37,6 +39,7 @@ setup(
             'ros2_ik_demo = ros2_ik.demo:main',
             'reach_study = ros2_ik.reach.cli:run',
             'ros2_ik_collision_pairs = ros2_ik.api.collision_pairs:main',
+            'ros2_ik_viewer = ros2_ik.viewer.cli:main',
         ],
     },
 )

@@ -1,0 +1,244 @@
+"""The browser viewer (``ros2_ik_viewer``) through its Python API, the API the page's gizmos
+call: answers verified by FK here (independently of the viewer's own check), unreachable goals,
+several tips, collision avoidance against a world, a trajectory seed, a reach map, bad input,
+and the viewer attached to a running node. The browser itself: ``test_viewer_browser.py``."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+pytest.importorskip("viser", reason="the viewer extra is not installed (pip install "
+                                    "'ros2_ik[viewer]')")
+
+from ros2_ik import load_robot, robots
+from ros2_ik.ik import IKConfig
+from ros2_ik.ik.collision import clearance, default_collision_model
+from ros2_ik.kinematics import fk_frames, pose_error
+from ros2_ik.viewer.app import COLORS, Viewer
+from ros2_ik.world import Obstacle, World
+
+TOL = IKConfig()
+
+
+def _viewer(name="panda", **kw):
+    return Viewer(load_robot(name), robots.urdf_string(name), port=0, **kw)
+
+
+def _pose(model, q, tip):
+    return np.asarray(fk_frames(model, np.asarray(q)[None], [tip]))[0, 0]
+
+
+def _errors(model, q, goals):
+    out = []
+    for tip, T in goals.items():
+        pe, oe = pose_error(T[None], _pose(model, q, tip)[None])
+        out.append((float(pe[0]), float(oe[0])))
+    return out
+
+
+def _color(ball):
+    return tuple(int(c) for c in ball.color)
+
+
+@pytest.fixture
+def panda_viewer():
+    v = _viewer()
+    try:
+        yield v
+    finally:
+        v.close()
+
+
+def test_a_goal_is_solved_verified_and_shown(panda_viewer):
+    v = panda_viewer
+    m, tip = v.model, v.tips[0]
+    rng = np.random.default_rng(0)
+    for _ in range(3):
+        q = m.lower + (m.upper - m.lower) * (0.2 + 0.6 * rng.random(m.nq))
+        T = _pose(m, q, tip)
+        ans = v.set_goal(tip, T)
+        assert ans.success, ans.summary()
+        for pe, oe in _errors(m, ans.q, {tip: T}):
+            assert pe <= TOL.position_tolerance and oe <= TOL.orientation_tolerance
+        assert np.all(ans.q >= m.lower - 1e-9) and np.all(ans.q <= m.upper + 1e-9)
+        assert _color(v.balls[tip]) == COLORS["ok"]
+        assert "CONVERGED" in v.status_md.content
+        # the robot on the page is the answer: its link frames where FK puts them
+        link = next(iter(v.robot.frames))
+        np.testing.assert_allclose(v.robot.frames[link].position, _pose(m, ans.q, link)[:3, 3],
+                                   atol=1e-6)
+        # the next solve starts from this answer (the seed shown)
+        np.testing.assert_array_equal(v.q, ans.q)
+    seed_before = v.q.copy()
+    ans = v.set_goal(tip, T)
+    np.testing.assert_array_equal(ans.seed, seed_before)
+
+
+def test_an_unreachable_goal_is_red_and_the_robot_stays(panda_viewer):
+    v = panda_viewer
+    tip = v.tips[0]
+    q0 = v.q.copy()
+    far = np.eye(4)
+    far[:3, 3] = (3.0, 0.0, 0.4)
+    ans = v.set_goal(tip, far)
+    assert not ans.success and ans.status != "CONVERGED"
+    assert _color(v.balls[tip]) == COLORS["failed"]
+    np.testing.assert_array_equal(v.q, q0)  # the next solve starts from the last good answer
+    with pytest.raises(ValueError, match="tips"):
+        v.set_goal("no_such_link", far)
+    bad = far.copy()
+    bad[0, 3] = np.nan
+    with pytest.raises(ValueError, match="finite"):
+        v.set_goal(tip, bad)
+
+
+def test_a_drag_stream_answers_the_last_pose(panda_viewer):
+    """The page sends many poses while a gizmo is dragged: whichever are skipped, the last one
+    is answered."""
+    v = panda_viewer
+    m, tip = v.model, v.tips[0]
+    T0 = _pose(m, v.q, tip)
+    poses = []
+    for dz in np.linspace(0.0, 0.15, 25):
+        T = T0.copy()
+        T[2, 3] -= dz
+        poses.append(T)
+        v.request({tip: T})
+    assert v.wait_answers(1, 30)
+    assert v.wait_answers(v.answers, 30)
+    ans = v.answer
+    np.testing.assert_array_equal(ans.goals[tip], poses[-1])
+    assert ans.success
+    (pe, oe), = _errors(m, ans.q, {tip: poses[-1]})
+    assert pe <= TOL.position_tolerance and oe <= TOL.orientation_tolerance
+
+
+def test_several_tips_are_solved_together():
+    v = _viewer("dual_arm", tips=["left_tool", "right_tool"])
+    try:
+        m = v.model
+        q = m.neutral_q()
+        left = [i for i, n in enumerate(m.q_names) if n.startswith("left")]
+        q[left] += 0.2
+        T = _pose(m, q, "left_tool")
+        ans = v.set_goal("left_tool", T)
+        assert ans.success, ans.summary()
+        goals = {"left_tool": T, "right_tool": v.goals["right_tool"]}
+        for pe, oe in _errors(m, ans.q, goals):  # the right arm kept its goal
+            assert pe <= TOL.position_tolerance and oe <= TOL.orientation_tolerance
+    finally:
+        v.close()
+
+
+def test_collision_avoidance_against_a_world():
+    """A box just beside the elbow's way: with avoidance on, the answer keeps the margin (by an
+    independent clearance here), and the world and the collision model are drawn."""
+    m = load_robot("panda")
+    tip = m.default_tip()
+    q = m.neutral_q()
+    T = _pose(m, q, tip)
+    world = World().add(Obstacle.make("box", "box", (0.1, 0.1, 0.1),
+                                      (T[0, 3], T[1, 3] + 0.25, T[2, 3], 0, 0, 0, 1)))
+    v = Viewer(m, robots.urdf_string("panda"), port=0, world=world, avoid_collisions=True)
+    try:
+        assert v.avoid.value
+        ans = v.set_goal(tip, T)
+        assert ans.success, ans.summary()
+        cm = default_collision_model(m)
+        c = float(clearance(m, cm, ans.q[None], world)[0][0])
+        assert c >= IKConfig().collision_margin - 1e-9
+        assert ans.clearance is not None and abs(ans.clearance - c) < 1e-6
+        v.show_spheres.value = True
+        v._draw_spheres()
+        assert len(v._spheres) == cm.num_spheres
+    finally:
+        v.close()
+
+
+def test_trajectory_seed_and_reach_map(panda_viewer, tmp_path):
+    v = panda_viewer
+    m, tip = v.model, v.tips[0]
+    start = _pose(m, v.q, tip)
+    goal = start.copy()
+    goal[:3, 3] += (0.0, 0.1, -0.1)
+    v.goals[tip] = goal
+    traj = v.plan_trajectory(nodes=12, play=False)
+    assert traj.shape == (12, m.nq) and v.trajectory_ok.all()
+    tips = np.asarray(fk_frames(m, traj, [tip]))[:, 0, :3, 3]
+    line = start[:3, 3] + np.linspace(0, 1, 12)[:, None] * (goal[:3, 3] - start[:3, 3])
+    np.testing.assert_allclose(tips, line, atol=TOL.position_tolerance * 1.01)
+    assert v.scrub.max == 11
+    v.scrub.value = 5
+    v._scrub()
+    link = next(iter(v.robot.frames))
+    np.testing.assert_allclose(v.robot.frames[link].position, _pose(m, traj[5], link)[:3, 3],
+                               atol=1e-6)
+
+    from ros2_ik.reach import Sphere, Study, StudyConfig, grid_targets, run_study
+
+    study = Study(m, grid_targets(Sphere((0, 0, 0.333), 0.6), 0.3, 2, 1),
+                  config=StudyConfig(shard_size=64))
+    run_study(study, tmp_path / "reach", plots=False)
+    vox = np.load(tmp_path / "reach" / "voxels.npz")
+    assert v.show_reach(tmp_path / "reach") == int(np.sum(vox["targets"] > 0)) > 0
+
+
+def test_command_line_bad_input():
+    for args, words in ((["--robot", "r2d2"], ["r2d2", "panda"]),
+                        (["--urdf", "/nonexistent.urdf"], ["No such file"]),
+                        (["--robot", "panda", "--tips", "foo"], ["foo"])):
+        p = subprocess.run([sys.executable, "-m", "ros2_ik.viewer", *args, "--port", "0"],
+                           capture_output=True, text=True, timeout=120)
+        assert p.returncode == 2, (p.stdout, p.stderr)
+        assert p.stderr.startswith("ros2_ik_viewer: error: ")
+        for w in words:
+            assert w in p.stderr, p.stderr
+
+
+def test_attached_to_a_running_node():
+    """--node: the model from the node's robot_description, goals answered by its
+    compute_ik, trajectories by its trajectory_seed action."""
+    pytest.importorskip("rclpy")
+    from ros_testing import Client, NodeProcess, random_domain_id
+
+    from ros2_ik.viewer.solvers import NodeSolver
+
+    domain = random_domain_id()
+    node = NodeProcess(domain, params={"robot": "panda"})
+    solver = None
+    v = None
+    try:
+        with Client(domain) as client:
+            client.wait_for_server(60)
+            assert node.wait_for_log("]: ready: ", 240), node.log_text()
+            client.publish_robot_description(robots.urdf_string("panda"))
+            solver = NodeSolver("ros2_ik", domain_id=domain, timeout=30)
+            urdf = solver.wait_for_model(30)
+            from ros2_ik.model import Model
+
+            model = Model.from_urdf(urdf)
+            solver.model = model
+            v = Viewer(model, urdf, solver=solver, port=0)
+            assert "node /ros2_ik" in v.solver.label
+            tip = v.tips[0]
+            q = model.neutral_q() + 0.15
+            T = _pose(model, q, tip)
+            ans = v.set_goal(tip, T)
+            assert ans.success, ans.summary()
+            (pe, oe), = _errors(model, ans.q, {tip: T})
+            assert pe <= TOL.position_tolerance and oe <= TOL.orientation_tolerance
+            goal = T.copy()
+            goal[2, 3] -= 0.1
+            v.goals[tip] = goal
+            traj = v.plan_trajectory(nodes=8, play=False)
+            assert traj.shape == (8, model.nq) and v.trajectory_ok.all()
+    finally:
+        if v is not None:
+            v.close()
+        elif solver is not None:
+            solver.close()
+        node.stop()
