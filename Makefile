@@ -1,7 +1,8 @@
 # The two commands of the README, and a few helpers. Every target sets up .venv first
 # (scripts/setup.sh is idempotent and takes seconds when nothing changed).
 .PHONY: setup demo lint test docs docs-build fuzz bench bench-kinematics bench-ik bench-cpu bench-node \
-	bench-timeouts bench-reach bench-gpu gpu-report bench-peers-setup bench-collision clean
+	bench-timeouts bench-reach bench-gpu gpu-report bench-peers-setup bench-collision clean \
+	viewer test-browser
 
 PY := .venv/bin/python
 
@@ -22,6 +23,15 @@ test: setup
 	@.venv/bin/ruff check $(LINT_PATHS)
 	@$(MAKE) --no-print-directory docs-build
 	@. scripts/env.sh && $(PY) -m pytest -q test $(ARGS)
+
+## viewer: the browser viewer on the bundled panda (ARGS="--robot ur" ...), http://127.0.0.1:8080
+viewer: setup
+	@. scripts/env.sh && .venv/bin/ros2_ik_viewer $(ARGS)
+
+## test-browser: the viewer in headless Chromium alone (needs `apt-get install chromium`)
+test-browser: setup
+	@command -v chromium >/dev/null || { echo "chromium is not installed: apt-get install chromium"; exit 2; }
+	@. scripts/env.sh && $(PY) -m pytest -q test/test_viewer_browser.py $(ARGS)
 
 ## docs: the documentation (Sphinx + MyST, docs/), warnings as errors, into docs/_build/html
 docs: setup docs-build

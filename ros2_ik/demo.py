@@ -246,6 +246,9 @@ def run(args) -> int:
             if n_ is not None:
                 n_.destroy_node()
         rclpy.try_shutdown(context=ctx)
+    print("\nSee it and drive it: `make viewer` (or .venv/bin/ros2_ik_viewer) and open "
+          "http://127.0.0.1:8080 in a browser; with ROS 2 and rviz: ros2 launch ros2_ik "
+          "demo.launch.py rviz:=true, then drag the handle at the tip.")
     print("\n" + ("demo OK" if not failures else f"demo FAILED: {'; '.join(failures)}"))
     return 0 if not failures else 1
 

@@ -242,3 +242,40 @@ def test_attached_to_a_running_node():
         elif solver is not None:
             solver.close()
         node.stop()
+
+
+def test_meshes_are_found_as_the_collision_model_finds_them(tmp_path):
+    """package:// and relative visual meshes through --mesh-path (no ament index needed); a
+    mesh that is nowhere is left out and the rest still shows."""
+    import trimesh
+
+    from ros2_ik.viewer.app import load_visuals
+
+    (tmp_path / "my_robot" / "meshes").mkdir(parents=True)
+    box = trimesh.creation.box(extents=(0.1, 0.2, 0.3))
+    box.export(tmp_path / "my_robot" / "meshes" / "link.stl")
+    urdf = """<robot name="r">
+  <link name="base"><visual><geometry><mesh filename="package://my_robot/meshes/link.stl"/>
+    </geometry></visual></link>
+  <link name="arm"><visual><origin xyz="0 0 0.5"/><geometry>
+    <mesh filename="my_robot/meshes/link.stl" scale="2 2 2"/></geometry></visual>
+    <visual><geometry><mesh filename="package://nowhere/gone.stl"/></geometry></visual></link>
+  <joint name="j" type="revolute"><parent link="base"/><child link="arm"/><axis xyz="0 0 1"/>
+    <limit lower="-1" upper="1" effort="1" velocity="1"/></joint>
+</robot>"""
+    vis = load_visuals(urdf, [str(tmp_path)])
+    assert sorted(vis) == ["arm", "base"]
+    (mesh_b, T_b), = vis["base"]
+    np.testing.assert_allclose(mesh_b.extents, (0.1, 0.2, 0.3), atol=1e-9)
+    assert len(vis["arm"]) == 1  # the missing one left out
+    mesh_a, T_a = vis["arm"][0]
+    np.testing.assert_allclose(mesh_a.extents, (0.2, 0.4, 0.6), atol=1e-9)
+    np.testing.assert_allclose(T_a[:3, 3], (0, 0, 0.5))
+    from ros2_ik.model import Model
+
+    v = Viewer(Model.from_urdf(urdf), urdf, port=0, mesh_path=[str(tmp_path)],
+               tips=["arm"])
+    try:
+        assert set(v.robot.frames) == {"base", "arm"}
+    finally:
+        v.close()

@@ -190,6 +190,7 @@ class Viewer:
             self.balls[tip] = s.add_icosphere(f"/goal/{tip}/status", radius=0.025,
                                               color=COLORS["none"])
         self._draw_world()
+        self.frame_camera()
         self._spheres = []
         self._build_gui()
         if reach_dir:
@@ -197,6 +198,16 @@ class Viewer:
         self.avoid.value = bool(avoid_collisions)
 
     # ------------------------------------------------------------------ page
+    def frame_camera(self) -> None:
+        """The camera a new page starts with: the robot at the current answer in view, seen
+        from the front right and above."""
+        pts = np.asarray(fk(self.model, self.q[None]))[0][:, :3, 3]
+        centre = 0.5 * (pts.min(0) + pts.max(0))
+        size = max(float(np.ptp(pts, axis=0).max()), 0.5)
+        cam = self.server.initial_camera
+        cam.look_at = tuple(float(v) for v in centre)
+        cam.position = tuple(float(v) for v in centre + size * np.array([1.15, 0.85, 0.55]))
+
     @property
     def url(self) -> str:
         return f"http://{self.host}:{self.port}"
