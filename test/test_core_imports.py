@@ -55,6 +55,7 @@ LAYERS = (
     ("ros2_ik.api",),
     ("ros2_ik.reach",),
     ("ros2_ik.ros", "ros2_ik.demo"),
+    ("ros2_ik.viewer",),  # the browser viewer: on the core, or on a node through ROS
 )
 
 
