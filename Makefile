@@ -2,31 +2,60 @@
 # (scripts/setup.sh is idempotent and takes seconds when nothing changed).
 .PHONY: setup demo lint test docs docs-build fuzz bench bench-kinematics bench-ik bench-cpu bench-node \
 	bench-timeouts bench-reach bench-gpu gpu-report bench-peers-setup bench-collision clean \
-	viewer test-browser
+	viewer test-browser test-ros colcon-setup
 
-PY := .venv/bin/python
+## ROS 2 distribution: kilted (the default) or jazzy (the LTS release), each in a venv of its
+## own: `make setup ROS_DISTRO=jazzy` builds .venv-jazzy; every target runs on the chosen one.
+ROS_DISTRO ?= kilted
+export ROS_DISTRO
+VENV := .venv$(if $(filter jazzy,$(ROS_DISTRO)),-jazzy,)
+PY := $(VENV)/bin/python
+## the ROS test tier: every test of the node and its interfaces (run on both distributions)
+ROS_TESTS := $(wildcard test/test_ros_*.py) test/test_moveit.py test/test_fuzz_node.py
 
 setup:
 	@bash scripts/setup.sh
 
 ## demo: set everything up, then run the main job on the embedded default robot
 demo: setup
-	@. scripts/env.sh && .venv/bin/ros2_ik_demo $(ARGS)
+	@. scripts/env.sh && $(VENV)/bin/ros2_ik_demo $(ARGS)
 
 ## lint: ruff over the code (rules in ruff.toml; the pinned ruff is installed by scripts/setup.sh)
 LINT_PATHS := ros2_ik test bench scripts launch setup.py
 lint: setup
-	@.venv/bin/ruff check $(LINT_PATHS)
+	@$(VENV)/bin/ruff check $(LINT_PATHS)
 
 ## test: set everything up, run the linter (any finding stops here), then the whole test suite
-test: setup
-	@.venv/bin/ruff check $(LINT_PATHS)
+## on Kilted, then the ROS tier on Jazzy (its venv set up first)
+test: setup colcon-setup
+	@$(VENV)/bin/ruff check $(LINT_PATHS)
 	@$(MAKE) --no-print-directory docs-build
-	@. scripts/env.sh && $(PY) -m pytest -q test $(ARGS)
+	@. scripts/env.sh && COLCON=$(COLCON_VENV)/bin/colcon $(PY) -m pytest -q test $(ARGS)
+	@$(MAKE) --no-print-directory test-ros ROS_DISTRO=jazzy
+
+## test-ros: the ROS tier alone, on ROS_DISTRO's venv (make test-ros ROS_DISTRO=jazzy)
+test-ros: setup colcon-setup
+	@echo "==> the ROS test tier on ROS 2 $(ROS_DISTRO) ($(VENV))"
+	@. scripts/env.sh && COLCON=$(COLCON_VENV)/bin/colcon $(PY) -m pytest -q $(ROS_TESTS) $(ARGS)
+
+## colcon-setup: colcon (scripts/requirements-colcon.txt) in a venv layered over $(VENV) by a
+## .pth file, for the ROS tier's colcon build test
+COLCON_VENV := build/venv-colcon$(if $(filter jazzy,$(ROS_DISTRO)),-jazzy,)
+colcon-setup: setup
+	@set -e; want=$$(cat scripts/requirements-colcon.txt $(VENV)/.ros2_ik-stamps/deps | sha256sum); \
+	if [ "$$(cat $(COLCON_VENV)/.stamp 2>/dev/null)" != "$$want" ]; then \
+	  echo "==> colcon: $(COLCON_VENV)"; rm -rf $(COLCON_VENV); $(PY) -m venv $(COLCON_VENV); \
+	  base=$$($(PY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])'); \
+	  site=$$($(COLCON_VENV)/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])'); \
+	  printf "import sys, site; p = '%s'; p in sys.path or site.addsitedir(p)\n" "$$base" \
+	    > "$$site/_ros2_ik_base_venv.pth"; \
+	  $(COLCON_VENV)/bin/python -m pip install --disable-pip-version-check -q \
+	    -r scripts/requirements-colcon.txt 2>&1 | grep -v "is ignored: it is neither" || true; \
+	  [ -x $(COLCON_VENV)/bin/colcon ]; echo "$$want" > $(COLCON_VENV)/.stamp; fi
 
 ## viewer: the browser viewer on the bundled panda (ARGS="--robot ur" ...), http://127.0.0.1:8080
 viewer: setup
-	@. scripts/env.sh && .venv/bin/ros2_ik_viewer $(ARGS)
+	@. scripts/env.sh && $(VENV)/bin/ros2_ik_viewer $(ARGS)
 
 ## test-browser: the viewer in headless Chromium alone (needs `apt-get install chromium`)
 test-browser: setup
@@ -104,4 +133,4 @@ bench-reach: setup
 bench: bench-kinematics bench-ik bench-node
 
 clean:
-	rm -rf .venv build
+	rm -rf .venv .venv-jazzy build

@@ -1,5 +1,6 @@
 # Source me after scripts/setup.sh:   . scripts/env.sh  [--quiet]
-# Makes .venv the active ROS 2 install prefix of this shell: its python, console scripts and
+# (ROS 2 Jazzy's venv: ROS_DISTRO=jazzy . scripts/env.sh)
+# Makes .venv (or .venv-jazzy) the active ROS 2 install prefix of this shell: its python, console scripts and
 # ament index (get_package_share_directory), CMake packages, and local-only DDS discovery.
 # Safe to source more than once. POSIX sh (dash, as in make recipes), bash and zsh; a plain sh
 # cannot tell where a sourced file lives, so there source it from the repository root.
@@ -13,7 +14,11 @@ else
 fi
 
 if [ -f "$_ros2_ik_src" ] && _ros2_ik_root=$(cd "$(dirname "$_ros2_ik_src")/.." && pwd); then
-  _ros2_ik_venv=$_ros2_ik_root/.venv
+  case "${ROS2_IK_VENV:-}:${ROS_DISTRO:-kilted}" in
+    /*) _ros2_ik_venv=$ROS2_IK_VENV ;;
+    :jazzy) _ros2_ik_venv=$_ros2_ik_root/.venv-jazzy ;;
+    *) _ros2_ik_venv=$_ros2_ik_root/.venv ;;
+  esac
 
   # _ros2_ik_prepend VAR DIR: put DIR first in the colon-separated list VAR, once.
   _ros2_ik_prepend() {

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Build the ros2_ik development environment in .venv at the repository root:
-#   1. a venv with the ROS 2 Kilted PyPI wheels and the Python dependencies
-#      (scripts/requirements.txt, locked by scripts/constraints.txt), with the include
-#      paths in the wheels' CMake exports pointed at this venv;
-#   2. ros2_ik_interfaces, built with cmake/make in build/ros2_ik_interfaces and installed
+# Build the ros2_ik development environment in .venv at the repository root (ROS 2 Kilted,
+# the default) or .venv-jazzy (ROS_DISTRO=jazzy: ROS 2 Jazzy, the LTS release):
+#   1. a venv with the ROS 2 PyPI wheels and the Python dependencies
+#      (scripts/requirements.txt, locked by scripts/constraints.txt; for Jazzy
+#      requirements-jazzy.txt and constraints-jazzy.txt), with the include paths in the wheels'
+#      CMake exports pointed at this venv;
+#   2. ros2_ik_interfaces, built with cmake/make in build/ros2_ik_interfaces[-jazzy], installed
 #      into the venv (the venv is a ROS install prefix);
 #   3. ros2_ik, installed editable, laid out like a colcon --symlink-install: console scripts
 #      in .venv/bin and .venv/lib/ros2_ik, and share/ros2_ik + the ament index entry;
@@ -15,20 +17,29 @@
 #
 # Usage: scripts/setup.sh [--force] [--lock]
 #   --force  redo every step (keeps the pip cache)
-#   --lock   rewrite scripts/constraints.txt from the current .venv, then exit
-# Environment: PYTHON (base interpreter for the venv, default python3), JOBS (make -j, default 2).
+#   --lock   rewrite the distribution's constraints file from its current venv, then exit
+# Environment: ROS_DISTRO (kilted, the default, or jazzy), PYTHON (base interpreter for the
+# venv, default python3), JOBS (make -j, default 2).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-VENV=$ROOT/.venv
+ROS_DISTRO=${ROS_DISTRO:-kilted}
+case $ROS_DISTRO in
+  kilted) SUFFIX= ;;
+  jazzy) SUFFIX=-jazzy ;;
+  *) echo "setup.sh: ROS_DISTRO=$ROS_DISTRO is not supported; use kilted (the default) or jazzy" >&2
+     exit 2 ;;
+esac
+VENV=$ROOT/.venv$SUFFIX
 VPY=$VENV/bin/python
 BUILD=$ROOT/build
-LOG_DIR=$BUILD/setup-logs
+LOG_DIR=$BUILD/setup-logs$SUFFIX
 STAMPS=$VENV/.ros2_ik-stamps
-REQS=$ROOT/scripts/requirements.txt
-LOCK=$ROOT/scripts/constraints.txt
+REQS=$ROOT/scripts/requirements$SUFFIX.txt
+REQS_PY=$ROOT/scripts/requirements-python.txt
+LOCK=$ROOT/scripts/constraints$SUFFIX.txt
 IFC_SRC=$ROOT/ros2_ik_interfaces
-IFC_BUILD=$BUILD/ros2_ik_interfaces
+IFC_BUILD=$BUILD/ros2_ik_interfaces$SUFFIX
 PYTHON=${PYTHON:-python3}
 JOBS=${JOBS:-2}
 
@@ -76,7 +87,8 @@ stamp() { mkdir -p "$STAMPS"; echo "$2" >"$STAMPS/$1"; }
 if [[ ${lock:-0} == 1 ]]; then
   [[ -x $VPY ]] || die "no $VENV yet; run scripts/setup.sh first"
   {
-    sed -n '/^#/p;/^$/q' "$LOCK"
+    if [[ -f $LOCK ]]; then sed -n '/^#/p;/^$/q' "$LOCK"
+    else echo "# Every transitive version of ${VENV#"$ROOT"/} (ROS 2 $ROS_DISTRO), written by scripts/setup.sh --lock"; fi
     echo
     "$VPY" - <<'EOF'
 from importlib import metadata
@@ -122,20 +134,27 @@ print(os.path.realpath(getattr(sys, "_base_executable", sys.executable)))') \
 py_version=$("$PYTHON" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
 
 # shellcheck source=env.sh
-. "$ROOT/scripts/env.sh" --quiet
+ROS2_IK_VENV=$VENV . "$ROOT/scripts/env.sh" --quiet
 
 # ---- 1. venv + wheels ------------------------------------------------------------------------
 KEY_EXTRA="$ROOT $PYTHON $py_version"
-deps_key=$(key "$REQS" "$LOCK" "$ROOT/scripts/setup.sh")
+lock_files=("$LOCK")
+lock_args=(-c "$LOCK")
+if [[ ! -f $LOCK ]]; then  # a new distribution: unlocked once, then `--lock` writes its lock
+  say "no ${LOCK#"$ROOT"/}: installing unlocked (then: ROS_DISTRO=$ROS_DISTRO scripts/setup.sh --lock)"
+  lock_files=()
+  lock_args=()
+fi
+deps_key=$(key "$REQS" "$REQS_PY" "${lock_files[@]}" "$ROOT/scripts/setup.sh")
 if current deps "$deps_key" && "$VPY" -c '' 2>/dev/null; then
   say "venv: up to date ($VENV)"
 else
-  say "venv: building $VENV (Python $py_version; first run downloads ~300 MB of wheels)"
+  say "venv: building $VENV (ROS 2 $ROS_DISTRO, Python $py_version; first run downloads ~300 MB of wheels)"
   # A venv is tied to its interpreter and its absolute path: start over rather than patch.
   rm -rf "$VENV" "$IFC_BUILD"
   step venv "$PYTHON" -m venv "$VENV"
   step pip-install "$VPY" -m pip install --disable-pip-version-check \
-    -r "$REQS" -c "$LOCK"
+    -r "$REQS" "${lock_args[@]}"
 
   # The wheels' exported CMake targets name the include dirs of the machine that built them
   # (/opt/python/cpXY-cpXY/...); CMake rejects them as missing. Point them at this venv.
@@ -238,4 +257,8 @@ EOF
   )
 }
 step check check
-say "ready in $((SECONDS - t_start)) s. Use it with:  . scripts/env.sh"
+if [[ $ROS_DISTRO == kilted ]]; then
+  say "ready in $((SECONDS - t_start)) s (ROS 2 kilted). Use it with:  . scripts/env.sh"
+else
+  say "ready in $((SECONDS - t_start)) s (ROS 2 $ROS_DISTRO). Use it with:  ROS_DISTRO=$ROS_DISTRO . scripts/env.sh"
+fi

@@ -742,3 +742,19 @@ def test_the_node_has_exactly_the_documented_surface():
         if node is not None:
             node.destroy_node()
         rclpy.shutdown(context=ctx)
+
+
+def test_the_tier_runs_on_the_distribution_it_was_set_up_for():
+    """make test runs the ROS tier on Kilted and on Jazzy (ROS_DISTRO exported by make): the
+    rclpy in use is that distribution's, and the node says which at start-up."""
+    pytest.importorskip("rclpy")
+    import os
+
+    from ros2_ik.ros.compat import SUPPORTED, distribution, rclpy_distribution
+
+    got = rclpy_distribution()
+    assert got in SUPPORTED
+    want = os.environ.get("ROS_DISTRO")
+    if want:
+        assert got == want
+    assert distribution() == got

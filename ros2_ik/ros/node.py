@@ -41,6 +41,7 @@ from visualization_msgs.msg import MarkerArray
 
 from ..api import compiled_status
 from ..backend import BackendUnavailableError, get_backend
+from .compat import distribution
 from .diagnostics import Stats, diagnostic_status
 from .executor import NodeExecutor, quiet_events
 from .handlers import (compute_fk, compute_ik, compute_jacobian, goal, interactive, moveit,
@@ -112,7 +113,7 @@ class KinematicsNode(Node):
         self.create_timer(DRAIN_S, self._tick, callback_group=self._cb_topics)
         self._source = ModelSource(self.get_logger(), self._stats, w.post,
                                    lambda: self._settings, lambda: self._xp, self._after_swap)
-        self.get_logger().info(compiled_status())
+        self.get_logger().info(f"ROS 2 {distribution()}; {compiled_status()}")
         self._source.load_from_settings(self._settings, startup=True)
         self.create_subscription(String, "robot_description",
                                  lambda m: self._source.on_robot_description(m.data,

@@ -1,0 +1,84 @@
+"""A colcon build of the two packages (ros2_ik, ament_python, at the repository root;
+ros2_ik_interfaces, ament_cmake, inside it), as docs/colcon.md tells a user to build them in a
+workspace, against this distribution's venv; then the installed node starts from the install
+space and serves. Runs in the ROS tier on every distribution; skipped where colcon is not
+installed (``make colcon-setup`` makes build/venv-colcon[-jazzy])."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("rclpy", reason="rclpy (ROS 2 wheels) not installed; run make setup")
+
+from ros_testing import random_domain_id
+
+ROOT = Path(__file__).resolve().parents[1]
+SKIP = {".git", ".venv", ".venv-jazzy", "build", "install", "log", "_build", "__pycache__",
+        ".pytest_cache", ".hypothesis"}
+
+
+def _colcon() -> str | None:
+    cand = os.environ.get("COLCON") or shutil.which("colcon")
+    return str(Path(cand).resolve()) if cand and Path(cand).exists() else None
+
+
+@pytest.mark.skipif(_colcon() is None, reason="colcon is not installed (make colcon-setup)")
+def test_colcon_build_of_both_packages_and_the_installed_node_serves(tmp_path):
+    ws = tmp_path / "ws"
+    src = ws / "src" / "ros2_ik"
+    shutil.copytree(ROOT, src, ignore=lambda d, names: [n for n in names if n in SKIP])
+    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
+    build = subprocess.run(
+        [_colcon(), "build", "--symlink-install", "--base-paths", "src",
+         "src/ros2_ik/ros2_ik_interfaces", "--event-handlers", "console_cohesion+",
+         "--cmake-args", f"-DPython3_EXECUTABLE={sys.executable}", "-DBUILD_TESTING=OFF"],
+        cwd=ws, env=env, capture_output=True, text=True, timeout=600)
+    assert build.returncode == 0, build.stdout[-4000:] + build.stderr[-4000:]
+    assert "2 packages finished" in build.stdout, build.stdout[-2000:]
+    install = ws / "install"
+    assert (install / "ros2_ik" / "share" / "ros2_ik" / "package.xml").is_file()
+    assert (install / "ros2_ik_interfaces" / "share" / "ros2_ik_interfaces" / "srv" /
+            "ComputeIK.srv").is_file()
+    node = install / "ros2_ik" / "lib" / "ros2_ik" / "ros2_ik_node"
+    assert node.exists()
+
+    # the installed packages, from the install space (its setup script, as a user sources it)
+    domain = random_domain_id()
+    script = (f". {install}/local_setup.sh && cd / && python -c \"import ros2_ik_interfaces.srv "
+              f"as s, ros2_ik; print(s.__file__); print(ros2_ik.__file__)\"")
+    out = subprocess.run(["bash", "-c", script], env=env, capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert str(install / "ros2_ik_interfaces") in out.stdout.splitlines()[0]
+    assert str(ws) in out.stdout.splitlines()[1]  # this build's ros2_ik, not the repository's
+
+    log = tmp_path / "node.log"
+    with open(log, "w") as f:
+        proc = subprocess.Popen(
+            ["bash", "-c", f". {install}/local_setup.sh && exec {node} --ros-args -p "
+                           "robot:=panda"],
+            env=dict(env, ROS_DOMAIN_ID=str(domain), PYTHONUNBUFFERED="1"), stdout=f,
+            stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        end = time.monotonic() + 120
+        while "]: ready: " not in log.read_text() and time.monotonic() < end:
+            assert proc.poll() is None, log.read_text()
+            time.sleep(0.1)
+        text = log.read_text()
+        assert "]: ready: " in text, text
+    finally:
+        os.killpg(proc.pid, signal.SIGINT)
+        try:
+            rc = proc.wait(30)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            rc = proc.wait(10)
+    assert rc == 0, log.read_text()[-3000:]
