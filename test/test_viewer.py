@@ -279,3 +279,35 @@ def test_meshes_are_found_as_the_collision_model_finds_them(tmp_path):
         assert set(v.robot.frames) == {"base", "arm"}
     finally:
         v.close()
+
+
+def test_command_serves_the_page_and_stops_on_ctrl_c():
+    """ros2_ik_viewer as a user starts it: it says where the page is, the page is served, and
+    Ctrl-C ends it cleanly."""
+    import os
+    import signal
+    import time
+    import urllib.request
+
+    proc = subprocess.Popen([sys.executable, "-m", "ros2_ik.viewer", "--robot", "ur",
+                             "--port", "0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True)
+    try:
+        url = None
+        end = time.monotonic() + 120
+        while url is None and time.monotonic() < end:
+            line = proc.stdout.readline()
+            assert line or proc.poll() is None, proc.stderr.read()
+            if "open http://" in line:
+                url = line.split("open ", 1)[1].split()[0]
+        assert url is not None
+        with urllib.request.urlopen(url, timeout=30) as r:
+            assert r.status == 200 and b"<html" in r.read(4096).lower()
+    finally:
+        os.killpg(proc.pid, signal.SIGINT)
+        try:
+            rc = proc.wait(30)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            rc = proc.wait(10)
+    assert rc == 0, proc.stderr.read()
