@@ -1383,7 +1383,13 @@ static inline Mv operator&(Mv a, Mv b) { return Mv(a.x & b.x); }
 static inline Mv operator|(Mv a, Mv b) { return Mv(a.x | b.x); }
 static inline Mv operator~(Mv a) { return Mv(~a.x); }
 #define R2IK_LANEWISE for (int l = 0; l < R2IK_L; ++l)
+#if R2IK_L == 4
+// a lane's mask is all ones or all zeros: the sign bits say which (one vmovmskpd, no branch
+// per lane; the collision terms ask this before every pair and obstacle)
+static inline bool r2ik_any(Mv a) { return __builtin_ia32_movmskpd256((r2ik_dv)a.x) != 0; }
+#else
 static inline bool r2ik_any(Mv a) { R2IK_LANEWISE if (a.x[l]) return true; return false; }
+#endif
 static inline bool r2ik_any_m(Mv a) { return r2ik_any(a); }
 static inline Mv r2ik_mask(const bool* b) {
   r2ik_mv m; R2IK_LANEWISE m[l] = b[l] ? -1 : 0; return Mv(m);
