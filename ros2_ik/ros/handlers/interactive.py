@@ -123,7 +123,7 @@ class InteractiveGoals:
         self._last_client: dict = {}       # marker -> (client id, time)
         self._lock = threading.Lock()
         self._busy = False
-        self._pending = None               # (robot, name, PoseStamped): the latest drag
+        self._pending = None               # (robot, name, {tip: PoseStamped}, seed): the latest
         qos = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE,
                          durability=DurabilityPolicy.VOLATILE)
         quiet = quiet_events(publisher=True)
@@ -238,6 +238,9 @@ class InteractiveGoals:
         self._submit()
 
     def _submit(self) -> None:
+        with self._lock:  # the latest answer seeds the waiting pose (a drag stays smooth)
+            if self._pending is not None:
+                self._pending = (*self._pending[:3], self.q)
         try:
             self.w.pool("interactive").submit(self._solve_pending, self.w.context())
         except RuntimeError:  # shutting down
