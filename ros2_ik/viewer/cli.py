@@ -32,6 +32,9 @@ def build_parser() -> argparse.ArgumentParser:
     src.add_argument("--node", default=None, metavar="NAME",
                      help="attach to a running ros2_ik node (its robot_description; goals sent "
                           "to its compute_ik and trajectory_seed)")
+    p.add_argument("--description-topic", default="/robot_description", metavar="TOPIC",
+                   help="with --node: the topic of the URDF the node serves (default "
+                        "/robot_description)")
     p.add_argument("--tips", default="", help="comma-separated links with a goal gizmo "
                                               "(default: the model's default tip)")
     p.add_argument("--mesh-path", default="", metavar="DIRS",
@@ -63,7 +66,7 @@ def make_viewer(args):
             world = world_from_yaml(f.read())
     solver = None
     if args.node:
-        solver = NodeSolver(args.node)
+        solver = NodeSolver(args.node, description_topic=args.description_topic)
         try:
             urdf = solver.wait_for_model()
             model = Model.from_urdf(urdf)

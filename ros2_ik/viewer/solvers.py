@@ -105,11 +105,12 @@ class CoreSolver:
 
 class NodeSolver:
     """A running ros2_ik node (``/<name>``): goals to ``compute_ik``, trajectories to the
-    ``trajectory_seed`` action, the model from ``robot_description`` (what the node serves).
+    ``trajectory_seed`` action, the model from ``description_topic`` (the robot_description
+    the node serves).
     Needs rclpy and ros2_ik_interfaces; every call has a timeout."""
 
     def __init__(self, node_name: str = "ros2_ik", *, timeout: float = 10.0,
-                 domain_id: int | None = None):
+                 domain_id: int | None = None, description_topic: str = "/robot_description"):
         import rclpy  # noqa: PLC0415
         from rclpy.action import ActionClient  # noqa: PLC0415
         from rclpy.executors import SingleThreadedExecutor  # noqa: PLC0415
@@ -130,13 +131,14 @@ class NodeSolver:
                                           qos_profile=CLIENT_QOS)
         self.traj = ActionClient(self.node, TrajectorySeed, f"{self.ns}/trajectory_seed")
         self._urdf = None
+        self._topic = description_topic
         self._got = threading.Event()
 
         def on_urdf(msg):
             self._urdf = msg.data
             self._got.set()
         self.node.create_subscription(
-            String, "/robot_description", on_urdf,
+            String, description_topic, on_urdf,
             QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
                        reliability=ReliabilityPolicy.RELIABLE))
         self.executor = SingleThreadedExecutor(context=self.context)
@@ -154,9 +156,9 @@ class NodeSolver:
     def wait_for_model(self, timeout: float = 30.0) -> str:
         """The URDF the node serves (from robot_description); TimeoutError when none comes."""
         if not self._got.wait(timeout):
-            raise TimeoutError(f"no robot_description within {timeout:g} s: is the node "
+            raise TimeoutError(f"no URDF on {self._topic} within {timeout:g} s: is the node "
                                f"{self.ns} running with robot_state_publisher (or publish the "
-                               "URDF on /robot_description)?")
+                               f"URDF on {self._topic}, or give --description-topic)?")
         return self._urdf
 
     def _wait(self, future, what: str):
