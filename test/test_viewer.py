@@ -265,6 +265,9 @@ def test_meshes_are_found_as_the_collision_model_finds_them(tmp_path):
 </robot>"""
     vis = load_visuals(urdf, [str(tmp_path)])
     assert sorted(vis) == ["arm", "base"]
+    # as real description packages write them: with an XML declaration naming the encoding
+    decl = load_visuals('<?xml version="1.0" encoding="utf-8"?>\n' + urdf, [str(tmp_path)])
+    assert sorted(decl) == ["arm", "base"]
     (mesh_b, T_b), = vis["base"]
     np.testing.assert_allclose(mesh_b.extents, (0.1, 0.2, 0.3), atol=1e-9)
     assert len(vis["arm"]) == 1  # the missing one left out

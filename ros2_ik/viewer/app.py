@@ -65,7 +65,8 @@ def load_visuals(urdf_text: str, mesh_path=()) -> dict:
         path = resolve_mesh(fname, [Path(p) for p in mesh_path])
         return str(path) if path is not None else fname
 
-    urdf = yourdfpy.URDF.load(io.StringIO(urdf_text), filename_handler=handler,
+    # bytes: lxml refuses str input that carries an encoding declaration (<?xml ... encoding=)
+    urdf = yourdfpy.URDF.load(io.BytesIO(urdf_text.encode("utf-8")), filename_handler=handler,
                               build_scene_graph=True, load_meshes=True)
     out: dict = {}
     scene = urdf.scene

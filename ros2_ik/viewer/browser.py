@@ -181,16 +181,25 @@ def main(argv=None) -> int:
 
     p = argparse.ArgumentParser(prog="python -m ros2_ik.viewer.browser",
                                 description=main.__doc__)
-    p.add_argument("--robot", default="panda")
+    p.add_argument("--robot", default="panda", help="a bundled robot")
+    p.add_argument("--urdf", default=None, help="a URDF file instead (its meshes: --mesh-path)")
+    p.add_argument("--mesh-path", default="", help="':'-separated mesh directories")
     p.add_argument("--out", required=True)
     args = p.parse_args(argv)
     from PIL import Image  # noqa: PLC0415
 
     from .. import load_robot, robots  # noqa: PLC0415
+    from ..model import Model  # noqa: PLC0415
     from .app import Viewer  # noqa: PLC0415
 
-    model = load_robot(args.robot)
-    viewer = Viewer(model, robots.urdf_string(args.robot), port=0)
+    if args.urdf:
+        urdf = Path(args.urdf).read_text(encoding="utf-8")
+        model = Model.from_urdf(urdf)
+    else:
+        urdf = robots.urdf_string(args.robot)
+        model = load_robot(args.robot)
+    viewer = Viewer(model, urdf, port=0,
+                    mesh_path=[d for d in args.mesh_path.split(":") if d])
     try:
         viewer.frame_camera()
         with Chromium() as c:
