@@ -102,3 +102,27 @@ def test_reach_bound_holds_on_real_robots(path):
     q = m.random_q(np.random.default_rng(0), 2000)
     for tip, d, radius, dw, wrist_radius in farthest_from_reach_bounds(m, q):
         assert d <= radius + 1e-9 and dw <= wrist_radius + 1e-9, tip
+
+
+@pytest.mark.skipif(not FILES, reason="example-robot-data is not installed (optional, 130 MB: "
+                                      "pip install --no-deps example-robot-data)")
+@pytest.mark.parametrize("name", ["panda_description/urdf/panda.urdf",
+                                  "ur_description/urdf/ur5_robot.urdf"])
+def test_the_viewer_finds_every_visual_mesh(name):
+    """The viewer's mesh look-up (package:// through a search path, as --mesh-path gives it)
+    finds every <visual> mesh of real description packages."""
+    pytest.importorskip("yourdfpy")
+    import re
+
+    from ros2_ik.viewer.app import load_visuals
+
+    path = next((p for p in FILES if p.endswith(name)), None)
+    if path is None:
+        pytest.skip(f"{name} not in this example-robot-data")
+    share = path.split("/example-robot-data/")[0]
+    text = open(path, encoding="utf-8").read()
+    want = {m.group(1) for m in re.finditer(r'<link\s+name="([^"]+)"\s*>(.*?)</link>', text,
+                                            re.S)
+            if re.search(r"<visual\b.*?<mesh\b", m.group(2), re.S)}
+    vis = load_visuals(text, [share])
+    assert want and want <= set(vis), sorted(want - set(vis))  # every such link has its mesh
