@@ -323,40 +323,42 @@ def _emit_row(e, cc: CollisionChain, node: int, c: str, n: str, sign: str, nc: i
         e(f"jr[{nd.col}] = jr[{nd.col}] {sign} coef * {t}{mult};")
 
 
-def _emit_self_penalty(e, cc: CollisionChain, na: int, nb: int, nc: int, any_):
-    """A sphere pair's distance into the smallest one, and its penalty row (spheres ``i`` on
-    node ``na``, ``j`` on ``nb``) into the cost, ``J^T J`` and ``J^T r``."""
+def _emit_penalty(e, nc: int, any_, setup: tuple, rows) -> None:
+    """A distance ``d`` into the smallest one, and, within margin + activation, its penalty
+    row into the cost, ``J^T J`` and ``J^T r``: ``setup`` lines, then ``rows()`` fills
+    ``jr``."""
     e("clear = r2ik_sel(d < clear, d, clear);")
     e("const S x = d - margin;")
     with e.block(f"if ({any_('x < act')})"):
         e("S v, dv; r2ik_pen<S>(x, act, v, dv);")
         e("const S rv = wgt * v, coef = wgt * dv;")
         e("cost = cost + rv * rv;")
-        e("const S sd = r2ik_sel(dist > S(1e-12), dist, S(1));")
-        e("const S nx = r2ik_sel(dist > S(1e-12), dx / sd, S(0)), "
-          "ny = r2ik_sel(dist > S(1e-12), dy / sd, S(0)), "
-          "nz = r2ik_sel(dist > S(1e-12), dz / sd, S(1));")
-        e("const S pax = cx[i], pay = cy[i], paz = cz[i];")
-        e("const S pbx = cx[j], pby = cy[j], pbz = cz[j];")
+        for line in setup:
+            e(line)
         e(f"S jr[{nc}] = {{}};")
+        rows()
+        e("r2ik_rank1<S>(H, g, jr, rv);")
+
+
+def _emit_self_penalty(e, cc: CollisionChain, na: int, nb: int, nc: int, any_):
+    """A sphere pair's distance (spheres ``i`` on node ``na``, ``j`` on ``nb``, along
+    ``dx``/``dy``/``dz``): :func:`_emit_penalty`."""
+    def rows():
         _emit_row(e, cc, na, "pa", "n", "+", nc)
         _emit_row(e, cc, nb, "pb", "n", "-", nc)
-        e("r2ik_rank1<S>(H, g, jr, rv);")
+    _emit_penalty(e, nc, any_, (
+        "const S sd = r2ik_sel(dist > S(1e-12), dist, S(1));",
+        "const S nx = r2ik_sel(dist > S(1e-12), dx / sd, S(0)), "
+        "ny = r2ik_sel(dist > S(1e-12), dy / sd, S(0)), "
+        "nz = r2ik_sel(dist > S(1e-12), dz / sd, S(1));",
+        "const S pax = cx[i], pay = cy[i], paz = cz[i];",
+        "const S pbx = cx[j], pby = cy[j], pbz = cz[j];"), rows)
 
 
 def _emit_world_penalty(e, cc: CollisionChain, node: int, nc: int, any_):
-    """Sphere ``s``'s signed distance ``d`` (gradient g) into the smallest one, and its
-    penalty row into the cost, ``J^T J`` and ``J^T r``."""
-    e("clear = r2ik_sel(d < clear, d, clear);")
-    e("const S x = d - margin;")
-    with e.block(f"if ({any_('x < act')})"):
-        e("S v, dv; r2ik_pen<S>(x, act, v, dv);")
-        e("const S rv = wgt * v, coef = wgt * dv;")
-        e("cost = cost + rv * rv;")
-        e("const S pcx = cx[s], pcy = cy[s], pcz = cz[s];")
-        e(f"S jr[{nc}] = {{}};")
-        _emit_row(e, cc, node, "pc", "g", "+", nc)
-        e("r2ik_rank1<S>(H, g, jr, rv);")
+    """Sphere ``s``'s signed distance to an obstacle (gradient ``g``): :func:`_emit_penalty`."""
+    _emit_penalty(e, nc, any_, ("const S pcx = cx[s], pcy = cy[s], pcz = cz[s];",),
+                  lambda: _emit_row(e, cc, node, "pc", "g", "+", nc))
 
 
 def _emit_body(e, cc: CollisionChain, nc: int, check: bool, any_):
