@@ -12,7 +12,7 @@ import numpy as np
 
 from .. import api
 from ..ik import IKConfig, Status
-from ..kinematics import fk_frames, matrix_to_quat, pose_error
+from ..kinematics import fk_frames, pose_error, pose_to_pq
 
 __all__ = ["Answer", "CoreSolver", "NodeSolver", "check_answer", "STATUS_NAMES"]
 
@@ -169,28 +169,23 @@ class NodeSolver:
         return future.result()
 
     def solve(self, goals: dict, seed: np.ndarray, config: IKConfig) -> Answer:
-        from builtin_interfaces.msg import Duration  # noqa: PLC0415
-        from geometry_msgs.msg import PoseStamped  # noqa: PLC0415
         from ros2_ik_interfaces.srv import ComputeIK  # noqa: PLC0415
         from sensor_msgs.msg import JointState  # noqa: PLC0415
 
+        from ..ros import codes  # noqa: PLC0415
+        from ..ros.conversions import sec_to_duration  # noqa: PLC0415
+
         if not self.ik.wait_for_service(timeout_sec=self.timeout):
             raise TimeoutError(f"{self.ns}/compute_ik is not available")
-        req = ComputeIK.Request(tip_links=list(goals))
-        for T in goals.values():
-            g = PoseStamped()
-            _set_pose(g.pose, T)
-            req.goals.append(g)
+        req = ComputeIK.Request(tip_links=list(goals),
+                                goals=_pose_stamped(np.stack(list(goals.values()))))
         req.seed = JointState(name=list(self.model.q_names), position=[float(v) for v in seed])
         req.position_tolerance = config.position_tolerance
         req.orientation_tolerance = config.orientation_tolerance
-        t = config.timeout or 0.0
-        req.timeout = Duration(sec=int(t), nanosec=int((t - int(t)) * 1e9))
-        req.collisions = 1 if config.avoid_collisions else 2
+        sec_to_duration(config.timeout or 0.0, req.timeout)
+        req.collisions = _collisions(config)
         resp = self._wait(self.ik.call_async(req), "compute_ik")
-        from ..ros.codes import name_of  # noqa: PLC0415
-
-        ok = int(resp.error_code.val) == 1
+        ok = int(resp.error_code.val) == codes.SUCCESS
         if resp.solutions:
             q = np.array(resp.solutions[0].position[:self.model.nq], dtype=np.float64)
         else:
@@ -199,24 +194,22 @@ class NodeSolver:
         pe = float(resp.position_errors[0]) if len(resp.position_errors) else float("nan")
         oe = float(resp.orientation_errors[0]) if len(resp.orientation_errors) else float("nan")
         clear = float(resp.clearances[0]) if len(resp.clearances) else None
-        return Answer(q=q, seed=np.array(seed), status=name_of(code), success=ok,
+        return Answer(q=q, seed=np.array(seed), status=codes.name_of(code), success=ok,
                       position_error=pe, orientation_error=oe, clearance=clear,
                       message=resp.message, goals=dict(goals))
 
     def trajectory(self, tip, start, goal, seed, nodes, config):
-        from geometry_msgs.msg import PoseStamped  # noqa: PLC0415
         from ros2_ik_interfaces.action import TrajectorySeed  # noqa: PLC0415
         from sensor_msgs.msg import JointState  # noqa: PLC0415
 
+        from ..ros import codes  # noqa: PLC0415
+
         if not self.traj.wait_for_server(timeout_sec=self.timeout):
             raise TimeoutError(f"{self.ns}/trajectory_seed is not available")
-        g = TrajectorySeed.Goal(tip_link=tip, mode="sequential", node_indices=[0, nodes - 1])
-        for T in (start, goal):
-            p = PoseStamped()
-            _set_pose(p.pose, T)
-            g.keyframes.append(p)
+        g = TrajectorySeed.Goal(tip_link=tip, mode="sequential", node_indices=[0, nodes - 1],
+                                keyframes=_pose_stamped(np.stack([start, goal])))
         g.seed = JointState(name=list(self.model.q_names), position=[float(v) for v in seed])
-        g.collisions = 1 if config.avoid_collisions else 2
+        g.collisions = _collisions(config)
         handle = self._wait(self.traj.send_goal_async(g), "trajectory_seed (goal)")
         if not handle.accepted:
             raise RuntimeError(f"{self.ns}/trajectory_seed refused the goal")
@@ -224,7 +217,7 @@ class NodeSolver:
         names = list(result.trajectory.joint_names)
         idx = [names.index(n) for n in self.model.q_names]
         q = np.array([[p.positions[i] for i in idx] for p in result.trajectory.points])
-        return q, np.asarray(result.node_status) == 1
+        return q, np.asarray(result.node_status) == codes.SUCCESS
 
     def close(self) -> None:
         import rclpy  # noqa: PLC0415
@@ -238,8 +231,17 @@ class NodeSolver:
             self._thread.join(timeout=5)
 
 
-def _set_pose(pose, T) -> None:
-    pose.position.x, pose.position.y, pose.position.z = (float(v) for v in T[:3, 3])
-    q = matrix_to_quat(np.asarray(T)[:3, :3])
-    pose.orientation.x, pose.orientation.y, pose.orientation.z, pose.orientation.w = (
-        float(v) for v in q)
+def _collisions(config: IKConfig) -> int:
+    """The request's ``collisions`` field (ComputeIK's values; TrajectorySeed takes the same)
+    for ``config``: on or off, never the node's default."""
+    from ros2_ik_interfaces.srv import ComputeIK  # noqa: PLC0415
+
+    return (ComputeIK.Request.COLLISIONS_ON if config.avoid_collisions
+            else ComputeIK.Request.COLLISIONS_OFF)
+
+
+def _pose_stamped(poses) -> list:
+    """PoseStamped messages (base frame) of poses (..., 4, 4)."""
+    from ..ros.conversions import pq_to_pose_stamped  # noqa: PLC0415
+
+    return pq_to_pose_stamped(pose_to_pq(np.asarray(poses, dtype=np.float64)), "")

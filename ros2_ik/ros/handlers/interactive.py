@@ -36,7 +36,6 @@ import threading
 import time
 
 import numpy as np
-from builtin_interfaces.msg import Duration
 from geometry_msgs.msg import PoseStamped, Quaternion
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from ros2_ik_interfaces.srv import ComputeIK
@@ -45,8 +44,9 @@ from visualization_msgs.msg import (InteractiveMarker, InteractiveMarkerControl,
                                     InteractiveMarkerFeedback, InteractiveMarkerUpdate, Marker)
 from visualization_msgs.srv import GetInteractiveMarkers
 
-from ...kinematics import fk_frames, matrix_to_quat, quat_to_matrix
+from ...kinematics import fk_frames, pose_to_pq, pq_to_pose
 from .. import codes
+from ..conversions import pose_msg_to_pq, pq_to_pose_msg, sec_to_duration
 from ..executor import quiet_events
 from . import compute_ik
 
@@ -66,13 +66,6 @@ def _quat(x, y, z, w) -> Quaternion:
     return Quaternion(x=x / n, y=y / n, z=z / n, w=w / n)
 
 
-def _set_pose(pose, T: np.ndarray) -> None:
-    pose.position.x, pose.position.y, pose.position.z = (float(v) for v in T[:3, 3])
-    qx, qy, qz, qw = (float(v) for v in matrix_to_quat(T[:3, :3]))
-    pose.orientation.x, pose.orientation.y, pose.orientation.z, pose.orientation.w = \
-        qx, qy, qz, qw
-
-
 def handle_marker(name: str, frame_id: str, T: np.ndarray, code=None,
                   message: str = "") -> InteractiveMarker:
     """The handle: a sphere coloured by ``code`` (None: not solved yet) with move and rotate
@@ -84,7 +77,7 @@ def handle_marker(name: str, frame_id: str, T: np.ndarray, code=None,
     im.description = (f"{name}: drag to solve" if code is None
                       else f"{name}: {codes.name_of(code)}" + (f" ({message})" if message
                                                                and code != codes.SUCCESS else ""))
-    _set_pose(im.pose, T)
+    pq_to_pose_msg(pose_to_pq(np.asarray(T, dtype=np.float64)), im.pose)
     ball = Marker()
     ball.type = Marker.SPHERE
     ball.scale.x = ball.scale.y = ball.scale.z = 0.05
@@ -269,8 +262,7 @@ class InteractiveGoals:
         if seed is not None and ctx.robot is not None:
             req.seed = JointState(name=list(ctx.robot.model.q_names),
                                   position=[float(v) for v in seed])
-        t = s.interactive_timeout
-        req.timeout = Duration(sec=int(t), nanosec=int(round((t - int(t)) * 1e9)) % 10**9)
+        sec_to_duration(s.interactive_timeout, req.timeout)
         resp, _ = self.w.serve("interactive goal", compute_ik.handle, ctx, req,
                                ComputeIK.Response(), ComputeIK.Response)
         return resp
@@ -281,10 +273,7 @@ class InteractiveGoals:
             return  # the model or the handles changed meanwhile
         code = int(resp.status[0]) if len(resp.status) else int(resp.error_code.val)
         for tip, goal in goals.items():
-            p, o = goal.pose.position, goal.pose.orientation
-            T = np.eye(4)
-            T[:3, 3] = (p.x, p.y, p.z)
-            T[:3, :3] = quat_to_matrix(np.array([o.x, o.y, o.z, o.w]))
+            T = pq_to_pose(np.array(pose_msg_to_pq(goal.pose), dtype=np.float64))
             frame = goal.header.frame_id or robot.base
             self.markers[tip] = handle_marker(tip, frame, T, code, resp.message)
         self._update(markers=list(self.markers.values()))
