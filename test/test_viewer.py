@@ -229,6 +229,7 @@ def test_attached_to_a_running_node():
             T = _pose(model, q, tip)
             ans = v.set_goal(tip, T)
             assert ans.success, ans.summary()
+            assert ans.status == "CONVERGED"  # named as the core names it (colours agree)
             (pe, oe), = _errors(model, ans.q, {tip: T})
             assert pe <= TOL.position_tolerance and oe <= TOL.orientation_tolerance
             goal = T.copy()

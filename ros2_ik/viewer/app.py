@@ -11,6 +11,7 @@ yourdfpy only loads the meshes. The viewer's Python API (:meth:`Viewer.set_goal`
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from pathlib import Path
@@ -150,7 +151,6 @@ class Viewer:
         self.model = model
         self.solver = solver or CoreSolver(model, world=world, collision=collision)
         self.world = world
-        self.collision = collision
         self.tips = list(tips) if tips else [model.default_tip()]
         for t in self.tips:
             model.link_index(t)  # UnknownLinkError naming the links
@@ -309,8 +309,6 @@ class Viewer:
                 self._cond.notify_all()
 
     def _config(self) -> IKConfig:
-        import dataclasses  # noqa: PLC0415
-
         return dataclasses.replace(self.config, avoid_collisions=bool(self.avoid.value))
 
     def _show(self, ans: Answer) -> None:
@@ -413,10 +411,7 @@ class Viewer:
         self._spheres = []
         if not self.show_spheres.value:
             return
-        cm = getattr(self.solver, "_collision", None)
-        cm = cm(IKConfig(avoid_collisions=True)) if cm is not None else self.collision
-        if cm is None:
-            return
+        cm = self.solver.collision_model()
         from ..ik.collision import sphere_centers  # noqa: PLC0415
 
         T = np.asarray(fk(self.model, self.q[None]))

@@ -66,14 +66,16 @@ class CoreSolver:
         self.world = world
         self.collision = collision
 
-    def _collision(self, config: IKConfig):
-        if not config.avoid_collisions:
-            return None
+    def collision_model(self):
+        """The robot's collision model: the one given, else the default (built once)."""
         if self.collision is None:
             from ..ik.collision import default_collision_model  # noqa: PLC0415
 
             self.collision = default_collision_model(self.model)
         return self.collision
+
+    def _collision(self, config: IKConfig):
+        return self.collision_model() if config.avoid_collisions else None
 
     def solve(self, goals: dict, seed: np.ndarray, config: IKConfig) -> Answer:
         tips = list(goals)
@@ -146,6 +148,16 @@ class NodeSolver:
         self._thread = threading.Thread(target=self._spin, daemon=True)
         self._thread.start()
         self.model = None
+        self._collision_model = None
+
+    def collision_model(self):
+        """The default collision model of the node's robot (built once), for display: the
+        node checks its own (``collision.spheres_file`` may give another)."""
+        if self._collision_model is None:
+            from ..ik.collision import default_collision_model  # noqa: PLC0415
+
+            self._collision_model = default_collision_model(self.model)
+        return self._collision_model
 
     def _spin(self):
         try:
@@ -194,7 +206,9 @@ class NodeSolver:
         pe = float(resp.position_errors[0]) if len(resp.position_errors) else float("nan")
         oe = float(resp.orientation_errors[0]) if len(resp.orientation_errors) else float("nan")
         clear = float(resp.clearances[0]) if len(resp.clearances) else None
-        return Answer(q=q, seed=np.array(seed), status=codes.name_of(code), success=ok,
+        # the per-problem codes are the core's Status values: named as CoreSolver names them
+        return Answer(q=q, seed=np.array(seed),
+                      status=STATUS_NAMES.get(code, codes.name_of(code)), success=ok,
                       position_error=pe, orientation_error=oe, clearance=clear,
                       message=resp.message, goals=dict(goals))
 
