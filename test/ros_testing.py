@@ -9,6 +9,7 @@ not see each other; discovery stays on localhost.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import shutil
@@ -32,8 +33,8 @@ from ros2_ik_interfaces.srv import ComputeFK, ComputeIK, ComputeJacobian
 
 from ros2_ik.ros.node import CLIENT_QOS
 
-__all__ = ["NodeProcess", "Client", "find_node_executable", "random_domain_id", "REPO_ROOT",
-           "ik_request", "joint_state"]
+__all__ = ["NodeProcess", "Client", "serving_node", "find_node_executable", "random_domain_id",
+           "REPO_ROOT", "ik_request", "joint_state"]
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
@@ -74,18 +75,24 @@ class NodeProcess:
     def __init__(self, domain_id: int, *, params: Mapping[str, Any] | None = None,
                  params_file: str | os.PathLike | None = REPO_ROOT / "config" / "ros2_ik.yaml",
                  node_name: str = "ros2_ik", log_level: str = "info",
-                 env: Mapping[str, str] | None = None):
+                 env: Mapping[str, str] | None = None,
+                 executable: str | os.PathLike | None = None,
+                 setup_script: str | os.PathLike | None = None):
+        # executable: another ros2_ik_node (default: this environment's); setup_script: a
+        # shell script sourced first, as a user sources an install space's local_setup.sh
         self.domain_id = domain_id
         self.node_name = node_name
         self._log = tempfile.NamedTemporaryFile(prefix="ros2_ik_node_", suffix=".log",
                                                 delete=False)
         self.log_path = self._log.name
-        cmd = [find_node_executable(), "--ros-args", "-r", f"__node:={node_name}",
-               "--log-level", log_level]
+        cmd = [str(executable or find_node_executable()), "--ros-args", "-r",
+               f"__node:={node_name}", "--log-level", log_level]
         if params_file:
             cmd += ["--params-file", str(params_file)]
         for k, v in (params or {}).items():
             cmd += ["-p", _param_arg(k, v)]
+        if setup_script:  # (exec: the node keeps the process, and gets the stop's SIGINT)
+            cmd = ["bash", "-c", '. "$0" && exec "$@"', str(setup_script), *cmd]
         self.cmd = cmd
         env = dict(os.environ, **(env or {}))
         env["ROS_DOMAIN_ID"] = str(domain_id)
@@ -357,6 +364,26 @@ class Client:
 
     def __exit__(self, *exc):
         self.close()
+
+
+@contextlib.contextmanager
+def serving_node(params: Mapping[str, Any], *, server_timeout: float = 30.0, **client_kw):
+    """A node process (its own ``ROS_DOMAIN_ID``, ``params`` over config/ros2_ik.yaml) and a
+    :class:`Client` of it (``client_kw``), once the node's services answer and its model serves
+    (the ``ready:`` log line; the model is prepared in the background after the services come
+    up, and a request before it is refused with NO_ROBOT_MODEL): yields ``(node, client)``;
+    both are stopped afterwards."""
+    node = NodeProcess(random_domain_id(), params=params)
+    client = None
+    try:
+        client = Client(node.domain_id, **client_kw)
+        client.wait_for_server(server_timeout)
+        assert node.wait_for_log("]: ready: ", 240), node.log_text()
+        yield node, client
+    finally:
+        if client is not None:
+            client.close()
+        node.stop()
 
 
 # ---------------------------------------------------------------------- request builders

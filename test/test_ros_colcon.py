@@ -8,17 +8,15 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 pytest.importorskip("rclpy", reason="rclpy (ROS 2 wheels) not installed; run make setup")
 
-from ros_testing import random_domain_id
+from ros_testing import NodeProcess, random_domain_id
 
 ROOT = Path(__file__).resolve().parents[1]
 SKIP = {".git", ".venv", ".venv-jazzy", "build", "install", "log", "_build", "__pycache__",
@@ -60,25 +58,10 @@ def test_colcon_build_of_both_packages_and_the_installed_node_serves(tmp_path):
     assert str(install / "ros2_ik_interfaces") in out.stdout.splitlines()[0]
     assert str(ws) in out.stdout.splitlines()[1]  # this build's ros2_ik, not the repository's
 
-    log = tmp_path / "node.log"
-    with open(log, "w") as f:
-        proc = subprocess.Popen(
-            ["bash", "-c", f". {install}/local_setup.sh && exec {node} --ros-args -p "
-                           "robot:=panda"],
-            env=dict(env, ROS_DOMAIN_ID=str(domain), PYTHONUNBUFFERED="1"), stdout=f,
-            stderr=subprocess.STDOUT, start_new_session=True)
+    node_proc = NodeProcess(domain, params={"robot": "panda"}, params_file=None,
+                            executable=node, setup_script=install / "local_setup.sh", env=env)
     try:
-        end = time.monotonic() + 120
-        while "]: ready: " not in log.read_text() and time.monotonic() < end:
-            assert proc.poll() is None, log.read_text()
-            time.sleep(0.1)
-        text = log.read_text()
-        assert "]: ready: " in text, text
+        assert node_proc.wait_for_log("]: ready: ", 120), node_proc.log_text()
     finally:
-        os.killpg(proc.pid, signal.SIGINT)
-        try:
-            rc = proc.wait(30)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            rc = proc.wait(10)
-    assert rc == 0, log.read_text()[-3000:]
+        rc = node_proc.stop(30)
+    assert rc == 0, node_proc.log_text()[-3000:]

@@ -18,8 +18,7 @@ from ros2_ik import load_robot  # noqa: E402
 from ros2_ik.kinematics import fk_frames, pose_error, pose_to_pq  # noqa: E402
 from ros2_ik.ros import codes  # noqa: E402
 from ros2_ik.ros.conversions import as_f64  # noqa: E402
-from ros_testing import (Client, NodeProcess, ik_request, joint_state,  # noqa: E402
-                                 random_domain_id)
+from ros_testing import ik_request, joint_state, serving_node  # noqa: E402
 
 LEFT = [f"left_joint{i}" for i in range(1, 8)]
 WRIST_SRDF = """<?xml version="1.0"?>
@@ -33,18 +32,9 @@ WRIST_SRDF = """<?xml version="1.0"?>
 
 @pytest.fixture(scope="module")
 def ros():
-    domain = random_domain_id()
-    node = NodeProcess(domain, params={"robot": "dual_arm", "stall_iterations": 5})
-    client = None
-    try:
-        client = Client(domain)
-        client.wait_for_server(30)
-        assert node.wait_for_log("]: ready: ", 240), node.log_text()
+    with serving_node({"robot": "dual_arm", "stall_iterations": 5},
+                      server_timeout=30) as (node, client):
         yield types.SimpleNamespace(node=node, client=client, model=load_robot("dual_arm"))
-    finally:
-        if client is not None:
-            client.close()
-        node.stop()
 
 
 def _seed(model, rng):

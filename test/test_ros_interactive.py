@@ -24,7 +24,7 @@ from ros2_ik import load_robot, robots  # noqa: E402
 from ros2_ik.kinematics import (fk_frames, matrix_to_quat, pose_error,  # noqa: E402
                                 quat_to_matrix, slerp)
 from ros2_ik.ros.handlers.interactive import COLORS, FAILED_COLOR  # noqa: E402
-from ros_testing import Client, NodeProcess, random_domain_id  # noqa: E402
+from ros_testing import serving_node  # noqa: E402
 
 NS = "/ros2_ik/goal_marker"
 TIP = "panda_hand_tcp"
@@ -33,13 +33,8 @@ POS_TOL, ORI_TOL = 1e-4, 1e-3   # the node's defaults (config/ros2_ik.yaml)
 
 @pytest.fixture(scope="module")
 def ros():
-    domain = random_domain_id()
-    node = NodeProcess(domain, params={"robot": "panda", "interactive.timeout": 1.0})
-    client = None
-    try:
-        client = Client(domain)
-        client.wait_for_server(60)
-        assert node.wait_for_log("]: ready: ", 240), node.log_text()
+    with serving_node({"robot": "panda", "interactive.timeout": 1.0},
+                      server_timeout=60) as (node, client):
         get = client.node.create_client(GetInteractiveMarkers, f"{NS}/get_interactive_markers")
         assert get.wait_for_service(timeout_sec=30)
         updates, ucond = client.subscribe(
@@ -52,10 +47,6 @@ def ros():
         yield types.SimpleNamespace(node=node, client=client, get=get, updates=updates,
                                     ucond=ucond, solutions=solutions, scond=scond,
                                     feedback=feedback, model=load_robot("panda"))
-    finally:
-        if client is not None:
-            client.close()
-        node.stop()
 
 
 def _pose_of(im) -> np.ndarray:

@@ -28,7 +28,7 @@ from ros2_ik.ros import codes  # noqa: E402
 from ros2_ik.ros.conversions import (as_f64, f64_array, pq_to_pose_stamped,  # noqa: E402
                                      sec_to_duration)
 from ros_testing import (Client, NodeProcess, ik_request, joint_state,  # noqa: E402
-                                 random_domain_id)
+                         random_domain_id, serving_node)
 from ros2_ik.api import interpolate_keyframes, solve_pose  # noqa: E402
 
 TIP = "panda_hand_tcp"
@@ -38,21 +38,10 @@ POS_TOL, ROT_TOL = 1e-4, 1e-3
 
 @pytest.fixture(scope="module")
 def ros():
-    domain = random_domain_id()
-    node = NodeProcess(domain, params={"robot": "panda", "max_batch": MAX_BATCH,
-                                       "diagnostics.period": 0.2})
-    client = None
-    try:
-        client = Client(domain)
-        client.wait_for_server(30)
-        # the model serves once its kernels are built (loaded from the cache after set-up)
-        assert node.wait_for_log("]: ready: ", 240), node.log_text()
+    with serving_node({"robot": "panda", "max_batch": MAX_BATCH, "diagnostics.period": 0.2},
+                      server_timeout=30) as (node, client):
         yield types.SimpleNamespace(node=node, client=client, model=load_robot("panda"),
-                                    domain=domain)
-    finally:
-        if client is not None:
-            client.close()
-        node.stop()
+                                    domain=node.domain_id)
 
 
 def reachable(model, n, seed=0):

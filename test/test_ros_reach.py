@@ -20,30 +20,19 @@ from ros2_ik.reach import Sphere, Study, StudyConfig, grid_targets, run_study  #
 from ros2_ik.ros import codes  # noqa: E402
 from ros2_ik.ros.conversions import as_f64, f64_array  # noqa: E402
 from ros2_ik.ros.handlers.reach_study import MAP_QOS  # noqa: E402
-from ros_testing import Client, NodeProcess, random_domain_id  # noqa: E402
+from ros_testing import serving_node  # noqa: E402
 from ros2_ik.ik import IKConfig  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def ros():
-    domain = random_domain_id()
-    node = NodeProcess(domain, params={"robot": "panda"})
-    client = None
-    try:
-        client = Client(domain, actions={"reach": (ReachStudy, "reach_study")})
-        client.wait_for_server(60)
-        # the model is prepared in the background after the services come up: a goal sent
-        # before it is in use is refused (NO_ROBOT_MODEL), so wait for it, with a bound
-        assert node.wait_for_log("]: ready: ", 240), node.log_text()
+    with serving_node({"robot": "panda"}, server_timeout=60,
+                      actions={"reach": (ReachStudy, "reach_study")}) as (node, client):
         action = client.actions["reach"]
         assert action.wait_for_server(timeout_sec=30), node.log_text()
         maps, cond = client.subscribe(PointCloud2, f"{client.ns}/reach_map", MAP_QOS)
         yield types.SimpleNamespace(node=node, client=client, action=action, maps=maps,
                                     cond=cond, model=load_robot("panda"))
-    finally:
-        if client is not None:
-            client.close()
-        node.stop()
 
 
 def goal_sphere(radius=0.9, resolution=0.3, directions=3, rolls=2, shard=128, **kw):

@@ -30,7 +30,7 @@ from ros2_ik.ros.conversions import as_f64  # noqa: E402
 from ros2_ik.ros.world_input import (Frames, apply_collision_object,  # noqa: E402
                                      apply_planning_scene)
 from ros2_ik.world import World  # noqa: E402
-from ros_testing import Client, NodeProcess, ik_request, random_domain_id  # noqa: E402
+from ros_testing import ik_request, serving_node  # noqa: E402
 
 TIP = "panda_hand_tcp"
 MARGIN = 0.01
@@ -38,22 +38,12 @@ MARGIN = 0.01
 
 @pytest.fixture(scope="module")
 def ros():
-    domain = random_domain_id()
-    node = NodeProcess(domain, params={"robot": "panda"})
-    client = None
-    try:
-        client = Client(domain)
-        client.wait_for_server(60)
-        assert node.wait_for_log("]: ready: ", 240), node.log_text()
+    with serving_node({"robot": "panda"}, server_timeout=60) as (node, client):
         world = client.node.create_client(UpdateWorld, f"{client.ns}/update_world")
         assert world.wait_for_service(timeout_sec=30)
         pub = client.publisher(WorldUpdate, f"{client.ns}/world", qos=100)
         yield types.SimpleNamespace(node=node, client=client, world=world, pub=pub,
                                     model=load_robot("panda"))
-    finally:
-        if client is not None:
-            client.close()
-        node.stop()
 
 
 def _prim(kind, dims):

@@ -203,23 +203,17 @@ def test_attached_to_a_running_node():
     """--node: the model from the node's robot_description, goals answered by its
     compute_ik, trajectories by its trajectory_seed action."""
     pytest.importorskip("rclpy")
-    from ros_testing import Client, NodeProcess, random_domain_id
+    from ros_testing import serving_node
 
+    from ros2_ik.model import Model
     from ros2_ik.viewer.solvers import NodeSolver
 
-    domain = random_domain_id()
-    node = NodeProcess(domain, params={"robot": "panda"})
-    solver = None
-    v = None
-    try:
-        with Client(domain) as client:
-            client.wait_for_server(60)
-            assert node.wait_for_log("]: ready: ", 240), node.log_text()
-            client.publish_robot_description(robots.urdf_string("panda"))
-            solver = NodeSolver("ros2_ik", domain_id=domain, timeout=30)
+    with serving_node({"robot": "panda"}, server_timeout=60) as (node, client):
+        client.publish_robot_description(robots.urdf_string("panda"))
+        solver = NodeSolver("ros2_ik", domain_id=node.domain_id, timeout=30)
+        v = None
+        try:
             urdf = solver.wait_for_model(30)
-            from ros2_ik.model import Model
-
             model = Model.from_urdf(urdf)
             solver.model = model
             v = Viewer(model, urdf, solver=solver, port=0)
@@ -237,12 +231,11 @@ def test_attached_to_a_running_node():
             v.goals[tip] = goal
             traj = v.plan_trajectory(nodes=8, play=False)
             assert traj.shape == (8, model.nq) and v.trajectory_ok.all()
-    finally:
-        if v is not None:
-            v.close()
-        elif solver is not None:
-            solver.close()
-        node.stop()
+        finally:
+            if v is not None:
+                v.close()  # (closes its solver)
+            else:
+                solver.close()
 
 
 def test_meshes_are_found_as_the_collision_model_finds_them(tmp_path):
