@@ -22,7 +22,8 @@ from visualization_msgs.srv import GetInteractiveMarkers  # noqa: E402
 
 from ros2_ik import load_robot, robots  # noqa: E402
 from ros2_ik.kinematics import (fk_frames, matrix_to_quat, pose_error,  # noqa: E402
-                                quat_to_matrix, slerp)
+                                pose_to_pq, pq_to_pose, quat_to_matrix, slerp)
+from ros2_ik.ros.conversions import pose_msg_to_pq, pq_to_pose_msg  # noqa: E402
 from ros2_ik.ros.handlers.interactive import COLORS, FAILED_COLOR  # noqa: E402
 from ros_testing import serving_node  # noqa: E402
 
@@ -50,11 +51,7 @@ def ros():
 
 
 def _pose_of(im) -> np.ndarray:
-    p, o = im.pose.position, im.pose.orientation
-    T = np.eye(4)
-    T[:3, 3] = (p.x, p.y, p.z)
-    T[:3, :3] = quat_to_matrix(np.array([o.x, o.y, o.z, o.w]))
-    return T
+    return pq_to_pose(np.array(pose_msg_to_pq(im.pose)))
 
 
 def _color(im):
@@ -66,10 +63,7 @@ def _feedback(name, T, event=InteractiveMarkerFeedback.POSE_UPDATE, client_id="/
               frame="panda_link0"):
     fb = InteractiveMarkerFeedback(client_id=client_id, marker_name=name, event_type=event)
     fb.header.frame_id = frame
-    fb.pose.position.x, fb.pose.position.y, fb.pose.position.z = (float(v) for v in T[:3, 3])
-    q = matrix_to_quat(T[:3, :3])
-    (fb.pose.orientation.x, fb.pose.orientation.y, fb.pose.orientation.z,
-     fb.pose.orientation.w) = (float(v) for v in q)
+    pq_to_pose_msg(pose_to_pq(np.asarray(T, dtype=np.float64)), fb.pose)
     return fb
 
 
