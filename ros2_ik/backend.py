@@ -16,7 +16,8 @@ import numpy as np
 
 from .errors import BackendUnavailableError
 
-__all__ = ["Backend", "get_xp", "get_backend", "cupy_available", "to_numpy", "const"]
+__all__ = ["Backend", "get_xp", "get_backend", "cupy_available", "to_numpy", "const", "add_at",
+           "min_at"]
 
 
 class Backend(str, enum.Enum):
@@ -108,3 +109,25 @@ def to_numpy(a: Any) -> np.ndarray:
     if type(a).__module__.startswith("cupy"):
         return a.get()
     return np.asarray(a)
+
+
+def add_at(xp, out, idx, values) -> None:
+    """``out[idx] += values`` with repeated indices summed (``np.add.at``; CuPy's
+    ``cupyx.scatter_add``)."""
+    if xp is np:
+        np.add.at(out, idx, values)
+    else:
+        import cupyx  # noqa: PLC0415
+
+        cupyx.scatter_add(out, idx, values)
+
+
+def min_at(xp, out, idx, values) -> None:
+    """``out[idx] = minimum(out[idx], values)`` with repeated indices (``np.minimum.at``;
+    CuPy's ``cupyx.scatter_min``)."""
+    if xp is np:
+        np.minimum.at(out, idx, values)
+    else:
+        import cupyx  # noqa: PLC0415
+
+        cupyx.scatter_min(out, idx, values)

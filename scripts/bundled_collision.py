@@ -4,12 +4,17 @@ a robot):
 
     python scripts/bundled_collision.py [--write]
 
-Each link's geometry is given below as cylinders along the segments between its own origin and
-its children's joint origins (points fixed in the link), with the link's radius, plus boxes and
-spheres where a segment does not describe the part (a hand, a base). Radii follow the real
-robots' published outer dimensions (Franka Panda: 0.05-0.09 m; UR5: 0.045-0.075 m). With
---write the URDFs' <collision> elements are replaced; then the SRDF entries printed by
-``ros2_ik_collision_pairs`` (the sampled never-colliding pairs) go into the SRDFs.
+Each link's geometry is given below as rounded segments between its own origin and its
+children's joint origins (points fixed in the link), with the link's radius, plus rounded
+cylinders, boxes and spheres where a segment does not describe the part (a hand, a base).
+Everything is written as URDF 1.0 primitives with round ends: a segment is a cylinder with a
+sphere at each end (a capsule; URDF 1.0 has no <capsule>), a cylinder of the spec keeps its
+length but gets round ends, a box becomes the capsule along its longest side. Round shapes are
+what a sphere model covers tightly with few spheres (a sharp rim needs many under the collision
+model's 5 mm overshoot bound). Radii follow the real robots' published outer dimensions (Franka
+Panda: 0.05-0.09 m; UR5: 0.045-0.075 m). With --write the URDFs' <collision> elements are
+replaced; then the SRDF entries printed by ``ros2_ik_collision_pairs`` (the sampled
+never-colliding pairs) go into the SRDFs.
 """
 
 from __future__ import annotations
@@ -45,7 +50,7 @@ PANDA = {
                    ("box", (0, 0, 0.085), (0.02, 0.05, 0.03))],  # closed fingers
 }
 UR = {
-    "base_link": [("cyl", (0, 0, 0.043), (0, 0, 0), 0.075, 0.086)],
+    "base_link": [("sphere", (0, 0, -0.04), 0.06)],  # (mostly below its mounting plane)
     "shoulder_link": [("cyl", (0, 0, 0.0), (0, 0, 0), 0.06, 0.12)],
     "upper_arm_link": [("seg", (-0.05, 0, 0.136), (-0.375, 0, 0.136), 0.055),
                        ("cyl", (0, 0, 0.07), (0, 0, 0), 0.058, 0.13)],
@@ -104,28 +109,53 @@ def _fmt(v):
     return " ".join(f"{x:.6g}" for x in v)
 
 
+def _element(geom: str, xyz, rpy) -> str:
+    return (f'    <collision>\n      <origin xyz="{_fmt(xyz)}" rpy="{_fmt(rpy)}"/>\n'
+            f'      <geometry>\n        {geom}\n      </geometry>\n    </collision>')
+
+
+def _capsule(a, b, r) -> list:
+    """A cylinder from a to b with a sphere of radius r at each end (one sphere if a == b)."""
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    d = b - a
+    length = float(np.linalg.norm(d))
+    out = [_element(f'<sphere radius="{r:.6g}"/>', a, (0, 0, 0))]
+    if length > 1e-6:
+        out.append(_element(f'<cylinder radius="{r:.6g}" length="{length:.6g}"/>', 0.5 * (a + b),
+                            _rpy_z_to(d)))
+        out.append(_element(f'<sphere radius="{r:.6g}"/>', b, (0, 0, 0)))
+    return out
+
+
+def _rot(rpy) -> np.ndarray:
+    r, p, y = rpy
+    cr, sr, cp, sp, cy, sy = (math.cos(r), math.sin(r), math.cos(p), math.sin(p), math.cos(y),
+                              math.sin(y))
+    return np.array([[cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr],
+                     [sy * cp, sy * sp * sr + cy * cr, sy * sp * cr - cy * sr],
+                     [-sp, cp * sr, cp * cr]])
+
+
 def collisions(m: Model, link: str, spec) -> str:
     out = []
     for item in spec:
         kind = item[0]
         if kind == "seg":
-            a, b = _point(m, link, item[1]), _point(m, link, item[2])
-            d = b - a
-            length = float(np.linalg.norm(d))
-            if length < 1e-6:
-                geom, xyz, rpy = f'<sphere radius="{item[3]}"/>', a, (0, 0, 0)
-            else:
-                geom = f'<cylinder radius="{item[3]}" length="{length:.6g}"/>'
-                xyz, rpy = 0.5 * (a + b), _rpy_z_to(d)
-        elif kind == "box":
-            geom, xyz, rpy = f'<box size="{_fmt(item[2])}"/>', np.asarray(item[1]), (0, 0, 0)
+            out += _capsule(_point(m, link, item[1]), _point(m, link, item[2]), item[3])
+        elif kind == "box":  # the capsule along its longest side, as wide as its next side
+            c, size = np.asarray(item[1], dtype=float), np.asarray(item[2], dtype=float)
+            k = int(np.argmax(size))
+            r = 0.5 * float(np.sort(size)[1])
+            half = max(0.5 * float(size[k]) - r, 0.0)
+            e = np.zeros(3)
+            e[k] = half
+            out += _capsule(c - e, c + e, r)
         elif kind == "sphere":
-            geom, xyz, rpy = f'<sphere radius="{item[2]}"/>', np.asarray(item[1]), (0, 0, 0)
-        else:  # cyl
-            geom = f'<cylinder radius="{item[3]}" length="{item[4]}"/>'
-            xyz, rpy = np.asarray(item[1]), item[2]
-        out.append(f'    <collision>\n      <origin xyz="{_fmt(xyz)}" rpy="{_fmt(rpy)}"/>\n'
-                   f'      <geometry>\n        {geom}\n      </geometry>\n    </collision>')
+            out.append(_element(f'<sphere radius="{item[2]}"/>', np.asarray(item[1]), (0, 0, 0)))
+        else:  # cyl: its length, round ends (a sphere where it is no longer than wide)
+            c, r, length = np.asarray(item[1], dtype=float), item[3], item[4]
+            z = _rot(item[2])[:, 2] * max(0.5 * length - r, 0.0)
+            out += _capsule(c - z, c + z, r)
     return "\n".join(out)
 
 

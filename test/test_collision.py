@@ -27,8 +27,8 @@ from ros2_ik.ik.collision import (CollisionObjective, clearance, penalty, sample
                                   sdf)
 from ros2_ik.ik.objectives import EvalContext
 from ros2_ik.kinematics import fk, fk_frames
-from ros2_ik.model.collision import (MAX_SPHERES_PER_SHAPE, CollisionWarning, collision_model,
-                                     spheres_from_yaml)
+from ros2_ik.backends.codegen_collision import pack_scene
+from ros2_ik.model.collision import CollisionWarning, collision_model, spheres_from_yaml
 from ros2_ik.world import MAX_OBSTACLES, Obstacle, World, world_from_yaml
 
 need_cxx = pytest.mark.skipif(hostrun.available() is None, reason="no C++ compiler here")
@@ -188,6 +188,7 @@ def test_urdf_collision_elements_are_read_and_bad_ones_are_warnings(tmp_path):
     assert "package://nowhere/meshes/x.stl" in text and "not found" in text and "'c'" in text
     assert "junk.stl" in text and "could not be read" in text
     assert cm.link_names == ("a", "b")  # c has nothing usable: no spheres, still a robot
+    assert [link for link, _ in cm.missing] == ["c"] and "x.stl" in cm.missing[0][1]
     # the scaled mesh (0.2 x 0.4 x 0.6) is covered by b's spheres
     pts = np.asarray(trimesh.creation.box(extents=(0.2, 0.4, 0.6)).vertices)
     sl = cm.spheres_of(1)
@@ -195,29 +196,60 @@ def test_urdf_collision_elements_are_read_and_bad_ones_are_warnings(tmp_path):
     assert np.all(d.min(axis=1) <= 1e-9)
 
 
+def _primitive_mesh(d):
+    import trimesh
+
+    return {"box": lambda: trimesh.creation.box(extents=d.size),
+            "cylinder": lambda: trimesh.creation.cylinder(radius=d.size[0], height=d.size[1],
+                                                          sections=128),
+            "sphere": lambda: trimesh.creation.icosphere(radius=d.size[0], subdivisions=4)
+            }[d.shape]()
+
+
 @pytest.mark.parametrize("name", ["panda", "ur", "dual_arm"])
-def test_the_spheres_cover_the_urdf_geometry(name):
-    """Every point of every link's URDF primitive lies in one of its spheres (sampled densely,
-    independently of the fit's own samples)."""
+def test_the_spheres_cover_the_urdf_geometry_and_overshoot_at_most_5_mm(name):
+    """Every point of every link's URDF primitives (sampled densely, independently of the
+    fit's own samples; points inside another primitive of the link need no cover) lies in one
+    of its spheres, and in no direction do the spheres reach more than 5 mm past the link's
+    geometry (support functions, 2000 directions)."""
     import trimesh
 
     m = load_robot(name)
     cm = collision_model(m)
+    descs = {}
     for d in m.desc.collisions:
-        c = cm.link_names.index(d.link)
+        descs.setdefault(d.link, []).append(d)
+    dirs = np.random.default_rng(5).normal(size=(2000, 3))
+    dirs /= np.linalg.norm(dirs, axis=1, keepdims=True)
+    for link, ds in descs.items():
+        c = cm.link_names.index(link)
         sl = cm.spheres_of(c)
-        mesh = {"box": lambda: trimesh.creation.box(extents=d.size),
-                "cylinder": lambda: trimesh.creation.cylinder(radius=d.size[0],
-                                                              height=d.size[1], sections=96),
-                "sphere": lambda: trimesh.creation.icosphere(radius=d.size[0],
-                                                             subdivisions=4)}[d.shape]()
-        pts, _ = trimesh.sample.sample_surface(mesh, 20000, seed=11)
-        pts = np.concatenate([pts, mesh.vertices])
-        T = _rpy(d.xyz, d.rpy)
-        P = pts @ T[:3, :3].T + T[:3, 3]
-        dist = np.linalg.norm(P[:, None] - cm.center[sl][None], axis=2) - cm.radius[sl][None]
-        assert dist.min(axis=1).max() <= 2e-3, (d.link, d.shape, dist.min(axis=1).max())
-        assert sl.stop - sl.start <= MAX_SPHERES_PER_SHAPE * 2
+        cen, rad = cm.center[sl], cm.radius[sl]
+        surface, support = [], []
+        for d in ds:
+            mesh = _primitive_mesh(d)
+            pts, _ = trimesh.sample.sample_surface(mesh, 20000, seed=11)
+            T = _rpy(d.xyz, d.rpy)
+            P = np.concatenate([pts, mesh.vertices]) @ T[:3, :3].T + T[:3, 3]
+            inside = np.zeros(len(P), dtype=bool)
+            for o in ds:
+                if o is not d:
+                    l = (P - _rpy(o.xyz, o.rpy)[:3, 3]) @ _rpy(o.xyz, o.rpy)[:3, :3]
+                    if o.shape == "sphere":
+                        inside |= np.linalg.norm(l, axis=1) < o.size[0] - 1e-6
+                    elif o.shape == "cylinder":
+                        inside |= ((np.linalg.norm(l[:, :2], axis=1) < o.size[0] - 1e-6)
+                                   & (np.abs(l[:, 2]) < 0.5 * o.size[1] - 1e-6))
+                    else:
+                        inside |= np.all(np.abs(l) < 0.5 * np.asarray(o.size) - 1e-6, axis=1)
+            surface.append(P[~inside])
+            support.append((P @ dirs.T).max(axis=0))
+        P = np.concatenate(surface)
+        gap = (np.linalg.norm(P[:, None] - cen[None], axis=2) - rad[None]).min(axis=1)
+        assert gap.max() <= 5e-4, (link, gap.max())  # covered (0.5 mm: sampling between)
+        over = (cen @ dirs.T + rad[:, None]).max(axis=0) - np.max(support, axis=0)
+        assert over.max() <= 0.005 + 1e-4, (link, over.max())
+    assert cm.overshoot == 0.005
 
 
 def test_spheres_yaml_round_trip_and_bad_input():
@@ -225,8 +257,12 @@ def test_spheres_yaml_round_trip_and_bad_input():
     cm = collision_model(m)
     text = cm.to_yaml()
     again = collision_model(m, spheres=text)
-    np.testing.assert_allclose(again.center, cm.center, atol=1e-5)
-    np.testing.assert_allclose(again.radius, cm.radius, atol=1e-5)
+    assert again.link_names == cm.link_names
+    for c in range(len(cm.link_names)):
+        a = np.concatenate([cm.center, cm.radius[:, None]], 1)[cm.spheres_of(c)]
+        b = np.concatenate([again.center, again.radius[:, None]], 1)[again.spheres_of(c)]
+        np.testing.assert_allclose(b[np.lexsort(b.T[::-1])], a[np.lexsort(a.T[::-1])],
+                                   atol=2e-6)
     one = collision_model(m, spheres={"panda_hand": [[0, 0, 0.05, 0.08]]})
     assert one.num_spheres == cm.num_spheres - (cm.spheres_of(cm.link_names.index(
         "panda_hand")).stop - cm.spheres_of(cm.link_names.index("panda_hand")).start) + 1
@@ -388,18 +424,21 @@ def test_collision_objective_jacobian_matches_finite_differences(name):
     cm = collision_model(m)
     obj = CollisionObjective(m, cm, _all_shapes_world(), margin=0.01, activation=0.05)
     q = m.random_q(np.random.default_rng(2), 40)
-    r, J = obj.residual(EvalContext(m, q, q), np.arange(40))
-    assert np.abs(r).sum() > 0
+    cost, _, H, g = obj.terms(EvalContext(m, q, q))
+    assert (cost > 0).sum() > 10
     eps = 1e-7
     for k, v in enumerate(m.v_active):
         i = int(np.nonzero(m.q_to_v == v)[0][0])
         dq = np.zeros(m.nq)
         dq[i] = eps
-        rp, _ = obj.residual(EvalContext(m, q + dq, q), np.arange(40))
-        rm, _ = obj.residual(EvalContext(m, q - dq, q), np.arange(40))
-        fd = (rp - rm) / (2 * eps)
-        close = np.abs(fd - J[:, :, k]) <= 1e-5 + 1e-4 * np.abs(fd)
-        assert close.mean() > 0.999, (name, k, close.mean())
+        cp_ = obj.terms(EvalContext(m, q + dq, q))[0]
+        cm_ = obj.terms(EvalContext(m, q - dq, q))[0]
+        fd = (cp_ - cm_) / (2 * eps)  # d cost / dq = J^T r
+        close = np.abs(fd - g[:, k]) <= 1e-5 + 1e-4 * np.abs(fd)
+        assert close.mean() > 0.95, (name, k, close.mean())
+    # J^T J is a sum of outer products of the rows: symmetric, positive semi-definite
+    np.testing.assert_allclose(H, np.swapaxes(H, 1, 2), atol=1e-12)
+    assert np.linalg.eigvalsh(H).min() > -1e-9
 
 
 # ---------------------------------------------------------------- compiled terms
@@ -410,8 +449,8 @@ def _terms(m, tips, cm, world, q, cfg):
     f = mod.get_function("r2ik_coll_terms")
     nc = ch.nc
     out = np.zeros((len(q), 4 + nc * nc + nc))
-    obs = np.ascontiguousarray(world.packed())
-    f(len(q), len(q), np.ascontiguousarray(q), obs, obs.shape[0],
+    sc = pack_scene(ch.coll, cm, world)
+    f(len(q), len(q), np.ascontiguousarray(q), sc.data, sc.n_obs,
       interface.options_record(cfg).view(np.uint8), out)
     return ch, out
 
@@ -431,20 +470,37 @@ def test_compiled_collision_terms_equal_the_reference(name, tips):
     obj = CollisionObjective(m, cm, world, margin=cfg.collision_margin,
                              activation=cfg.collision_activation)
     ctx = EvalContext(m, q, q)
-    r, J = obj.residual(ctx, np.arange(len(q)))
+    cost, clear, H, g = obj.terms(ctx)
     cols = [list(m.v_active).index(m.q_to_v[c]) for c in ch.colq]
-    Jc = J[:, :, cols]
     nc = ch.nc
-    assert (0.5 * (r * r).sum(1) > 0).sum() > 20
-    np.testing.assert_allclose(out[:, 0], 0.5 * (r * r).sum(1), atol=1e-12)
+    assert (cost > 0).sum() > 20
+    np.testing.assert_allclose(out[:, 0], cost, atol=1e-12)
     np.testing.assert_allclose(out[:, 4:4 + nc * nc].reshape(-1, nc, nc),
-                               np.einsum("nri,nrj->nij", Jc, Jc), atol=1e-11)
-    np.testing.assert_allclose(out[:, 4 + nc * nc:], np.einsum("nri,nr->ni", Jc, r), atol=1e-11)
+                               H[:, cols][:, :, cols], atol=1e-11)
+    np.testing.assert_allclose(out[:, 4 + nc * nc:], g[:, cols], atol=1e-11)
+    # the rows' smallest distance: exact where nothing penetrates (the kernels stop looking
+    # once a pair does), and then below margin + activation
+    thr = cfg.collision_margin + cfg.collision_activation
+    ok = clear >= 0
+    np.testing.assert_allclose(np.minimum(out[ok, 1], thr), np.minimum(clear[ok], thr),
+                               atol=1e-12)
+    assert np.all(out[~ok, 1] < 0)
+    # the rows equal as the solver takes them
+    r, J = obj.residual(ctx, np.arange(len(q)))
+    Jc = J[:, :, cols]
+    np.testing.assert_allclose(np.einsum("nri,nrj->nij", Jc, Jc), H[:, cols][:, :, cols],
+                               atol=1e-9)
+    np.testing.assert_allclose(0.5 * (r * r).sum(1), cost, atol=1e-12)
+    # the check: its distance exact below margin + activation, with the nearest pair (one of
+    # the equally near ones), and a bound below the distance beyond
     d, which = obj.nearest(ctx)
-    near = d < cfg.collision_margin + cfg.collision_activation
+    near = d < thr
     np.testing.assert_allclose(out[near, 2], d[near], atol=1e-12)
-    np.testing.assert_array_equal(out[near, 3], which[near])
-    assert np.all(out[:, 2] <= d + 1e-12)  # beyond the band: a bound below the distance
+    same = out[near, 3] == which[near]
+    assert same.mean() > 0.95
+    assert np.all(out[~near, 2] >= thr - 1e-12)
+    d_exact = clearance(m, cm, q, world)[0]
+    assert np.all(out[:, 2] <= d_exact + 1e-12)
 
 
 @need_cxx

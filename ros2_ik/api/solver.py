@@ -104,8 +104,10 @@ class IKSolver:
         xp: the array module of the inputs (NumPy, or CuPy for the GPU).
         collision: the robot's :class:`~ros2_ik.model.collision.CollisionModel` when
             ``config.avoid_collisions`` (default: the model's own,
-            :func:`ros2_ik.model.collision.collision_model`); the world is given per
-            :meth:`solve`.
+            :func:`ros2_ik.ik.collision.default_collision_model`); the world is given per
+            :meth:`solve`. A model with links whose declared geometry has no spheres (a mesh
+            not found) is refused (:class:`~ros2_ik.model.collision.CollisionGeometryError`,
+            naming them) unless it was built with ``accept_missing=True``.
     """
 
     def __init__(self, model: Model, tips: Sequence[str] | str | None = None,
@@ -135,6 +137,7 @@ class IKSolver:
             if solver == "ccd":
                 raise InvalidInputError("collision avoidance needs solver 'dls' or 'ccd+dls' "
                                         "(CCD alone does not see collisions)")
+            collision.check_complete()  # links whose geometry has no spheres: refused
             self.collision = collision
         if not isinstance(backend, str) or backend not in BACKENDS:
             raise InvalidInputError(f"backend must be one of {BACKENDS}, got {describe(backend)}")
@@ -302,7 +305,7 @@ class IKSolver:
                 RESULT_COST.check(P, m.nq, t0 + timeout)
             reserve = RESULT_COST.estimate(P, m.nq) if P >= RESULT_COST.MIN_ROWS else 0.0
             budget = max(0, int((timeout - reserve - (time.perf_counter() - t0)) * 1e9))
-        obs = None if world is None else world.packed()
+        obs = None if self.collision is None else self._impl.scene(self.collision, world)
         out, stopped = self._impl.solve(t, w, s, should_stop=should_stop, budget_ns=budget,
                                         clock0=time.monotonic_ns(), obs=obs)
         t_out = time.perf_counter()

@@ -2,24 +2,34 @@
 
 What :mod:`ros2_ik.ik.collision` specifies, emitted as C++ templates on the scalar ``S`` so
 that the LM rows instantiate them in either dialect (one row, or a vector of lanes) and CUDA
-compiles the same text:
+compiles the same text. **Only the robot's kinematic structure is compiled**: the frames of
+the joints that move collision links (fixed transforms as literals, axis cases chosen, mimic
+factors) and the Jacobian rows of a point on each of them. The spheres, their groups and
+links, the pairs checked and the obstacles each link may touch are *data*, packed with the
+world's obstacles into one array per solve (:func:`pack_scene`, the layout below): a new
+sphere fit, MoveIt's attached objects, padding or allowed collisions need no new kernel.
 
 - ``r2ik_sdf<S>``: the signed distance of a point to one obstacle of the packed world
   (:meth:`ros2_ik.world.World.packed`) and its gradient, the shape chosen by the obstacle's code
   (uniform across lanes), every data-dependent choice a select;
-- ``r2ik_coll<S>``: at a configuration, the collision model's spheres placed by FK along the
-  collision links' paths (the robot baked in, as the chains: fixed transforms as literals, axis
-  cases chosen, mimic factors), then the penalty of every checked pair (self pairs link pair by
-  link pair, then the world obstacle by obstacle), its rows' contribution to ``J^T J`` and
-  ``J^T r`` (accumulated in place, not stored as rows), the cost ``0.5 |r|^2`` and the smallest
-  distance;
-- ``r2ik_coll_min``: the exact check of an answer in float64 (smallest distance and which pair,
+- ``r2ik_coll<S>``: at a configuration, the penalty of every checked pair near enough (self
+  pairs link pair by link pair, then the world obstacle by obstacle), its rows' contribution to
+  ``J^T J`` and ``J^T r`` (accumulated in place, not stored as rows), the cost ``0.5 |r|^2`` and
+  the smallest distance evaluated;
+- ``r2ik_coll_min``: the check of an answer in float64 (smallest distance and which pair,
   numbered as :meth:`ros2_ik.ik.collision.CollisionObjective.nearest` numbers them).
 
-A link pair (or a link and an obstacle) whose bounding spheres are farther apart than margin +
-activation distance adds nothing to the penalty (each of its pairs is at least that far apart),
-so it is skipped after one distance: the smallest distance reported is then that bound, exact
-below margin + activation. Every function is 1-Lipschitz in the point, so the bound is a bound.
+Both test a link pair (a link and an obstacle) by its bounding spheres, then pairs of sphere
+groups, then spheres, and skip what is ``margin + activation`` away or more, exactly as the
+reference does (its module docstring): the smallest distance is exact below that and the
+skipping bound above. Every function is 1-Lipschitz in the point, so the bound is a bound.
+
+The packed scene (float64): ``n_obs`` obstacle rows of 16, then the robot block: a header of
+:data:`HEAD` (links ``C``, groups ``G``, spheres ``S``, pairs ``NP``); per link :data:`LINK_W`
+numbers (node, first group, end group, not checked against the world, bounding centre x y z and
+radius, in the node's frame); per group :data:`GROUP_W` (first sphere, end sphere, centre x y z,
+radius); per sphere x y z r; per pair the two link indices; then ``n_obs x C`` flags (1: the
+obstacle is not checked against the link).
 """
 
 from __future__ import annotations
@@ -31,13 +41,17 @@ import numpy as np
 from ..errors import InvalidInputError
 from ..model import Model
 from ..model.chain import ONE_DOF
-from ..model.collision import CollisionModel
+from ..model.collision import GROUP, CollisionModel
 from ..model.joint_types import JointType
-from ..world import SHAPE_CODES
+from ..world import PACKED, SHAPE_CODES
 from .ctext import lin as _lin
 from .ctext import lit as _lit
 
-__all__ = ["CollisionChain", "collision_chain", "emit_collision"]
+__all__ = ["CollisionChain", "collision_chain", "emit_collision", "pack_scene", "PackedScene",
+           "HEAD", "LINK_W", "GROUP_W"]
+
+#: numbers in the robot block's header, per link and per group (see the module docstring)
+HEAD, LINK_W, GROUP_W = 8, 8, 8
 
 
 @dataclass(frozen=True)
@@ -57,22 +71,14 @@ class _Node:
 
 @dataclass(frozen=True)
 class CollisionChain:
-    """The collision model as the generator reads it (everything in a node's frame)."""
+    """The robot's structure as the generator reads it: the nodes (moving joints above the
+    collision links, parents first) and, per model link that carries spheres, its node and
+    the transform from the node's frame to the link's (``anchors``: {link: (node, post)};
+    node -1 is the base)."""
 
-    nodes: tuple               # _Node, parents first
-    link_node: tuple           # per collision link: its node (-1: rigid with the base)
-    link_names: tuple
-    center: np.ndarray         # (S, 3) spheres' centres in their link's node frame
-    radius: np.ndarray         # (S,)
-    link_spheres: tuple        # per collision link: (first, stop)
-    bound_c: np.ndarray        # (C, 3) a link's bounding sphere, node frame
-    bound_r: np.ndarray        # (C,)
-    pairs: tuple               # (a, b) collision link pairs checked, the model's order
-    qi: tuple                  # coordinates the nodes read
-
-    @property
-    def S(self) -> int:
-        return int(self.radius.shape[0])
+    nodes: tuple
+    anchors: dict
+    qi: tuple
 
     def ancestry(self, k: int) -> list:
         """Nodes from ``k`` up to the base (``k`` first); [] for -1."""
@@ -83,16 +89,24 @@ class CollisionChain:
         return out
 
 
+@dataclass(frozen=True)
+class PackedScene:
+    """A solve's collision data: ``data`` (float64, C-contiguous) and its obstacle count."""
+
+    data: np.ndarray
+    n_obs: int
+
+
 def collision_chain(model: Model, cm: CollisionModel, colq) -> CollisionChain | None:
-    """The generator's form of ``cm`` for a solve moving coordinates ``colq``, or None when a
-    joint on a collision link's path is not revolute, continuous, prismatic or fixed."""
+    """The generator's form of ``cm``'s links for a solve moving coordinates ``colq``, or None
+    when a joint on a collision link's path is not revolute, continuous, prismatic or fixed."""
     col_of = {int(c): a for a, c in enumerate(colq)}
     nodes: list[_Node] = []
     node_of: dict[int, int] = {}
-    link_node, post_of = [], []
-    for l in cm.links:
+    anchors = {}
+    for l in sorted({int(x) for x in cm.links}):
         path = []
-        k = int(l)
+        k = l
         while k > 0:
             path.append(k)
             k = int(model.link_parent[k])
@@ -118,27 +132,56 @@ def collision_chain(model: Model, cm: CollisionModel, colq) -> CollisionChain | 
                                    col=col_of.get(qi, -1)))
             parent = node_of[k]
             acc = np.eye(4)
-        link_node.append(parent)
-        post_of.append(acc)
-    centers, spans = [], []
-    for c in range(len(cm.links)):
-        sl = cm.spheres_of(c)
-        post = post_of[c]
-        centers.append(cm.center[sl] @ post[:3, :3].T + post[:3, 3])
-        spans.append((sl.start, sl.stop))
-    center = np.concatenate(centers) if centers else np.zeros((0, 3))
-    radius = np.asarray(cm.radius, dtype=np.float64)
-    bc, br = np.zeros((len(cm.links), 3)), np.zeros(len(cm.links))
-    for c, (a, b) in enumerate(spans):
-        cen = center[a:b]
-        mid = 0.5 * (cen.min(axis=0) + cen.max(axis=0))
-        bc[c] = mid
-        br[c] = float(np.max(np.linalg.norm(cen - mid, axis=1) + radius[a:b]))
-    return CollisionChain(nodes=tuple(nodes), link_node=tuple(link_node),
-                          link_names=cm.link_names, center=center, radius=radius,
-                          link_spheres=tuple(spans), bound_c=bc, bound_r=br,
-                          pairs=tuple((int(a), int(b)) for a, b in cm.pairs),
+        anchors[l] = (parent, acc)
+    return CollisionChain(nodes=tuple(nodes), anchors=anchors,
                           qi=tuple(sorted({n.qi for n in nodes})))
+
+
+def pack_scene(cc: CollisionChain, cm: CollisionModel, world=None) -> PackedScene:
+    """The data of a solve with collision model ``cm`` and ``world`` for kernels generated
+    from ``cc`` (see the module docstring)."""
+    from ..ik.collision import allowed_mask  # noqa: PLC0415
+
+    packed = np.zeros((0, PACKED)) if world is None else world.packed()
+    C, S = len(cm.link_names), cm.num_spheres
+    G = cm.num_groups
+    NN = len(cc.nodes)
+    node = np.empty(C, dtype=np.int64)
+    post = np.empty((C, 4, 4))
+    for c in range(C):
+        nd, P = cc.anchors[int(cm.links[c])]
+        node[c] = NN if nd < 0 else nd
+        post[c] = P
+    # every position into its node's frame
+    sc = np.einsum("sij,sj->si", post[cm.sphere_link, :3, :3], cm.center) + \
+        post[cm.sphere_link, :3, 3]
+    lb_c, lb_r = cm.link_bounds()
+    g_link, gb_c, gb_r = cm.groups()
+    lc = np.einsum("cij,cj->ci", post[:, :3, :3], lb_c) + post[:, :3, 3]
+    gc = np.einsum("gij,gj->gi", post[g_link, :3, :3], gb_c) + post[g_link, :3, 3] \
+        if G else np.zeros((0, 3))
+    gs = cm.group_start
+    first = np.searchsorted(g_link, np.arange(C), side="left") if G else np.zeros(C, np.int64)
+    end = np.searchsorted(g_link, np.arange(C), side="right") if G else np.zeros(C, np.int64)
+    links = np.zeros((C, LINK_W))
+    links[:, 0] = node
+    links[:, 1], links[:, 2] = first, end
+    links[:, 3] = cm.static | (node == NN)
+    links[:, 4:7], links[:, 7] = lc, lb_r
+    groups = np.zeros((G, GROUP_W))
+    if G:
+        groups[:, 0], groups[:, 1] = gs[:-1], gs[1:]
+        groups[:, 2:5], groups[:, 5] = gc, gb_r
+    spheres = np.concatenate([sc, cm.radius[:, None]], axis=1)
+    skip = allowed_mask(cm, world).astype(np.float64) if world is not None and len(world) \
+        else np.zeros((0, C))
+    head = np.zeros(HEAD)
+    head[:4] = C, G, S, len(cm.pairs)
+    data = np.concatenate([packed.ravel(), head, links.ravel(), groups.ravel(),
+                           spheres.ravel(), cm.pairs.astype(np.float64).ravel(), skip.ravel()])
+    data = np.ascontiguousarray(data)
+    data.setflags(write=False)
+    return PackedScene(data, int(packed.shape[0]))
 
 
 # ---------------------------------------------------------------------- the templates
@@ -296,38 +339,57 @@ def _emit_nodes(e, cc: CollisionChain, qv, sincos: bool):
                       f" + A{k}_{a}2 * m{k}_2{b};")
 
 
-def _place(e, cc: CollisionChain, node: int, local, out: str):
-    """``out``x/y/z = a point given in ``node``'s frame, in the base frame."""
-    for a, ax in enumerate("xyz"):
-        if node < 0:
-            e(f"const S {out}{ax} = {_lit(local[a])};")
-        else:
-            s = _lin([(local[c], f"nR{node}_{3 * a + c}") for c in range(3)])
-            e(f"const S {out}{ax} = np{node}_{a}" + (f" + ({s});" if s else ";"))
+def _emit_frames(e, cc: CollisionChain):
+    """The node frames as arrays indexed by the data's node numbers (``NN``: the base)."""
+    NN = len(cc.nodes)
+    e(f"S fR[{NN + 1}][9], fp[{NN + 1}][3];")
+    for k in range(NN):
+        e("".join(f"fR[{k}][{i}] = nR{k}_{i}; " for i in range(9))
+          + "".join(f"fp[{k}][{a}] = np{k}_{a}; " for a in range(3)))
+    e("".join(f"fR[{NN}][{i}] = S({1.0 if i in (0, 4, 8) else 0.0}); " for i in range(9))
+      + "".join(f"fp[{NN}][{a}] = S(0.0); " for a in range(3)))
 
 
-def _emit_row(e, cc: CollisionChain, node: int, c: str, n: str, sign: str, nc: int):
-    """``jr[col] {sign}= coef * (n . J_p(c))[col]`` over the moving ancestors of ``node`` (the
-    point ``c``x/y/z, the direction ``n``x/y/z)."""
-    for k in cc.ancestry(node):
-        nd = cc.nodes[k]
-        if nd.col < 0:
-            continue
-        mult = "" if nd.mult == 1.0 else f" * {_lit(nd.mult)}"
-        if nd.prismatic:
-            t = f"({n}x * nz{k}_0 + {n}y * nz{k}_1 + {n}z * nz{k}_2)"
-        else:
-            dx, dy, dz = (f"({c}{a} - nj{k}_{i})" for i, a in enumerate("xyz"))
-            t = (f"({n}x * (nz{k}_1 * {dz} - nz{k}_2 * {dy}) + {n}y * (nz{k}_2 * {dx} - nz{k}_0 "
-                 f"* {dz}) + {n}z * (nz{k}_0 * {dy} - nz{k}_1 * {dx}))")
-        e(f"jr[{nd.col}] = jr[{nd.col}] {sign} coef * {t}{mult};")
+def _place(e, node: str, ptr: str, out: str):
+    """``out``x/y/z = the point ``ptr[0..2]`` (node frame) of node ``node`` in the base frame."""
+    e(f"const S {out}x = fp[{node}][0] + fR[{node}][0] * S({ptr}[0]) + fR[{node}][1] * "
+      f"S({ptr}[1]) + fR[{node}][2] * S({ptr}[2]);")
+    e(f"const S {out}y = fp[{node}][1] + fR[{node}][3] * S({ptr}[0]) + fR[{node}][4] * "
+      f"S({ptr}[1]) + fR[{node}][5] * S({ptr}[2]);")
+    e(f"const S {out}z = fp[{node}][2] + fR[{node}][6] * S({ptr}[0]) + fR[{node}][7] * "
+      f"S({ptr}[1]) + fR[{node}][8] * S({ptr}[2]);")
+
+
+def _emit_row(e, cc: CollisionChain, node: str, c: str, n: str, sign: str):
+    """``jr[col] {sign}= coef * (n . J_p(c))[col]`` over the moving ancestors of the node
+    numbered ``node`` at run time (the point ``c``x/y/z, the direction ``n``x/y/z): a switch
+    over the nodes, each case the unrolled rows of its ancestors."""
+    with e.block(f"switch ({node})"):
+        for k0 in range(len(cc.nodes)):
+            lines = []
+            for k in cc.ancestry(k0):
+                nd = cc.nodes[k]
+                if nd.col < 0:
+                    continue
+                mult = "" if nd.mult == 1.0 else f" * {_lit(nd.mult)}"
+                if nd.prismatic:
+                    t = f"({n}x * nz{k}_0 + {n}y * nz{k}_1 + {n}z * nz{k}_2)"
+                else:
+                    dx, dy, dz = (f"({c}{a} - nj{k}_{i})" for i, a in enumerate("xyz"))
+                    t = (f"({n}x * (nz{k}_1 * {dz} - nz{k}_2 * {dy}) + {n}y * (nz{k}_2 * {dx} - "
+                         f"nz{k}_0 * {dz}) + {n}z * (nz{k}_0 * {dy} - nz{k}_1 * {dx}))")
+                lines.append(f"jr[{nd.col}] = jr[{nd.col}] {sign} coef * {t}{mult};")
+            if lines:
+                e(f"case {k0}:")
+                for line in lines:
+                    e("  " + line)
+                e("  break;")
+        e("default: break;")
 
 
 def _emit_penalty(e, nc: int, any_, setup: tuple, rows) -> None:
-    """A distance ``d`` into the smallest one, and, within margin + activation, its penalty
-    row into the cost, ``J^T J`` and ``J^T r``: ``setup`` lines, then ``rows()`` fills
-    ``jr``."""
-    e("clear = r2ik_sel(d < clear, d, clear);")
+    """Within margin + activation, the penalty row of a distance ``d`` into the cost,
+    ``J^T J`` and ``J^T r``: ``setup`` lines, then ``rows()`` fills ``jr``."""
     e("const S x = d - margin;")
     with e.block(f"if ({any_('x < act')})"):
         e("S v, dv; r2ik_pen<S>(x, act, v, dv);")
@@ -340,86 +402,115 @@ def _emit_penalty(e, nc: int, any_, setup: tuple, rows) -> None:
         e("r2ik_rank1<S>(H, g, jr, rv);")
 
 
-def _emit_self_penalty(e, cc: CollisionChain, na: int, nb: int, nc: int, any_):
-    """A sphere pair's distance (spheres ``i`` on node ``na``, ``j`` on ``nb``, along
-    ``dx``/``dy``/``dz``): :func:`_emit_penalty`."""
-    def rows():
-        _emit_row(e, cc, na, "pa", "n", "+", nc)
-        _emit_row(e, cc, nb, "pb", "n", "-", nc)
-    _emit_penalty(e, nc, any_, (
-        "const S sd = r2ik_sel(dist > S(1e-12), dist, S(1));",
-        "const S nx = r2ik_sel(dist > S(1e-12), dx / sd, S(0)), "
-        "ny = r2ik_sel(dist > S(1e-12), dy / sd, S(0)), "
-        "nz = r2ik_sel(dist > S(1e-12), dz / sd, S(1));",
-        "const S pax = cx[i], pay = cy[i], paz = cz[i];",
-        "const S pbx = cx[j], pby = cy[j], pbz = cz[j];"), rows)
+def _emit_bound(e, check: bool, d: str):
+    """A skipped pair's bound ``d`` (the check only: into the smallest distance, pair -1)."""
+    if check:
+        e(f"if ({d} < clear) {{ clear = {d}; which = -1; }}")
 
 
-def _emit_world_penalty(e, cc: CollisionChain, node: int, nc: int, any_):
-    """Sphere ``s``'s signed distance to an obstacle (gradient ``g``): :func:`_emit_penalty`."""
-    _emit_penalty(e, nc, any_, ("const S pcx = cx[s], pcy = cy[s], pcz = cz[s];",),
-                  lambda: _emit_row(e, cc, node, "pc", "g", "+", nc))
-
-
-def _emit_body(e, cc: CollisionChain, nc: int, check: bool, any_):
-    """The pairs: self link pair by link pair, then the world; ``check``: the smallest
-    distance and its pair only (float64, one row)."""
-    S = cc.S
-    e(f"const double rad[{max(S, 1)}] = {{" + ", ".join(repr(float(r)) for r in cc.radius)
-      + ("" if S else "0.0") + "};")
-    e(f"S cx[{max(S, 1)}], cy[{max(S, 1)}], cz[{max(S, 1)}];")
-    for c, (a, b) in enumerate(cc.link_spheres):
-        node = cc.link_node[c]
-        for s in range(a, b):
-            with e.block(""):
-                _place(e, cc, node, cc.center[s], "p")
-                e(f"cx[{s}] = px; cy[{s}] = py; cz[{s}] = pz;")
-    C = len(cc.link_spheres)
-    e(f"S bcx[{max(C, 1)}], bcy[{max(C, 1)}], bcz[{max(C, 1)}];  // the links' bounding spheres")
-    for c in range(C):
-        with e.block(""):
-            _place(e, cc, cc.link_node[c], cc.bound_c[c], "b")
-            e(f"bcx[{c}] = bx; bcy[{c}] = by; bcz[{c}] = bz;")
-    e("const S thr = margin + act;")
-    npairs = 0
-    with e.block("if (self_on)"):
-        for (la, lb) in cc.pairs:
-            a0, a1 = cc.link_spheres[la]
-            b0, b1 = cc.link_spheres[lb]
-            base = npairs
-            npairs += (a1 - a0) * (b1 - b0)
-            na, nb = cc.link_node[la], cc.link_node[lb]
-            with e.block(""):
-                e(f"// links {cc.link_names[la]} - {cc.link_names[lb]}")
-                e(f"const S bdx = bcx[{la}] - bcx[{lb}], bdy = bcy[{la}] - bcy[{lb}], "
-                  f"bdz = bcz[{la}] - bcz[{lb}];")
-                R = float(cc.bound_r[la] + cc.bound_r[lb])
-                if check:
-                    e(f"const S bd = sqrt(bdx * bdx + bdy * bdy + bdz * bdz) - S({R!r});")
-                    near = "bd < thr"
-                else:  # (squared: no root for a pair that is skipped)
-                    e(f"const S lim = thr + S({R!r});")
-                    near = any_("bdx * bdx + bdy * bdy + bdz * bdz < lim * lim")
-                with e.block(f"if ({near})"):
-                    with e.block(f"for (int i = {a0}; i < {a1}; ++i) "
-                                 f"for (int j = {b0}; j < {b1}; ++j)"):
-                        e("const S dx = cx[i] - cx[j], dy = cy[i] - cy[j], dz = cz[i] - cz[j];")
+def _emit_self(e, cc: CollisionChain, nc: int, check: bool, any_):
+    """The self pairs: link pair, group pair, sphere pair (see the module docstring)."""
+    with e.block("for (int pi = 0; pi < NPR && self_on; ++pi)"):
+        e("const double* A = LK + R2IK_LW * (int)PR[2 * pi];")
+        e("const double* B = LK + R2IK_LW * (int)PR[2 * pi + 1];")
+        e("const int na = (int)A[0], nb = (int)B[0];")
+        _place(e, "na", "(A + 4)", "la")
+        _place(e, "nb", "(B + 4)", "lb")
+        _emit_cull(e, check, any_, "la", "lb", "A[7] + B[7]", "hl")
+        with e.block("for (int ga = (int)A[1]; ga < (int)A[2]; ++ga)"):
+            e("const double* GA = GR + R2IK_GW * ga;")
+            _place(e, "na", "(GA + 2)", "ga")
+            _emit_cull(e, check, any_, "ga", "lb", "GA[5] + B[7]", "ha")
+            with e.block("for (int gb = (int)B[1]; gb < (int)B[2]; ++gb)"):
+                e("const double* GB = GR + R2IK_GW * gb;")
+                _place(e, "nb", "(GB + 2)", "gb")
+                _emit_cull(e, check, any_, "ga", "gb", "GA[5] + GB[5]", "hg")
+                e("const int b0 = (int)GB[0], b1 = (int)GB[1];")
+                e(f"S bsx[{GROUP}], bsy[{GROUP}], bsz[{GROUP}];  // group b's spheres, placed")
+                with e.block("for (int j = b0; j < b1; ++j)"):
+                    _place(e, "nb", "(SP + 4 * j)", "t")
+                    e("bsx[j - b0] = tx; bsy[j - b0] = ty; bsz[j - b0] = tz;")
+                if not check:  # the group pair's nearest sphere pair gives its row
+                    e("S bd_ = thr, bdist_ = S(1), bdx_ = S(0), bdy_ = S(0), bdz_ = S(1), "
+                      "bpx_ = S(0), bpy_ = S(0), bpz_ = S(0), bqx_ = S(0), bqy_ = S(0), "
+                      "bqz_ = S(0);")
+                    e("// fd_: nothing more to look for in this lane (a pair that penetrates, or "
+                      "the groups are apart)")
+                    e("S fd_ = r2ik_sel(hg2 < hglim * hglim, S(0), S(1));")
+                with e.block("for (int i = (int)GA[0]; i < (int)GA[1]; ++i)"):
+                    if not check:
+                        e(f"if (!{any_('fd_ < S(0.5)')}) break;  // every lane has its pair")
+                    _place(e, "na", "(SP + 4 * i)", "pa")
+                    e("const double ra = SP[4 * i + 3];")
+                    _emit_cull(e, check, any_, "pa", "gb", "ra + GB[5]", "hs")
+                    if not check:  # nothing in group b can be nearer than what a lane has
+                        e("const S hslb = sqrt(hs2) - S(ra + GB[5]);")
+                        e(f"if (!{any_('(fd_ < S(0.5)) & (hslb < bd_)')}) continue;")
+                    with e.block("for (int j = b0; j < b1; ++j)"):
+                        e("const S dx = pax - bsx[j - b0], dy = pay - bsy[j - b0], "
+                          "dz = paz - bsz[j - b0];")
                         e("const S d2 = dx * dx + dy * dy + dz * dz;")
-                        if not check:  # a pair beyond margin + activation adds nothing
-                            e("const S reach = S(rad[i] + rad[j]) + thr;")
-                            e(f"if (!{any_('d2 < reach * reach')}) continue;")
-                        e("const S dist = sqrt(d2);")
-                        e("const S d = dist - S(rad[i] + rad[j]);")
+                        e("const double rr = ra + SP[4 * j + 3];")
                         if check:
-                            e(f"if (d < clear) {{ clear = d; which = {base} + (long long)(i - "
-                              f"{a0}) * {b1 - b0} + (j - {b0}); }}")
+                            e("const S d = sqrt(d2) - S(rr);")
+                            e("if (d < clear) { clear = d; which = (long long)i * NS + j; }")
                         else:
-                            _emit_self_penalty(e, cc, na, nb, nc, any_)
-                if check:
-                    e("else if (bd < clear) { clear = bd; which = -1; }")
+                            e("const S reach = bd_ + S(rr);  // nearer than the lane's best")
+                            e(f"if (!{any_('(fd_ < S(0.5)) & (d2 < reach * reach)')}) continue;")
+                            e("const S dist = sqrt(d2);")
+                            e("const S d = dist - S(rr);")
+                            e("clear = r2ik_sel(d < clear, d, clear);")
+                            e("const auto nearer = (fd_ < S(0.5)) & (d < bd_);")
+                            e("fd_ = r2ik_sel(nearer & (d < S(0)), S(1), fd_);")
+                            e("bd_ = r2ik_sel(nearer, d, bd_); bdist_ = r2ik_sel(nearer, dist, "
+                              "bdist_);")
+                            e("bdx_ = r2ik_sel(nearer, dx, bdx_); bdy_ = r2ik_sel(nearer, dy, "
+                              "bdy_); bdz_ = r2ik_sel(nearer, dz, bdz_);")
+                            e("bpx_ = r2ik_sel(nearer, pax, bpx_); bpy_ = r2ik_sel(nearer, pay, "
+                              "bpy_); bpz_ = r2ik_sel(nearer, paz, bpz_);")
+                            e("bqx_ = r2ik_sel(nearer, bsx[j - b0], bqx_); bqy_ = r2ik_sel("
+                              "nearer, bsy[j - b0], bqy_); bqz_ = r2ik_sel(nearer, bsz[j - b0], "
+                              "bqz_);")
+                if not check:
+                    with e.block(f"if ({any_('bd_ < thr')})"):
+                        _emit_self_penalty(e, cc, nc, any_)
+
+
+def _emit_self_penalty(e, cc: CollisionChain, nc: int, any_):
+    """The penalty row of a group pair's nearest sphere pair (distance ``bd_``, centres
+    ``bp_`` on node ``na`` and ``bq_`` on ``nb``, difference ``bd?_``): :func:`_emit_penalty`."""
+    e("const S d = r2ik_sel(bd_ < thr, bd_, S(1e30));  // a lane with no pair adds nothing")
+
+    def rows():
+        _emit_row(e, cc, "na", "pa", "n", "+")
+        _emit_row(e, cc, "nb", "pb", "n", "-")
+    _emit_penalty(e, nc, any_, (
+        "const S nx = r2ik_sel(bdist_ > S(1e-12), bdx_ / bdist_, S(0)), "
+        "ny = r2ik_sel(bdist_ > S(1e-12), bdy_ / bdist_, S(0)), "
+        "nz = r2ik_sel(bdist_ > S(1e-12), bdz_ / bdist_, S(1));",
+        "const S pax = bpx_, pay = bpy_, paz = bpz_, pbx = bqx_, pby = bqy_, pbz = bqz_;"),
+        rows)
+
+
+def _emit_cull(e, check: bool, any_, a: str, b: str, radii: str, v: str):
+    """Skip the rest of the loop body when the spheres at ``a``x/y/z and ``b``x/y/z (radii
+    summing to ``radii``) are margin + activation apart or more (the check: their distance
+    as the bound)."""
+    e(f"const S {v}x = {a}x - {b}x, {v}y = {a}y - {b}y, {v}z = {a}z - {b}z;")
+    e(f"const S {v}2 = {v}x * {v}x + {v}y * {v}y + {v}z * {v}z;")
+    e(f"const S {v}lim = thr + S({radii});")
+    with e.block(f"if (!{any_(f'{v}2 < {v}lim * {v}lim')})"):
+        if check:
+            e(f"const S {v}d = sqrt({v}2) - S({radii});")
+            _emit_bound(e, check, f"{v}d")
+        e("continue;")
+
+
+def _emit_world(e, cc: CollisionChain, nc: int, check: bool, any_):
+    """The world: obstacle by obstacle, link, group, sphere (see the module docstring)."""
     with e.block("for (long long o = 0; o < n_obs; ++o)"):
         e("const double* ob = obs + 16 * o;")
-        e("// the obstacle's own bounding sphere (a half-space has none): a link beyond it by")
+        e("// the obstacle's own bounding sphere (a half-space has none): what is beyond it by")
         e("// margin + activation is skipped without its signed distance")
         e("const int kind = (int)ob[0];")
         e("const double orad = kind == SHAPE_SPHERE ? ob[13] : kind == SHAPE_BOX ? "
@@ -427,41 +518,89 @@ def _emit_body(e, cc: CollisionChain, nc: int, check: bool, any_):
           "SHAPE_CYLINDER ? ::sqrt(ob[13] * ob[13] + ob[14] * ob[14]) : kind == SHAPE_CAPSULE ? "
           "ob[13] + ob[14] : -1.0;")
         e("const S ox = S(ob[10]), oy = S(ob[11]), oz = S(ob[12]);")
-        for c, (a, b) in enumerate(cc.link_spheres):
-            node = cc.link_node[c]
-            if b == a or node < 0:  # a link rigid with the base is not checked against the world
-                continue
-            with e.block(""):
-                e(f"// link {cc.link_names[c]}")
-                R = float(cc.bound_r[c])
-                e(f"const S bx = bcx[{c}], by = bcy[{c}], bz = bcz[{c}];")
-                e("const S qx = bx - ox, qy = by - oy, qz = bz - oz;")
-                e("S gx, gy, gz;")
-                if check:
-                    e(f"const S far = sqrt(qx * qx + qy * qy + qz * qz) - S(orad + {R!r});")
-                    e(f"const S bd = orad < 0.0 || far < thr ? r2ik_sdf<S>(ob, bx, by, bz, gx, "
-                      f"gy, gz) - S({R!r}) : far;")
-                else:  # the spheres' test first, squared; then the link's signed distance
-                    e(f"const S lim = thr + S(orad + {R!r});")
-                    e(f"const S bd = orad < 0.0 || "
-                      f"{any_('qx * qx + qy * qy + qz * qz < lim * lim')} ? "
-                      f"r2ik_sdf<S>(ob, bx, by, bz, gx, gy, gz) - S({R!r}) : thr;")
-                with e.block(f"if ({any_('bd < thr')})"):
-                    with e.block(f"for (int s = {a}; s < {b}; ++s)"):
-                        if not check:  # the sphere against the obstacle's bounding sphere
-                            e("const S sx_ = cx[s] - ox, sy_ = cy[s] - oy, sz_ = cz[s] - oz;")
-                            e("const S reach = thr + S(orad + rad[s]);")
-                            near = any_("sx_ * sx_ + sy_ * sy_ + sz_ * sz_ < reach * reach")
-                            e(f"if (orad >= 0.0 && !{near}) continue;")
-                        e("const S d = r2ik_sdf<S>(ob, cx[s], cy[s], cz[s], gx, gy, gz) - "
-                          "S(rad[s]);")
-                        if check:
-                            e(f"if (d < clear) {{ clear = d; which = {npairs} + (long long)s * "
-                              "n_obs + o; }")
-                        else:
-                            _emit_world_penalty(e, cc, node, nc, any_)
-                if check:
-                    e("else if (bd < clear) { clear = bd; which = -1; }")
+        e("S gx, gy, gz;")
+
+        def bound(prefix: str, rad: str, var: str):
+            """``var``: the bound distance of the sphere (``prefix``x/y/z, radius ``rad``)."""
+            e(f"const S {var}qx = {prefix}x - ox, {var}qy = {prefix}y - oy, "
+              f"{var}qz = {prefix}z - oz;")
+            e(f"const S {var}far = sqrt({var}qx * {var}qx + {var}qy * {var}qy + {var}qz * "
+              f"{var}qz) - S(orad + {rad});")
+            e(f"const S {var} = orad >= 0.0 && !{any_(f'{var}far < thr')} ? {var}far : "
+              f"r2ik_sdf<S>(ob, {prefix}x, {prefix}y, {prefix}z, gx, gy, gz) - S({rad});")
+
+        with e.block("for (int c = 0; c < NL; ++c)"):
+            e("const double* L = LK + R2IK_LW * c;")
+            e("if (L[3] != 0.0 || SKP[o * NL + c] != 0.0) continue;  // rigid with the base, "
+              "or allowed to touch it")
+            e("const int nd = (int)L[0];")
+            _place(e, "nd", "(L + 4)", "lk")
+            bound("lk", "L[7]", "bd")
+            with e.block(f"if (!{any_('bd < thr')})"):
+                _emit_bound(e, check, "bd")
+                e("continue;")
+            with e.block("for (int gi = (int)L[1]; gi < (int)L[2]; ++gi)"):
+                e("const double* GI = GR + R2IK_GW * gi;")
+                _place(e, "nd", "(GI + 2)", "gg")
+                bound("gg", "GI[5]", "gd")
+                with e.block(f"if (!{any_('gd < thr')})"):
+                    _emit_bound(e, check, "gd")
+                    e("continue;")
+                if not check:  # the group's nearest sphere gives its row
+                    e("S wd_ = thr, wgx_ = S(0), wgy_ = S(0), wgz_ = S(1), wpx_ = S(0), "
+                      "wpy_ = S(0), wpz_ = S(0);")
+                    e("// fw_: nothing more to look for in this lane (a sphere that penetrates, or "
+                      "the group is apart)")
+                    e("S fw_ = r2ik_sel(gd < thr, S(0), S(1));")
+                with e.block("for (int s = (int)GI[0]; s < (int)GI[1]; ++s)"):
+                    if not check:
+                        e(f"if (!{any_('fw_ < S(0.5)')}) break;  // every lane has its sphere")
+                    _place(e, "nd", "(SP + 4 * s)", "pc")
+                    e("const double rs = SP[4 * s + 3];")
+                    e("const S sqx = pcx - ox, sqy = pcy - oy, sqz = pcz - oz;")
+                    e("const S sfar = sqrt(sqx * sqx + sqy * sqy + sqz * sqz) - S(orad + rs);")
+                    with e.block(f"if (orad >= 0.0 && !{any_('sfar < thr')})"):
+                        _emit_bound(e, check, "sfar")
+                        e("continue;")
+                    if not check:  # the obstacle's bounding sphere: not nearer than the best
+                        e(f"if (orad >= 0.0 && !{any_('(fw_ < S(0.5)) & (sfar < wd_)')}) "
+                          "continue;")
+                    e("const S d = r2ik_sdf<S>(ob, pcx, pcy, pcz, gx, gy, gz) - S(rs);")
+                    if check:
+                        e("if (d < clear) { clear = d; which = (long long)NS * NS + "
+                          "(long long)s * n_obs + o; }")
+                    else:
+                        e("clear = r2ik_sel(d < clear, d, clear);")
+                        e("const auto nearer = (fw_ < S(0.5)) & (d < wd_);")
+                        e("fw_ = r2ik_sel(nearer & (d < S(0)), S(1), fw_);")
+                        e("wd_ = r2ik_sel(nearer, d, wd_);")
+                        e("wgx_ = r2ik_sel(nearer, gx, wgx_); wgy_ = r2ik_sel(nearer, gy, wgy_); "
+                          "wgz_ = r2ik_sel(nearer, gz, wgz_);")
+                        e("wpx_ = r2ik_sel(nearer, pcx, wpx_); wpy_ = r2ik_sel(nearer, pcy, "
+                          "wpy_); wpz_ = r2ik_sel(nearer, pcz, wpz_);")
+                if not check:
+                    with e.block(f"if ({any_('wd_ < thr')})"):
+                        e("const S d = r2ik_sel(wd_ < thr, wd_, S(1e30));  // (no sphere: "
+                          "nothing)")
+                        _emit_penalty(e, nc, any_, (
+                            "const S gwx = wgx_, gwy = wgy_, gwz = wgz_;",
+                            "const S pwx = wpx_, pwy = wpy_, pwz = wpz_;"),
+                            lambda: _emit_row(e, cc, "nd", "pw", "gw", "+"))
+
+
+def _emit_body(e, cc: CollisionChain, nc: int, check: bool, any_):
+    """The frames, the robot block's tables, then the self pairs and the world."""
+    _emit_frames(e, cc)
+    e("const double* rb = obs + 16 * n_obs;  // the robot block (pack_scene)")
+    e("const int NL = (int)rb[0], NG = (int)rb[1], NS = (int)rb[2], NPR = (int)rb[3];")
+    e("const double* LK = rb + R2IK_HEAD;")
+    e("const double* GR = LK + R2IK_LW * NL;")
+    e("const double* SP = GR + R2IK_GW * NG;")
+    e("const double* PR = SP + 4 * NS;")
+    e("const double* SKP = PR + 2 * NPR;")
+    e("const S thr = margin + act;")
+    _emit_self(e, cc, nc, check, any_)
+    _emit_world(e, cc, nc, check, any_)
 
 
 def emit_collision(e, cc: CollisionChain, nc: int, qvars, qv, check: bool = True):
@@ -469,6 +608,7 @@ def emit_collision(e, cc: CollisionChain, nc: int, qvars, qv, check: bool = True
     whose q arguments are ``qvars``; ``check``: also ``r2ik_coll_min``."""
     e("\n".join(f"#ifndef SHAPE_{s.upper()}\n#define SHAPE_{s.upper()} {c}\n#endif"
                  for s, c in SHAPE_CODES.items()))
+    e(f"#define R2IK_HEAD {HEAD}\n#define R2IK_LW {LINK_W}\n#define R2IK_GW {GROUP_W}")
     e(_SDF)
     e(f"""
 template <typename S>
@@ -500,7 +640,7 @@ R2IK_FN void r2ik_rank1(S* H, S* g, const S* jr, const S rv) {{
         e("typedef double S;")
         e("clear = 1e30; which = -1;")
         _emit_nodes(e, cc, qv, sincos=False)
-        _emit_body(e, cc, nc, True, lambda m: m)
+        _emit_body(e, cc, nc, True, lambda m: f"({m})")
 
 
 def covered(model: Model, cm: CollisionModel, colq) -> str | None:

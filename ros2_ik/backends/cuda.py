@@ -208,7 +208,7 @@ class GpuSolver:
         """The four kernels of a solve, on the current stream (ws.stream); ``obs``: the world
         on the device (a solver with collisions)."""
         T = len(self.tips)
-        world = () if self.collision is None else (obs, np.int64(obs.shape[0]))
+        world = () if self.collision is None else (obs[0], np.int64(obs[1]))
         self._stamp((1,), (1,), (ws.clock0, ws.stop, params))
         self._prep(*_grid(P), (np.int64(P), np.int64(0), tg, w, np.int64(w_stride), sd,
                                np.int64(stride), ws.tgtS, ws.wS, ws.active, ws.flags, ws.done))
@@ -297,18 +297,18 @@ class GpuSolver:
             return self._solve(ws, t0, targets, seeds, weights, should_stop, timeout, world)
 
     def _world_of(self, world):
-        """(obstacles on the device, the collision objective) of ``world`` (kept for the last
-        world: worlds are immutable)."""
+        """((collision data on the device, obstacle count), the collision objective) of
+        ``world`` (kept for the last world: worlds are immutable)."""
         kept = self._world
         if kept is not None and kept[0] is world:
             return kept[1], kept[2]
         from ..ik.collision import CollisionObjective  # noqa: PLC0415
         from ..world import World  # noqa: PLC0415
+        from .codegen_collision import pack_scene  # noqa: PLC0415
 
         w = world if world is not None else World()
-        packed = w.packed()
-        obs = self.cp.asarray(packed if len(packed) else np.zeros((1, packed.shape[1])))
-        obs = obs[:len(packed)]
+        sc = pack_scene(self.chain.coll, self.collision, w)
+        obs = (self.cp.asarray(sc.data), sc.n_obs)
         c = self.config
         obj = CollisionObjective(self.model, self.collision, w, margin=c.collision_margin,
                                  activation=c.collision_activation, weight=c.collision_weight,

@@ -341,8 +341,8 @@ SLICES_PER_THREAD = 4
 MAX_SLICE_ROWS = 1 << 16
 #: problems of a call that reuses the per-thread buffers (no allocation, known addresses)
 SMALL = 16
-#: the world of a solve without obstacles (a valid address, no rows)
-_NO_OBSTACLES = np.zeros((1, 16))[:0]
+#: the collision data of a solver generated without collisions (a valid address, nothing in it)
+_NO_SCENE = np.zeros(16)
 
 
 def _address(a: np.ndarray) -> int:
@@ -369,10 +369,17 @@ class _Small:
         w[_ARG["tgt"]] = _address(self.tgt)
         w[_ARG["out"]] = _address(self.out)
         w[_ARG["stop"]] = self.stop.address
-        w[_ARG["obs"]] = _address(_NO_OBSTACLES)
+        w[_ARG["obs"]] = _address(_NO_SCENE)
         self.seeds_addr = _address(self.seeds)
         self.w_addr = _address(self.w)
         self.tgt00 = self.seed0 = None  # views a prepared one-goal caller keeps
+
+
+class _NoScene:
+    """The scene of a solver without collisions."""
+
+    data = _NO_SCENE
+    n_obs = 0
 
 
 class HostSolver:
@@ -399,8 +406,22 @@ class HostSolver:
         self._rnd = np.ascontiguousarray(rnd if self.K > 1 else np.zeros((1, model.nq)),
                                          dtype=np.float64)
         self._shared = {"opt": _address(self._opt), "rnd": _address(self._rnd)}
+        self._scene_kept = None
         self._solver = interface.SOLVERS_C.index(solver)
         self._local = threading.local()
+
+    def scene(self, collision, world):
+        """The :class:`~ros2_ik.backends.codegen_collision.PackedScene` of a collision model and
+        a world (None: no obstacles) for this solver's kernels (the last one kept: worlds and
+        collision models are immutable)."""
+        kept = self._scene_kept
+        if kept is not None and kept[0] is collision and kept[1] is world:
+            return kept[2]
+        from .codegen_collision import pack_scene  # noqa: PLC0415
+
+        sc = pack_scene(self.chain.coll, collision, world)
+        self._scene_kept = (collision, world, sc)
+        return sc
 
     def _small(self) -> _Small:
         s = getattr(self._local, "small", None)
@@ -410,15 +431,18 @@ class HostSolver:
         return s
 
     def solve(self, targets, weights, seeds, *, should_stop=None, budget_ns: int = -1,
-              clock0: int | None = None, obs: np.ndarray | None = None):
+              clock0: int | None = None, obs=None):
         """(out (P, nq + F), stop seen). ``budget_ns`` from ``clock0`` (``time.monotonic_ns()``
-        at the call; default now); < 0: no deadline. ``obs``: the world's packed obstacles
-        (:meth:`ros2_ik.world.World.packed`, C-contiguous float64) for a solver generated with
-        collisions."""
+        at the call; default now); < 0: no deadline. ``obs``: for a solver generated with
+        collisions, the solve's :class:`~ros2_ik.backends.codegen_collision.PackedScene` (the
+        world's obstacles and the robot's spheres; :meth:`scene`)."""
         P = targets.shape[0]
         clock0 = time.monotonic_ns() if clock0 is None else clock0
         if obs is None:
-            obs = _NO_OBSTACLES
+            if self.chain.coll is not None:
+                raise ValueError("a solver generated with collisions needs its scene "
+                                 "(HostSolver.scene)")
+            obs = _NoScene
         if P <= SMALL:
             return self._solve_small(targets, weights, seeds, should_stop, budget_ns, clock0,
                                      obs)
@@ -428,8 +452,8 @@ class HostSolver:
         s = self._small()
         P = targets.shape[0]
         w = s.words
-        w[_ARG["obs"]] = _address(obs)
-        w[_ARG["n_obs"]] = obs.shape[0]
+        w[_ARG["obs"]] = _address(obs.data)
+        w[_ARG["n_obs"]] = obs.n_obs
         s.tgt[:P] = targets
         if weights.ndim == 2:
             s.w[0] = weights
@@ -475,8 +499,8 @@ class HostSolver:
         w[_ARG["budget_ns"]] = budget_ns
         w[_ARG["stop"]] = stop.address
         w[_ARG["out"]] = _address(out)
-        w[_ARG["obs"]] = _address(obs)
-        w[_ARG["n_obs"]] = obs.shape[0]
+        w[_ARG["obs"]] = _address(obs.data)
+        w[_ARG["n_obs"]] = obs.n_obs
         n = threads()
         per = max(1, min(-(-P // (n * SLICES_PER_THREAD)), MAX_SLICE_ROWS // self.K))
         cuts = list(range(0, P, per)) + [P]

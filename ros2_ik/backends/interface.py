@@ -78,7 +78,8 @@ SOLVE_ARGS = (
     ("budget_ns", "i8", "time budget from clock0 [ns], < 0: none"),
     ("stop", "u8", "const volatile int*: set by the host to cancel"),
     ("out", "u8", "double* (P, nq + OUT_FIELDS): per problem q, then OUT_FIELDS"),
-    ("obs", "u8", "const double* (n_obs, 16) the world (ros2_ik.world.World.packed)"),
+    ("obs", "u8", "const double* the collision data: the world's n_obs obstacles (16 each), "
+                  "then the robot's spheres (codegen_collision.pack_scene)"),
     ("n_obs", "i8", "obstacles"),
 )
 #: What the host frames driver (``r2ik_frames_args``) takes.

@@ -1,5 +1,5 @@
 """Collision terms of the IK specification (the readable reference the generated kernels
-follow, :mod:`ros2_ik.backends.codegen`).
+follow, :mod:`ros2_ik.backends.codegen_collision`).
 
 - :func:`sdf`: signed distance (and its gradient) of points to the world's primitives
   (:mod:`ros2_ik.world`; negative inside).
@@ -7,56 +7,73 @@ follow, :mod:`ros2_ik.backends.codegen`).
   distance ``eta`` (cuRobo's and PyRoki's shape): 0 for ``x >= eta``, ``(eta - x)^2 / (2 eta)``
   on ``[0, eta)``, ``eta / 2 - x`` below 0 (linear: a deep penetration is pushed out at the rate
   of a shallow one); ``eta = 0`` is the hinge ``max(0, -x)``.
-- :class:`CollisionObjective`: one residual row ``w * penalty`` per checked sphere pair (the
-  collision model's self pairs) and per sphere and obstacle, with its analytic Jacobian
-  ``w * penalty' * n^T J_p`` (``n`` the distance's gradient, ``J_p`` the sphere centre's
-  position Jacobian). Its :meth:`~CollisionObjective.constraint` is the smallest distance less
-  the margin: a solve converges only where it is >= 0, and the answer is verified by it.
-- :func:`clearance`: the exact check of configurations (distance, and which pair is nearest).
-- :func:`sample_disabled_pairs`: the never-colliding link pairs, by sampling (as MoveIt's setup
-  assistant does), for an SRDF.
+- :class:`CollisionObjective`: one penalty row ``w * penalty`` per pair of sphere groups (the
+  collision model's self pairs) and per group and obstacle within ``margin + activation``, at
+  its first penetrating sphere pair in the kernels' loop order, else its nearest (so the push
+  does not grow with how finely a surface is covered, and a deep penetration is not searched
+  for its deepest point),
+  with its analytic Jacobian ``w * penalty' * n^T J_p`` (``n`` the distance's gradient, ``J_p`` the
+  sphere centre's position Jacobian). The rows are summed into ``J^T J``, ``J^T r`` and the cost,
+  as the compiled kernels do, and handed to the solver as ``nv + 1`` equivalent rows
+  (:func:`compact_rows`). Its :meth:`~CollisionObjective.constraint` is the smallest distance
+  less the margin: a solve converges only where it is >= 0, and the answer is verified by it.
+- :func:`clearance`: the check of configurations (distance, and which pair is nearest).
+- :func:`sample_disabled_pairs`: the never- and always-colliding link pairs, by sampling (as
+  MoveIt's setup assistant does), for an SRDF; :func:`always_touching`: links that touch an
+  obstacle in (nearly) every configuration.
 
-Distances are between the collision model's spheres (:mod:`ros2_ik.model.collision`, fitted to
-cover the URDF's geometry) and the world's primitives, exactly.
+**Which pairs are looked at** (the kernels do the same, in the same order of tests): a link
+pair (a link and an obstacle) whose bounding spheres are ``margin + activation`` apart or more
+adds nothing, so it is skipped after one distance; within a near link pair, a pair of sphere
+groups likewise; within near groups every sphere pair. The smallest distance is therefore exact
+below ``margin + activation`` and, above it, the bound that skipped the rest (never more than
+the true distance). Distances are between the collision model's spheres
+(:mod:`ros2_ik.model.collision`, which cover the URDF's geometry) and the world's primitives,
+exactly. An obstacle whose :attr:`~ros2_ik.world.Obstacle.touch` names a collision link is not
+checked against that link (MoveIt's allowed collisions).
+
+Pair numbers (:meth:`CollisionObjective.nearest`, the kernels' ``pair`` output): ``a * S + b``
+for spheres ``a`` and ``b`` of a self pair (``S`` spheres), ``S * S + s * O + o`` for sphere
+``s`` and obstacle ``o`` (``O`` obstacles), -1 when the nearest is a skipped pair's bound.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..backend import const, get_xp, to_numpy
+from ..backend import add_at, const, get_xp, to_numpy
 from ..errors import InvalidInputError
 from ..kinematics.fk import fk
 from ..model import Model
-from ..model.collision import CollisionModel
+from ..model.collision import GROUP, CollisionModel
 from ..world import SHAPE_CODES, World
 from .objectives import EvalContext, Objective
 
 __all__ = ["sdf", "penalty", "CollisionObjective", "clearance", "sample_disabled_pairs",
-           "srdf_entries", "sphere_centers", "default_collision_model", "ALWAYS_SAMPLES"]
+           "srdf_entries", "sphere_centers", "default_collision_model", "ALWAYS_SAMPLES",
+           "compact_rows", "always_touching", "link_pair_distances"]
 
 _SPHERE, _BOX, _CYL, _CAPS, _HALF = (SHAPE_CODES[s] for s in ("sphere", "box", "cylinder",
                                                                "capsule", "halfspace"))
 _TINY = 1e-12
-_FAR = 1e30  # the distance of a pair that is not checked
 
 
-def sdf(packed, points):
-    """Signed distances of ``points`` (..., 3) to the obstacles ``packed`` (O, 16)
-    (:meth:`ros2_ik.world.World.packed`): (d (..., O), grad (..., O, 3)), the gradient a unit
-    vector in the base frame (the direction in which the distance grows)."""
-    xp = get_xp(points)
-    ob = xp.asarray(packed)
-    kind = ob[:, 0]
-    R = ob[:, 1:10].reshape(-1, 3, 3)
-    o = ob[:, 10:13]
-    a, b, c = ob[:, 13], ob[:, 14], ob[:, 15]
-    l = xp.einsum("oji,...oj->...oi", R, points[..., None, :] - o)  # R^T (p - o), (..., O, 3)
+def sdf_rows(ob, p):
+    """Signed distance of points ``p`` (..., 3) to obstacles ``ob`` (..., 16) (one obstacle
+    per point, broadcast; :meth:`ros2_ik.world.World.packed` rows): ``(d (...), grad (..., 3))``,
+    the gradient a unit vector in the base frame (the direction in which the distance grows)."""
+    xp = get_xp(p)
+    ob = xp.asarray(ob)
+    kind = ob[..., 0]
+    R = ob[..., 1:10].reshape(ob.shape[:-1] + (3, 3))
+    o = ob[..., 10:13]
+    a, b = ob[..., 13], ob[..., 14]
+    c = ob[..., 15]
+    l = xp.einsum("...ji,...j->...i", R, p - o)  # R^T (p - o)
     lx, ly, lz = l[..., 0], l[..., 1], l[..., 2]
     one = xp.ones_like(lx)
     zero = xp.zeros_like(lx)
     sx, sy, sz = (xp.where(v < 0, -one, one) for v in (lx, ly, lz))
-
     # sphere: |l| - r
     n_s = xp.sqrt(lx * lx + ly * ly + lz * lz)
     safe = xp.where(n_s > _TINY, n_s, 1.0)
@@ -102,13 +119,28 @@ def sdf(packed, points):
     # half-space: below the x-y plane
     d_h = lz
     g_h = xp.stack([zero, zero, one], axis=-1)
-
     d = xp.where(kind == _SPHERE, d_s, xp.where(kind == _BOX, d_b, xp.where(
         kind == _CYL, d_c, xp.where(kind == _CAPS, d_k, d_h))))
-    k = kind[:, None]
+    k = kind[..., None]
     g = xp.where(k == _SPHERE, g_s, xp.where(k == _BOX, g_b, xp.where(
         k == _CYL, g_c, xp.where(k == _CAPS, g_k, g_h))))
-    return d, xp.einsum("oij,...oj->...oi", R, g)
+    return d, xp.einsum("...ij,...j->...i", R, g)
+
+
+def sdf(packed, points):
+    """Signed distances of ``points`` (..., 3) to every obstacle of ``packed`` (O, 16)
+    (:meth:`ros2_ik.world.World.packed`): (d (..., O), grad (..., O, 3))."""
+    xp = get_xp(points)
+    ob = xp.asarray(packed)
+    return sdf_rows(ob, points[..., None, :] + 0.0 * ob[..., 10:13])
+
+
+def bounding_radius(packed) -> np.ndarray:
+    """(O,) each obstacle's bounding sphere radius about its origin (-1: a half-space)."""
+    ob = np.asarray(packed)
+    k, a, b, c = ob[:, 0], ob[:, 13], ob[:, 14], ob[:, 15]
+    return np.where(k == _SPHERE, a, np.where(k == _BOX, np.sqrt(a * a + b * b + c * c), np.where(
+        k == _CYL, np.sqrt(a * a + b * b), np.where(k == _CAPS, a + b, -1.0))))
 
 
 def penalty(x, eta: float):
@@ -130,6 +162,121 @@ def sphere_centers(model: Model, cm: CollisionModel, T):
     return xp.einsum("...sij,sj->...si", Tl[..., :3, :3], const(xp, cm.center)) + Tl[..., :3, 3]
 
 
+def _place(xp, Tl, local):
+    """Points ``local`` (..., 3) given in the frames ``Tl`` (..., 4, 4) (broadcast): (..., 3)
+    in the base frame."""
+    return xp.einsum("...ij,...j->...i", Tl[..., :3, :3], local) + Tl[..., :3, 3]
+
+
+class _Tables:
+    """The collision model's arrays as the checks read them (NumPy, kept per model)."""
+
+    def __init__(self, cm: CollisionModel):
+        self.S = cm.num_spheres
+        self.anchor = np.asarray(cm.links, dtype=np.int64)
+        self.lb_c, self.lb_r = cm.link_bounds()
+        g_link, self.gb_c, self.gb_r = cm.groups()
+        self.g_link = g_link
+        self.s_anchor = self.anchor[cm.sphere_link]
+        gs = cm.group_start
+        G = len(gs) - 1
+        self.g_anchor = self.anchor[g_link] if G else np.zeros(0, np.int64)
+        pad = np.full((max(G, 1), GROUP), -1, dtype=np.int64)
+        for g in range(G):
+            pad[g, :gs[g + 1] - gs[g]] = np.arange(gs[g], gs[g + 1])
+        self.g_spheres = pad
+        self.link_groups = [np.nonzero(g_link == c)[0] for c in range(len(cm.link_names))]
+
+
+def _tables(cm: CollisionModel) -> _Tables:
+    t = cm.__dict__.get("_check_tables")
+    if t is None:
+        t = cm.__dict__["_check_tables"] = _Tables(cm)
+    return t
+
+
+class _Acc:
+    """What the checks of one batch of configurations gather: the smallest distance and its
+    pair, and (with ``rows``) the penalty rows' J^T J, J^T r and cost."""
+
+    def __init__(self, xp, T, nva, rows: bool):
+        self.xp, self.T = xp, T
+        N = T.shape[0]
+        self.clear = xp.full(N, xp.inf)
+        self.which = xp.full(N, -1, dtype=xp.int64)
+        self.rows = rows
+        if rows:
+            self.H = xp.zeros((N, nva, nva))
+            self.g = xp.zeros((N, nva))
+            self.cost = xp.zeros(N)
+
+    def bound(self, idx, d):
+        """Skipped pairs of configurations ``idx``: their bounds ``d`` (pair -1)."""
+        xp = self.xp
+        if not idx.shape[0]:
+            return
+        cur = self.clear[idx]
+        take = d < cur
+        # several bounds may land on one configuration: the smallest wins (pair -1 for all)
+        tmp = xp.full(self.clear.shape, xp.inf)
+        from ..backend import min_at  # noqa: PLC0415
+
+        min_at(xp, tmp, idx[take], d[take])
+        better = tmp < self.clear
+        self.clear = xp.where(better, tmp, self.clear)
+        self.which = xp.where(better, -1, self.which)
+
+    def exact(self, idx, d, pair):
+        """Evaluated pairs: distances ``d`` of configurations ``idx`` with pair numbers."""
+        xp = self.xp
+        if not idx.shape[0]:
+            return
+        order = xp.lexsort(xp.stack([d, idx]))  # by configuration, then distance
+        idx, d, pair = idx[order], d[order], pair[order]
+        first = xp.ones(idx.shape[0], dtype=bool)
+        first[1:] = idx[1:] != idx[:-1]
+        i, dv, pv = idx[first], d[first], pair[first]
+        better = dv < self.clear[i]
+        self.clear[i[better]] = dv[better]
+        self.which[i[better]] = pv[better]
+
+
+def _nearest_per(xp, group, d):
+    """Per value of ``group`` (entries in the kernels' loop order), the index of the first
+    negative ``d`` (a penetrating pair: the kernels stop looking there), else of the first
+    smallest."""
+    if not group.shape[0]:
+        return group
+    pos = xp.arange(group.shape[0])
+    neg = d < 0
+    order = xp.lexsort(xp.stack([pos, xp.where(neg, 0.0, d), xp.where(neg, pos, pos.shape[0]),
+                                 group]))
+    g = group[order]
+    first = xp.ones(g.shape[0], dtype=bool)
+    first[1:] = g[1:] != g[:-1]
+    return order[first]
+
+
+def compact_rows(cost, H, g):
+    """``nv + 1`` rows ``(r (N, nv + 1), J (N, nv + 1, nv))`` with ``J^T J = H``, ``J^T r = g``
+    and ``0.5 |r|^2 = cost``: the collision rows' contribution as a solver built on rows takes
+    it (``H = V diag(l) V^T``; ``J = diag(sqrt l) V^T``, ``r = diag(1 / sqrt l) V^T g`` and one
+    row with no Jacobian for the rest of the cost)."""
+    xp = get_xp(H)
+    N, n = g.shape
+    lam, V = xp.linalg.eigh(H)
+    scale = xp.maximum(lam.max(axis=1, keepdims=True), 0.0) * 1e-9 + 1e-300
+    pos = lam > scale
+    s = xp.sqrt(xp.where(pos, lam, 0.0))
+    J = xp.swapaxes(V, 1, 2) * s[:, :, None]
+    proj = xp.einsum("nji,nj->ni", V, g)
+    r = xp.where(pos, proj / xp.where(pos, s, 1.0), 0.0)
+    rest = xp.sqrt(xp.maximum(2.0 * cost - xp.sum(r * r, axis=1), 0.0))
+    r = xp.concatenate([r, rest[:, None]], axis=1)
+    J = xp.concatenate([J, xp.zeros((N, 1, n))], axis=1)
+    return r, J
+
+
 class CollisionObjective(Objective):
     """Keeps the robot clear of itself and of ``world`` (see the module docstring).
 
@@ -149,117 +296,293 @@ class CollisionObjective(Objective):
         self.model, self.cm = model, collision
         self.world = world if world is not None else World()
         self.margin, self.activation, self.weight = float(margin), float(activation), float(weight)
-        self.pairs = collision.sphere_pairs() if self_collisions else np.zeros((0, 2), np.int64)
+        self.self_collisions = bool(self_collisions)
+        self.link_pairs = collision.pairs if self_collisions else np.zeros((0, 2), np.int64)
         self.packed = self.world.packed()
-        S, O = collision.num_spheres, len(self.world)
-        self.dim = int(self.pairs.shape[0] + S * O)
+        self.orad = bounding_radius(self.packed)
+        self.skip = allowed_mask(collision, self.world)  # (O, C) pairs not checked
+        self.dim = model.nv_active + 1
 
     def take(self, start, stop):
         return self  # no per-problem data
 
-    def _points(self, ctx: EvalContext):
-        """Sphere centres (N, S, 3) and their position Jacobians (N, S, 3, nv_active)."""
-        xp = ctx.xp
-        cm = self.cm
-        c = sphere_centers(self.model, cm, ctx.T)
-        N, S = c.shape[0], c.shape[1]
-        Jc = xp.zeros((N, S, 3, self.model.nv_active))
-        for k, link in enumerate(cm.links):
-            sl = cm.spheres_of(k)
-            if sl.stop == sl.start:
-                continue
-            J = ctx.world_jacobian(int(link))  # (N, 6, nva) at the link's origin
-            r = c[:, sl] - ctx.T[:, int(link), None, :3, 3]  # (N, s, 3)
-            Jw = J[:, None, 3:]  # (N, 1, 3, nva)
-            cross = xp.stack([Jw[:, :, 1] * r[..., 2:3] - Jw[:, :, 2] * r[..., 1:2],
-                              Jw[:, :, 2] * r[..., 0:1] - Jw[:, :, 0] * r[..., 2:3],
-                              Jw[:, :, 0] * r[..., 1:2] - Jw[:, :, 1] * r[..., 0:1]], axis=2)
-            Jc[:, sl] = J[:, None, :3] + cross
-        return c, Jc
-
-    def distances(self, ctx: EvalContext):
-        """(self distances (N, n_pairs), world distances (N, S, O)) with their gradients with
-        respect to the first sphere's centre: ((d, n), (d, g))."""
-        xp = ctx.xp
-        c = sphere_centers(self.model, self.cm, ctx.T)
-        return self._distances(c, xp)
-
-    def _distances(self, c, xp):
-        rad = const(xp, self.cm.radius)
-        a, b = const(xp, self.pairs[:, 0]), const(xp, self.pairs[:, 1])
-        diff = c[:, a] - c[:, b]
-        dist = xp.sqrt(xp.sum(diff * diff, axis=-1))
-        safe = xp.where(dist > _TINY, dist, 1.0)
-        n = xp.where((dist > _TINY)[..., None], diff / safe[..., None], xp.asarray([0.0, 0.0,
-                                                                                     1.0]))
-        d_self = dist - rad[a] - rad[b]
+    # ------------------------------------------------------------------ the checks
+    def gather(self, T, thr: float, jac=None, rows: bool = False) -> _Acc:
+        """The checks of configurations with link poses ``T`` (N, L, 4, 4), looking closely
+        at pairs nearer than ``thr`` (see the module docstring); with ``rows``, the penalty
+        rows (``jac(link)`` the world Jacobian (N, 6, nv) of a model link)."""
+        xp = get_xp(T)
+        N = T.shape[0]
+        nva = self.model.nv_active
+        acc = _Acc(xp, T, nva, rows)
+        if N == 0:
+            return acc
+        tb = _tables(self.cm)
+        lb = _place(xp, T[:, const(xp, tb.anchor)], const(xp, tb.lb_c)) \
+            if len(tb.anchor) else xp.zeros((N, 0, 3))
+        for a, b in self.link_pairs.tolist():
+            self._self_pair(xp, T, tb, lb, a, b, thr, acc, jac)
         if self.packed.shape[0]:
-            d_w, g_w = sdf(const(xp, self.packed), c)
-            d_w = d_w - rad[None, :, None]
-            # spheres rigidly attached to the base are not checked against the world
-            fixed = const(xp, self.cm.static[self.cm.sphere_link])
-            d_w = xp.where(fixed[None, :, None], _FAR, d_w)
-        else:
-            d_w, g_w = xp.zeros(c.shape[:2] + (0,)), xp.zeros(c.shape[:2] + (0, 3))
-        return (d_self, n), (d_w, g_w)
+            for c in range(len(self.cm.link_names)):
+                if not self.cm.static[c] and len(tb.link_groups[c]):
+                    self._world_link(xp, T, tb, lb, c, thr, acc, jac)
+        return acc
+
+    def _rows(self, acc, xp, idx, d, n, pts, anchors, sign_pairs, jac):
+        """Penalty rows of the distances ``d`` (K,) of configurations ``idx`` along unit
+        directions ``n`` (K, 3) at points ``pts`` ((K, 3), ...) on model links ``anchors``
+        ((K,), ...) with signs ``sign_pairs``: summed into acc."""
+        v, dv = penalty(d - self.margin, self.activation)
+        on = v > 0
+        if not bool(to_numpy(xp.any(on))):
+            return
+        idx, v, dv, n = idx[on], v[on], dv[on], n[on]
+        w = self.weight
+        row = xp.zeros((idx.shape[0], self.model.nv_active))
+        for p, l, sgn in zip(pts, anchors, sign_pairs):
+            p, l = p[on], l[on]
+            J = self._point_jac(xp, acc.T, idx, l, p, jac)  # (K, 3, nv)
+            row = row + sgn * xp.einsum("kx,kxv->kv", n, J)
+        row = row * (w * dv)[:, None]
+        rv = w * v
+        add_at(xp, acc.cost, idx, rv * rv)
+        add_at(xp, acc.g, idx, row * rv[:, None])
+        add_at(xp, acc.H, idx, row[:, :, None] * row[:, None, :])
+
+    def _point_jac(self, xp, T, idx, links, p, jac):
+        """(K, 3, nv) position Jacobians of points ``p`` (K, 3) on model links ``links`` (K,)
+        in configurations ``idx`` (K,)."""
+        out = xp.zeros((idx.shape[0], 3, self.model.nv_active))
+        for l in np.unique(to_numpy(links)).tolist():
+            sel = xp.nonzero(links == l)[0]
+            J = jac(int(l))[idx[sel]]  # (k, 6, nv)
+            o = T[idx[sel], int(l), :3, 3]
+            r = p[sel] - o
+            Jw = J[:, 3:]
+            cross = xp.stack([Jw[:, 1] * r[:, 2:3] - Jw[:, 2] * r[:, 1:2],
+                              Jw[:, 2] * r[:, 0:1] - Jw[:, 0] * r[:, 2:3],
+                              Jw[:, 0] * r[:, 1:2] - Jw[:, 1] * r[:, 0:1]], axis=1)
+            out[sel] = J[:, :3] + cross
+        return out
+
+    def _self_pair(self, xp, T, tb, lb, a, b, thr, acc, jac):
+        """Link pair (a, b): its bounds, a's groups against b's bound, group pairs, a's
+        spheres against b's group, sphere pairs (each level skipped beyond ``thr``)."""
+        cm = self.cm
+        d = xp.linalg.norm(lb[:, a] - lb[:, b], axis=1) - float(tb.lb_r[a] + tb.lb_r[b])
+        far = d >= thr
+        acc.bound(xp.nonzero(far)[0], d[far])
+        near = xp.nonzero(~far)[0]
+        if not near.shape[0]:
+            return
+        ga, gb = tb.link_groups[a], tb.link_groups[b]
+        A, B = int(tb.anchor[a]), int(tb.anchor[b])
+        # a's groups against b's bound
+        ca = _place(xp, T[near, A][:, None], const(xp, tb.gb_c[ga]))  # (n, na, 3)
+        d = xp.linalg.norm(ca - lb[near, b][:, None], axis=-1) - const(
+            xp, tb.gb_r[ga] + tb.lb_r[b])
+        ii, ja = xp.nonzero(d >= thr)
+        acc.bound(near[ii], d[ii, ja])
+        ii, ja = xp.nonzero(d < thr)
+        if not ii.shape[0]:
+            return
+        # those groups against b's groups
+        cfg = near[ii]
+        cga = ca[ii, ja]  # (k, 3)
+        cb = _place(xp, T[cfg, B][:, None], const(xp, tb.gb_c[gb]))  # (k, nb, 3)
+        rga = const(xp, tb.gb_r[ga])[ja]
+        d = xp.linalg.norm(cga[:, None] - cb, axis=-1) - (rga[:, None] + const(xp, tb.gb_r[gb]))
+        kk, jb = xp.nonzero(d >= thr)
+        acc.bound(cfg[kk], d[kk, jb])
+        kk, jb = xp.nonzero(d < thr)
+        if not kk.shape[0]:
+            return
+        cfg = cfg[kk]
+        g_a, g_b = const(xp, ga)[ja[kk]], const(xp, gb)[jb]
+        cgb, rgb = cb[kk, jb], const(xp, tb.gb_r)[g_b]
+        center, radius = const(xp, cm.center), const(xp, cm.radius)
+        # a's spheres against b's group
+        sa = const(xp, tb.g_spheres)[g_a]  # (m, GROUP)
+        pa = _place(xp, T[cfg, A][:, None], center[xp.maximum(sa, 0)])  # (m, G, 3)
+        ra = radius[xp.maximum(sa, 0)]
+        d = xp.linalg.norm(pa - cgb[:, None], axis=-1) - (ra + rgb[:, None])
+        ok = sa >= 0
+        m_, ia = xp.nonzero(ok & (d >= thr))
+        acc.bound(cfg[m_], d[m_, ia])
+        m_, ia = xp.nonzero(ok & (d < thr))
+        if not m_.shape[0]:
+            return
+        # those spheres against b's group's spheres
+        cfg = cfg[m_]
+        s_a = sa[m_, ia]  # (k,)
+        p_a = pa[m_, ia]  # (k, 3)
+        sb = const(xp, tb.g_spheres)[g_b[m_]]  # (k, GROUP)
+        pb = _place(xp, T[cfg, B][:, None], center[xp.maximum(sb, 0)])  # (k, G, 3)
+        diff = p_a[:, None] - pb
+        dist = xp.linalg.norm(diff, axis=-1)
+        ds = dist - (radius[s_a][:, None] + radius[xp.maximum(sb, 0)])
+        k2, jb2 = xp.nonzero(sb >= 0)
+        dd = ds[k2, jb2]
+        S = tb.S
+        acc.exact(cfg[k2], dd, s_a[k2] * S + sb[k2, jb2])
+        if acc.rows:  # one row per group pair: its first penetrating or nearest sphere pair
+            sel = _nearest_per(xp, m_[k2], dd)
+            k2, jb2, dd = k2[sel], jb2[sel], dd[sel]
+            dm = dist[k2, jb2]
+            safe = xp.where(dm > _TINY, dm, 1.0)[:, None]
+            n = xp.where((dm > _TINY)[:, None], diff[k2, jb2] / safe,
+                         xp.asarray([0.0, 0.0, 1.0]))
+            K = k2.shape[0]
+            self._rows(acc, xp, cfg[k2], dd, n, (p_a[k2], pb[k2, jb2]),
+                       (xp.full(K, A, dtype=xp.int64), xp.full(K, B, dtype=xp.int64)),
+                       (1.0, -1.0), jac)
+
+    def _world_link(self, xp, T, tb, lb, c, thr, acc, jac):
+        cm = self.cm
+        ob_all = const(xp, self.packed)
+        keep = np.nonzero(~self.skip[:, c])[0]
+        if not keep.size:
+            return
+        ob = ob_all[const(xp, keep)]  # (O', 16)
+        orad = const(xp, self.orad[keep])
+        N = T.shape[0]
+        r_link = float(tb.lb_r[c])
+
+        def bound(points, r):  # (..., O', 3) against the obstacles: (bound distance (..., O'))
+            far = xp.linalg.norm(points - ob[..., 10:13], axis=-1) - (orad + r)
+            d, _ = sdf_rows(ob, points)
+            return xp.where((orad >= 0) & (far >= thr), far, d - r)
+
+        L = xp.broadcast_to(lb[:, c][:, None], (N, len(keep), 3))
+        bd = bound(L, r_link)
+        far = bd >= thr
+        ii, oo = xp.nonzero(far)
+        acc.bound(ii, bd[ii, oo])
+        ii, oo = xp.nonzero(~far)
+        if not ii.shape[0]:
+            return
+        groups = tb.link_groups[c]
+        anchor = int(tb.anchor[c])
+        gc = _place(xp, T[ii, anchor][:, None], const(xp, tb.gb_c[groups]))  # (n, ng, 3)
+        obn = ob[oo][:, None]  # (n, 1, 16)
+        far_g = xp.linalg.norm(gc - obn[..., 10:13], axis=-1) - (orad[oo][:, None] + const(
+            xp, tb.gb_r[groups])[None])
+        dg, _ = sdf_rows(obn, gc)
+        gd = xp.where((orad[oo] >= 0)[:, None] & (far_g >= thr), far_g,
+                      dg - const(xp, tb.gb_r[groups])[None])
+        gfar = gd >= thr
+        k, j = xp.nonzero(gfar)
+        acc.bound(ii[k], gd[k, j])
+        k, j = xp.nonzero(~gfar)
+        if not k.shape[0]:
+            return
+        sp = const(xp, tb.g_spheres)[const(xp, groups)[j]]  # (m, GROUP)
+        cfg, o_loc = ii[k], oo[k]
+        center, radius = const(xp, cm.center), const(xp, cm.radius)
+        p = _place(xp, T[cfg, anchor][:, None], center[xp.maximum(sp, 0)])  # (m, G, 3)
+        obm = ob[o_loc][:, None]
+        rs = radius[xp.maximum(sp, 0)]
+        far_s = xp.linalg.norm(p - obm[..., 10:13], axis=-1) - (orad[o_loc][:, None] + rs)
+        d, grad = sdf_rows(obm, p)
+        d = d - rs
+        use_far = (orad[o_loc] >= 0)[:, None] & (far_s >= thr)
+        valid = sp >= 0
+        m, s_i = xp.nonzero(valid & use_far)
+        acc.bound(cfg[m], far_s[m, s_i])
+        m, s_i = xp.nonzero(valid & ~use_far)
+        if not m.shape[0]:
+            return
+        S, O = tb.S, self.packed.shape[0]
+        o_glob = const(xp, keep)[o_loc[m]]
+        dd = d[m, s_i]
+        acc.exact(cfg[m], dd, S * S + sp[m, s_i] * O + o_glob)
+        if acc.rows:  # one row per group and obstacle: its first penetrating or nearest sphere
+            sel = _nearest_per(xp, m, dd)
+            m, s_i, dd = m[sel], s_i[sel], dd[sel]
+            la = xp.full(m.shape[0], anchor, dtype=xp.int64)
+            self._rows(acc, xp, cfg[m], dd, grad[m, s_i], (p[m, s_i],), (la,), (1.0,), jac)
+
+    # ------------------------------------------------------------------ objective
+    def terms(self, ctx: EvalContext):
+        """(cost (N,), smallest distance (N,), H (N, nv, nv), g (N, nv)): the penalty rows'
+        ``0.5 |r|^2``, ``J^T J`` and ``J^T r``, as the compiled kernels accumulate them."""
+        acc = self.gather(ctx.T, self.margin + self.activation, ctx.world_jacobian, rows=True)
+        return 0.5 * acc.cost, acc.clear, acc.H, acc.g
 
     def residual(self, ctx, problem_idx):
-        xp = ctx.xp
-        c, Jc = self._points(ctx)
-        (d_self, n), (d_w, g_w) = self._distances(c, xp)
-        w = self.weight
-        N, nva = c.shape[0], Jc.shape[-1]
-        a, b = const(xp, self.pairs[:, 0]), const(xp, self.pairs[:, 1])
-        v, dv = penalty(d_self - self.margin, self.activation)
-        J_self = xp.einsum("nkx,nkxv->nkv", n, Jc[:, a] - Jc[:, b]) * (w * dv)[..., None]
-        v2, dv2 = penalty(d_w - self.margin, self.activation)
-        J_w = xp.einsum("nsox,nsxv->nsov", g_w, Jc) * (w * dv2)[..., None]
-        r = xp.concatenate([w * v, (w * v2).reshape(N, -1)], axis=1)
-        J = xp.concatenate([J_self, J_w.reshape(N, -1, nva)], axis=1)
-        return r, J
+        cost, _, H, g = self.terms(ctx)
+        return compact_rows(cost, H, g)
 
     def constraint(self, ctx, problem_idx):
         """(N,) the smallest distance less the margin (>= 0: clear enough)."""
         return self.nearest(ctx)[0] - self.margin
 
     def nearest(self, ctx):
-        """(N,) smallest distance, and (N,) which: an index into the self pairs, or
-        ``n_pairs + s * O + o`` for sphere s and obstacle o (-1: nothing checked)."""
-        xp = ctx.xp
-        (d_self, _), (d_w, _) = self.distances(ctx)
-        N = d_self.shape[0]
-        allv = xp.concatenate([d_self, d_w.reshape(N, -1)], axis=1)
-        if allv.shape[1] == 0:
-            return xp.full(N, xp.inf), xp.full(N, -1)
-        k = xp.argmin(allv, axis=1)
-        return xp.take_along_axis(allv, k[:, None], axis=1)[:, 0], k
+        """(N,) smallest distance, and (N,) which pair (see the module docstring)."""
+        T = ctx.T if isinstance(ctx, EvalContext) else ctx
+        acc = self.gather(T, self.margin + self.activation)
+        return acc.clear, acc.which
 
     def describe(self, which: int) -> str:
         """The pair ``which`` (:meth:`nearest`) in words."""
         cm = self.cm
-        npairs = self.pairs.shape[0]
+        S = cm.num_spheres
         if which < 0:
-            return "nothing"
-        if which < npairs:
-            sa, sb = self.pairs[which]
+            return "nothing within reach"
+        if which < S * S:
+            sa, sb = divmod(int(which), S)
             return (f"links {cm.link_names[cm.sphere_link[sa]]!r} and "
                     f"{cm.link_names[cm.sphere_link[sb]]!r}")
-        s, o = divmod(which - npairs, max(len(self.world), 1))
+        s, o = divmod(int(which) - S * S, max(len(self.world), 1))
         return (f"link {cm.link_names[cm.sphere_link[s]]!r} and obstacle "
                 f"{self.world.ids[o]!r}")
 
 
+def allowed_mask(cm: CollisionModel, world: World) -> np.ndarray:
+    """(O, C) bool: obstacle o is not checked against collision link c (its ``touch`` names
+    the link, or ``"*"`` for every link)."""
+    out = np.zeros((len(world), len(cm.link_names)), dtype=bool)
+    index = {n: c for c, n in enumerate(cm.link_names)}
+    for o, ob in enumerate(world):
+        for name in getattr(ob, "touch", ()):
+            if name == "*":
+                out[o] = True
+            elif name in index:
+                out[o, index[name]] = True
+    return out
+
+
 def clearance(model: Model, cm: CollisionModel, q, world: World | None = None, *,
-              self_collisions: bool = True):
-    """The exact check of configurations ``q`` (B, nq): (distance (B,), pair index (B,),
-    describe) with ``describe(index) -> str`` naming the nearest pair (see
-    :meth:`CollisionObjective.nearest`)."""
-    obj = CollisionObjective(model, cm, world, margin=0.0, self_collisions=self_collisions)
+              self_collisions: bool = True, reach: float = np.inf):
+    """The check of configurations ``q`` (B, nq): (distance (B,), pair index (B,), describe)
+    with ``describe(index) -> str`` naming the nearest pair (see
+    :meth:`CollisionObjective.nearest`). Exact everywhere by default; with ``reach`` [m],
+    exact below it (a lower bound above), as the solvers check."""
+    obj = CollisionObjective(model, cm, world, margin=0.0, activation=0.0,
+                             self_collisions=self_collisions)
     xp = get_xp(q)
     q = xp.atleast_2d(xp.asarray(q, dtype=xp.float64))
-    ctx = EvalContext(model, q, q)
-    d, k = obj.nearest(ctx)
-    return to_numpy(d), to_numpy(k), obj.describe
+    T = fk(model, q, check=False)
+    outs_d, outs_k = [], []
+    for lo in range(0, q.shape[0], 512):
+        acc = obj.gather(T[lo:lo + 512], float(reach))
+        outs_d.append(to_numpy(acc.clear))
+        outs_k.append(to_numpy(acc.which))
+    return np.concatenate(outs_d), np.concatenate(outs_k), obj.describe
+
+
+def link_pair_distances(model: Model, cm: CollisionModel, q, reach: float = 0.0) -> np.ndarray:
+    """(B, Pp) the smallest sphere distance of each checked link pair (``cm.pairs``) at
+    configurations ``q`` (B, nq): exact below ``reach``, a lower bound above (NumPy)."""
+    q = np.atleast_2d(np.asarray(q, dtype=np.float64))
+    T = fk(model, q, check=False)
+    out = np.full((q.shape[0], len(cm.pairs)), np.inf)
+    for k, (a, b) in enumerate(cm.pairs.tolist()):
+        one = CollisionObjective(model, cm, None, margin=0.0, activation=0.0)
+        one.link_pairs = np.asarray([[a, b]], dtype=np.int64)
+        for lo in range(0, q.shape[0], 512):
+            out[lo:lo + 512, k] = one.gather(T[lo:lo + 512], reach).clear
+    return out
 
 
 def sample_disabled_pairs(model: Model, cm: CollisionModel, samples: int = 10_000,
@@ -268,36 +591,61 @@ def sample_disabled_pairs(model: Model, cm: CollisionModel, samples: int = 10_00
     """The link pairs to disable, as MoveIt's setup assistant finds them: ``[(link, link,
     reason)]`` with reason "Adjacent" (the collision model's structural pairs), "Always" (their
     spheres overlap in at least ``always`` of ``samples`` random configurations within the
-    limits: parts that are in contact by construction) or "Never" (no overlap in any sample),
-    in the collision model's order. A "Never" pair was never seen to collide."""
+    limits: parts that are in contact by construction, or spheres that bulge) or "Never" (no
+    overlap in any sample), in the collision model's order. A "Never" pair was never seen to
+    collide."""
     if not 1 <= int(samples) <= 10_000_000:
         raise InvalidInputError(f"samples must be in [1, 1e7], got {samples}")
-    pairs = [tuple(p) for p in cm.pairs.tolist()]
-    obj = CollisionObjective(model, cm, None, margin=0.0)
-    sp = obj.pairs
-    link_of = cm.sphere_link
-    index = {p: i for i, p in enumerate(pairs)}
-    pair_of = np.array([index[(int(link_of[a]), int(link_of[b]))] for a, b in sp], np.int64) \
-        if sp.size else np.zeros(0, np.int64)
-    hits = np.zeros(len(pairs), dtype=np.int64)
-    rng = np.random.default_rng(rng_seed)
-    done = 0
-    while done < samples:
-        n = min(batch, samples - done)
-        q = model.random_q(rng, n)
-        c = sphere_centers(model, cm, fk(model, q, check=False))
-        (d_self, _), _ = obj._distances(c, np)
-        per = np.zeros((n, len(pairs)), dtype=bool)
-        for j, p in enumerate(pair_of):
-            per[:, p] |= d_self[:, j] < 0.0
-        hits += per.sum(axis=0)
-        done += n
+    hits = _pair_hits(model, cm, samples, rng_seed, batch)
     out = [(a, b, why) for a, b, why in cm.disabled if why == "Adjacent"]
-    for (a, b), h in zip(pairs, hits):
+    for (a, b), h in zip(cm.pairs.tolist(), hits):
         if h == 0:
             out.append((cm.link_names[a], cm.link_names[b], "Never"))
         elif h >= always * samples:
             out.append((cm.link_names[a], cm.link_names[b], "Always"))
+    return out
+
+
+def _pair_hits(model, cm, samples, rng_seed, batch=1000) -> np.ndarray:
+    """(Pp,) in how many of ``samples`` random configurations each checked pair overlaps."""
+    hits = np.zeros(len(cm.pairs), dtype=np.int64)
+    rng = np.random.default_rng(rng_seed)
+    done = 0
+    while done < samples:
+        n = min(batch, samples - done)
+        d = link_pair_distances(model, cm, model.random_q(rng, n), 0.0)
+        hits += (d < 0).sum(axis=0)
+        done += n
+    return hits
+
+
+def always_touching(model: Model, cm: CollisionModel, world: World, *, margin: float = 0.0,
+                    samples: int = 200, rng_seed: int = 0, always: float = 0.95) -> list:
+    """``[(link, obstacle id, fraction)]``: moving links whose spheres come within ``margin``
+    of an obstacle in at least ``always`` of ``samples`` random configurations (a robot whose
+    base link's neighbour reaches through the table it stands on): a solve with that world
+    would find no clear answer."""
+    if not len(world):
+        return []
+    q = model.random_q(np.random.default_rng(rng_seed), samples)
+    T = fk(model, q, check=False)
+    out = []
+    for c in range(len(cm.link_names)):
+        if cm.static[c]:
+            continue
+        for o, ob in enumerate(world):
+            w1 = World([ob])
+            obj = CollisionObjective(model, cm, w1, margin=0.0, activation=0.0,
+                                     self_collisions=False)
+            if obj.skip[0, c]:
+                continue
+            acc = _Acc(np, T, model.nv_active, False)
+            tb = _tables(cm)
+            lb = _place(np, T[:, tb.anchor], tb.lb_c)
+            obj._world_link(np, T, tb, lb, c, margin, acc, None)
+            frac = float(np.mean(acc.clear < margin))
+            if frac >= always:
+                out.append((cm.link_names[c], ob.id, frac))
     return out
 
 
@@ -307,27 +655,46 @@ def srdf_entries(pairs) -> str:
                      for a, b, why in pairs) + "\n"
 
 
-#: random configurations sampled for a model's "Always" pairs when no SRDF says which pairs
-#: to skip (:func:`default_collision_model`)
+#: random configurations sampled for a model's "Always" pairs (:func:`default_collision_model`)
 ALWAYS_SAMPLES = 1000
 
 
-def default_collision_model(model: Model, srdf=None) -> CollisionModel:
+def default_collision_model(model: Model, srdf=None, **kwargs) -> CollisionModel:
     """The collision model a solve uses when none is given: :func:`collision_model` of the
-    model with ``srdf`` (or a bundled robot's own). Without an SRDF's ``disable_collisions``,
-    pairs whose spheres overlap in 95 % of :data:`ALWAYS_SAMPLES` random configurations (parts
-    in contact by construction, which would make every answer collide) are left out as "Always"
-    ones; ``ros2_ik_collision_pairs`` writes the full list (adjacent, always, never) for an
-    SRDF. Kept with the model."""
-    from ..model.collision import collision_model  # noqa: PLC0415
+    model with ``srdf`` (or a bundled robot's own) and ``kwargs``, less the pairs whose spheres
+    overlap in 95 % of :data:`ALWAYS_SAMPLES` random configurations ("Always": parts in contact
+    by construction, or spheres that bulge where the meshes do not; the SRDF did not disable
+    them, and checked they would make every answer collide), with a warning naming them.
+    ``ros2_ik_collision_pairs`` writes the full list (adjacent, always, never) for an SRDF.
+    Kept with the model."""
+    import warnings  # noqa: PLC0415
+
+    from ..model.collision import CollisionWarning, collision_model  # noqa: PLC0415
 
     def build():
-        cm = collision_model(model) if srdf is None else collision_model(model, srdf=srdf)
-        if any(why not in ("Adjacent",) for _, _, why in cm.disabled):
-            return cm  # an SRDF said which pairs to skip
-        always = [(a, b) for a, b, why in sample_disabled_pairs(model, cm, ALWAYS_SAMPLES)
-                  if why == "Always"]
-        return cm.with_disabled(always, "Always") if always else cm
+        cm = collision_model(model, **kwargs) if srdf is None else collision_model(
+            model, srdf=srdf, **kwargs)
+        if not len(cm.pairs):
+            return cm
+        hits = _pair_hits(model, cm, ALWAYS_SAMPLES, 0)
+        always = [(cm.link_names[a], cm.link_names[b], h / ALWAYS_SAMPLES)
+                  for (a, b), h in zip(cm.pairs.tolist(), hits) if h >= 0.95 * ALWAYS_SAMPLES]
+        if not always:
+            return cm
+        text = ("self-collision pairs left out: their spheres overlap in nearly every "
+                "configuration (" + ", ".join(f"{a!r}-{b!r} {100 * f:.0f} %" for a, b, f in
+                                              always)
+                + f" of {ALWAYS_SAMPLES} samples), so checking them would make every answer "
+                "collide; answers are not checked for them (disable them in the SRDF to "
+                "silence this, or give tighter spheres)")
+        warnings.warn(text, CollisionWarning, stacklevel=3)
+        out = cm.with_disabled([(a, b) for a, b, _ in always], "Always")
+        return out._replace(warnings=out.warnings + (text,))
 
-    key = "default" if srdf is None else ("srdf", id(srdf))
+    key = ("default", tuple(sorted(kwargs.items(), key=lambda kv: kv[0])) if kwargs else ()) \
+        if srdf is None else ("srdf", id(srdf), tuple(sorted(kwargs)))
+    try:
+        hash(key)
+    except TypeError:
+        return build()
     return model.memo("ik.collision.default", key, build)

@@ -2,67 +2,80 @@
 each other.
 
 The solvers evaluate a signed distance per sphere at every iteration (against the world's
-primitives and the other links' spheres), which costs a few instructions per pair and keeps in
-registers on a GPU: cuRobo's choice. The spheres are fitted here to each link's URDF
-``<collision>`` geometry (boxes, cylinders, spheres, capsules, meshes) so that they *cover* it:
-a configuration clear on the spheres is clear on the geometry. A YAML file (:meth:`to_yaml`,
-:func:`spheres_from_yaml`) gives them by hand, link by link.
+primitives and the other links' spheres), which costs a few instructions per pair: cuRobo's
+choice. What makes the spheres right, and what they cover:
 
-Fitting (:func:`fit_spheres`): points on the geometry's surface (its vertices and an even
-sample of its faces, :mod:`trimesh`), split along their principal axis into as many segments as
-the geometry is long over thick (at most :data:`MAX_SPHERES_PER_SHAPE`); per segment, the sphere
-around the points' bounding box, grown by the sample spacing. A sphere stays one sphere.
+- **Tight, covering spheres** (:mod:`ros2_ik.model.spheres`): fitted to each link's URDF
+  ``<collision>`` geometry (boxes, cylinders, spheres, capsules, meshes) so that every vertex and
+  surface sample lies inside them and they reach at most ``overshoot`` (5 mm by default) past the
+  geometry in any direction; as many as that bound asks for. A link's spheres can also be given:
+  an SRDF's ``<link_sphere_approximation>`` (srdfdom's form; :meth:`CollisionModel.to_srdf`
+  writes it), or a YAML file (:meth:`CollisionModel.to_yaml`, :func:`spheres_from_yaml`).
+- **The whole robot**: every link of the URDF with geometry whose pose depends on a solved joint
+  or that sits on the solved chain, also when the model was cut to a chain (``Model.from_urdf(...,
+  tips=[tcp])`` leaves a hand's fingers out of the kinematic model, not out of the collision
+  model). Such a link rides on its nearest link in the model (:attr:`CollisionModel.links`); the
+  joints between them are not solved: a side branch of a tip's body (fingers, a tool) is covered
+  over its joints' whole range (the spheres of the swept geometry: right whatever the gripper
+  does), any other is held at ``held`` values, or 0 clamped into its limits.
+- **Missing geometry is never silent**: a mesh that cannot be found or read is tried as the
+  link's visual mesh (a warning says so); when neither can be used the link is listed in
+  :attr:`CollisionModel.missing` and a solve with collision avoidance refuses the model
+  (:meth:`CollisionModel.check_complete`) naming the links, the files and the search path to set,
+  unless the model was built with ``accept_missing=True``.
 
 World checks: every link that some joint moves; a link rigidly attached to the base
-(:attr:`CollisionModel.static`: no moving joint between it and the base, e.g. the base link on
-its mounting table) is not checked against the world, as no configuration can move it clear.
+(:attr:`CollisionModel.static`) is not checked against the world, as no configuration can move
+it clear.
 
 Self-collision pairs (:attr:`CollisionModel.pairs`): every pair of links with spheres, less
+adjacent links (a link and the nearest link with geometry above it) and links rigidly attached
+to each other (no solved joint between them): "Adjacent"; the SRDF's ``<disable_collisions>``;
+pairs given by the caller. :func:`ros2_ik.ik.collision.default_collision_model` also leaves out
+pairs whose spheres touch in nearly every configuration, with a warning naming them.
 
-- adjacent links (a link and the nearest link with spheres above it in the tree), and links
-  rigidly attached to each other (no moving joint between them): "Adjacent";
-- the SRDF's ``<disable_collisions>`` entries (MoveIt's setup assistant writes them);
-- pairs given as never colliding (:func:`ros2_ik.ik.collision.sample_disabled_pairs` samples
-  them, as the setup assistant does, and writes SRDF entries).
+The spheres of a link are kept in groups of at most :data:`GROUP` (contiguous, with a bounding
+sphere each): the solvers test a link, then a group, then its spheres, so a robot of a thousand
+spheres costs little more than one of a hundred away from contact.
 
-Meshes: ``package://pkg/path`` is looked up in the ament index (when ``ament_index_python`` is
-importable) and under each directory of ``search_path`` (``dir/pkg/path`` and ``dir/path``);
-``file://`` and plain paths as given, or under ``search_path``. A mesh that cannot be found or
-read is a warning naming the link and the file (:attr:`CollisionModel.warnings`), never a refused
-robot: that link gets no spheres from it.
+Scene changes (MoveIt's attached objects, padding, allowed collisions) give new models:
+:meth:`CollisionModel.with_attached`, :meth:`~CollisionModel.with_padding`,
+:meth:`~CollisionModel.with_disabled`.
 """
 
 from __future__ import annotations
 
-import math
-import os
 import warnings as _warnings
-from dataclasses import dataclass, fields
-from pathlib import Path
+from dataclasses import dataclass, fields, replace
 
 import numpy as np
 
-from ..errors import InputTypeError, InvalidInputError, UnknownLinkError
+from ..errors import IKError, InputTypeError, InvalidInputError, UnknownLinkError
 from .joint_types import JointType
-from .tree import Model, _rpy_xyz_to_matrix
-from .urdf import CollisionDesc, UrdfWarning
+from .meshes import element_shape, resolve_mesh, search_path as _search_path
+from .spheres import OVERSHOOT, Shape, fit_link
+from .tree import Model
+from .urdf import UrdfWarning
 
-__all__ = ["CollisionModel", "collision_model", "fit_spheres", "spheres_from_yaml",
-           "MAX_SPHERES", "MAX_SPHERES_PER_SHAPE", "CollisionWarning", "resolve_mesh"]
+__all__ = ["CollisionModel", "collision_model", "spheres_from_yaml", "MAX_SPHERES", "GROUP",
+           "CollisionWarning", "CollisionGeometryError", "resolve_mesh", "OVERSHOOT"]
 
-#: spheres one collision shape gets at most (a long thin link)
-MAX_SPHERES_PER_SHAPE = 8
-#: spheres a robot's collision model may hold (each is evaluated at every solver iteration)
-MAX_SPHERES = 1024
-#: points sampled on a shape's surface for the fit
-SURFACE_SAMPLES = 3000
-#: largest mesh file read [bytes]
-MAX_MESH_BYTES = 64 * 1024 * 1024
+#: spheres a robot's collision model may hold
+MAX_SPHERES = 16384
+#: spheres per group at most (the middle level of the solvers' link / group / sphere tests)
+GROUP = 16
+#: values each swept joint of a side branch is sampled at (its limits and between)
+SWEEP_SAMPLES = 5
 
 
 class CollisionWarning(UrdfWarning):
-    """Collision geometry that could not be used (a missing or unreadable mesh); the robot
-    loads without spheres from it."""
+    """Collision geometry that could not be used as written (a missing or unreadable mesh, a
+    visual mesh used instead, pairs left out); also in :attr:`CollisionModel.warnings`."""
+
+
+class CollisionGeometryError(IKError):
+    """A collision-aware solve on a collision model with links whose declared geometry has no
+    spheres (:attr:`CollisionModel.missing`): the answer could not keep its promise."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -70,10 +83,16 @@ class CollisionModel:
     """Spheres on a model's links and the link pairs checked for self-collision; every array
     read-only.
 
-    ``links`` (C,) model link indices that have spheres (ascending); sphere ``s`` lies on
-    ``links[sphere_link[s]]`` at ``center[s]`` (its link's frame) with ``radius[s]``; spheres of
-    one link are contiguous. ``pairs`` (Pp, 2) indices into ``links`` (a < b) of the pairs
-    checked; ``disabled`` ``((link name, link name, reason), ...)`` those not checked."""
+    ``link_names`` (C,) the collision links (robot links, and attached objects); their spheres
+    ride on model link ``links[c]`` (the link itself, or its nearest link in the model; see the
+    module docstring): sphere ``s`` belongs to collision link ``sphere_link[s]``, at ``center[s]``
+    in the frame of model link ``links[sphere_link[s]]``, with ``radius[s]``; spheres of one link
+    are contiguous, in groups (``group_start`` (G + 1,) offsets; a group never spans two links).
+    ``pairs`` (Pp, 2) indices into ``link_names`` (a < b) of the pairs checked; ``disabled``
+    ``((name, name, reason), ...)`` those not checked. ``offset`` (C, 4, 4): the collision link's
+    own frame in the frame its spheres are given in (identity for links of the model).
+    ``missing`` ``((link, why), ...)``: declared geometry without spheres; ``notes``: what the
+    model assumed (swept or held joints); ``warnings``: what the log must show."""
 
     model_name: str
     link_names: tuple
@@ -84,61 +103,119 @@ class CollisionModel:
     pairs: np.ndarray
     disabled: tuple = ()
     warnings: tuple = ()
-    static: np.ndarray = None  # (C,) bool: rigidly attached to the base (no world check)
+    static: np.ndarray = None
+    group_start: np.ndarray = None
+    offset: np.ndarray = None
+    missing: tuple = ()
+    notes: tuple = ()
+    overshoot: float = OVERSHOOT
+    accept_missing: bool = False
+    attached: tuple = ()  # ((object name, link, touch links), ...)
 
     @property
     def num_spheres(self) -> int:
         return int(self.radius.shape[0])
 
+    @property
+    def num_groups(self) -> int:
+        return int(self.group_start.shape[0] - 1)
+
+    def index(self, name: str) -> int:
+        """The collision link ``name``'s index (:class:`UnknownLinkError` listing them)."""
+        try:
+            return self.link_names.index(name)
+        except ValueError:
+            raise UnknownLinkError(name, self.link_names, "collision link") from None
+
     def spheres_of(self, c: int) -> slice:
-        """The spheres of collision link ``c`` (an index into :attr:`links`)."""
+        """The spheres of collision link ``c`` (an index into :attr:`link_names`)."""
         idx = np.nonzero(self.sphere_link == c)[0]
         return slice(int(idx[0]), int(idx[-1]) + 1) if idx.size else slice(0, 0)
 
+    def _kept(self, key, build):
+        hit = self.__dict__.get(key)
+        if hit is None:
+            hit = build()
+            for a in hit if isinstance(hit, tuple) else (hit,):
+                if isinstance(a, np.ndarray):
+                    a.setflags(write=False)
+            self.__dict__[key] = hit
+        return hit
+
     def link_bounds(self) -> tuple[np.ndarray, np.ndarray]:
-        """Per collision link, a sphere around all its spheres: centers (C, 3) in the link's
-        frame and radii (C,)."""
-        C = len(self.link_names)
-        centers, radii = np.zeros((C, 3)), np.zeros(C)
-        for c in range(C):
-            sl = self.spheres_of(c)
-            cen, rad = self.center[sl], self.radius[sl]
-            mid = 0.5 * (cen.min(axis=0) + cen.max(axis=0))
-            centers[c] = mid
-            radii[c] = float(np.max(np.linalg.norm(cen - mid, axis=1) + rad))
-        return centers, radii
+        """Per collision link, a sphere around all its spheres: centres (C, 3) in the frame the
+        spheres are given in, and radii (C,) (0 for a link without spheres)."""
+        return self._kept("_link_bounds", lambda: _bounds(
+            self.center, self.radius, [self.spheres_of(c) for c in range(len(self.link_names))]))
+
+    def groups(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per group: its collision link (G,), a sphere around its spheres: centre (G, 3) and
+        radius (G,)."""
+        def build():
+            gs = self.group_start
+            sl = [slice(int(gs[g]), int(gs[g + 1])) for g in range(len(gs) - 1)]
+            c, r = _bounds(self.center, self.radius, sl)
+            link = self.sphere_link[gs[:-1]] if len(sl) else np.zeros(0, np.int64)
+            return np.asarray(link, dtype=np.int64), c, r
+        return self._kept("_groups", build)
 
     def sphere_pairs(self) -> np.ndarray:
-        """(N, 2) sphere index pairs of the checked link pairs (kept, read-only)."""
-        kept = self.__dict__.get("_sphere_pairs")
-        if kept is None:
-            kept = self.__dict__["_sphere_pairs"] = self._sphere_pairs()
-            kept.setflags(write=False)
-        return kept
+        """(N, 2) sphere index pairs of the checked link pairs (kept, read-only): every pair the
+        exact check looks at."""
+        def build():
+            out = []
+            for a, b in self.pairs:
+                sa, sb = self.spheres_of(int(a)), self.spheres_of(int(b))
+                ia, ib = np.meshgrid(np.arange(sa.start, sa.stop), np.arange(sb.start, sb.stop),
+                                     indexing="ij")
+                out.append(np.stack([ia.ravel(), ib.ravel()], axis=1))
+            return np.concatenate(out).astype(np.int64) if out else np.zeros((0, 2), np.int64)
+        return self._kept("_sphere_pairs", build)
 
-    def _sphere_pairs(self) -> np.ndarray:
-        out = []
-        for a, b in self.pairs:
-            sa, sb = self.spheres_of(int(a)), self.spheres_of(int(b))
-            ia, ib = np.meshgrid(np.arange(sa.start, sa.stop), np.arange(sb.start, sb.stop),
-                                 indexing="ij")
-            out.append(np.stack([ia.ravel(), ib.ravel()], axis=1))
-        return np.concatenate(out).astype(np.int64) if out else np.zeros((0, 2), np.int64)
+    def check_complete(self) -> None:
+        """Raise :class:`CollisionGeometryError` when links with declared geometry have no
+        spheres (and the model was not built with ``accept_missing=True``): a collision-aware
+        answer on it could collide with what is not modelled."""
+        if self.missing and not self.accept_missing:
+            raise CollisionGeometryError(missing_message(self.missing))
+
+    # ------------------------------------------------------------------ writing
+    def own_frame_spheres(self) -> dict:
+        """``{link: (k, 4) [x, y, z, r]}`` in each collision link's own frame (robot links
+        only; attached objects left out)."""
+        out = {}
+        names = {a[0] for a in self.attached}
+        for c, name in enumerate(self.link_names):
+            if name in names:
+                continue
+            sl = self.spheres_of(c)
+            inv = np.linalg.inv(self.offset[c])
+            cen = self.center[sl] @ inv[:3, :3].T + inv[:3, 3]
+            out[name] = np.concatenate([cen, self.radius[sl, None]], axis=1)
+        return out
 
     def to_yaml(self) -> str:
-        """The spheres as a YAML document :func:`spheres_from_yaml` reads (edit it to tune a
-        link's spheres, then pass it as ``spheres``)."""
+        """The spheres as a YAML document :func:`spheres_from_yaml` reads (each link in its own
+        frame; edit it to tune a link's spheres, then pass it as ``spheres``)."""
         lines = [f"# ros2_ik collision spheres of {self.model_name!r}: per link, [x, y, z, "
                  "radius] in the link's frame (m)", "spheres:"]
-        for c, name in enumerate(self.link_names):
+        for name, rows in self.own_frame_spheres().items():
             lines.append(f"  {name}:")
-            sl = self.spheres_of(c)
-            for cen, r in zip(self.center[sl], self.radius[sl]):
-                lines.append(f"    - [{cen[0]:.5f}, {cen[1]:.5f}, {cen[2]:.5f}, {r:.5f}]")
+            for x, y, z, r in rows:
+                lines.append(f"    - [{x:.6f}, {y:.6f}, {z:.6f}, {r:.6f}]")
         return "\n".join(lines) + "\n"
 
+    def to_srdf(self) -> str:
+        """The spheres as SRDF ``<link_sphere_approximation>`` elements (srdfdom's form), to
+        put into the robot's SRDF so that tuned spheres travel with it."""
+        from .srdf import sphere_elements  # noqa: PLC0415
+
+        return sphere_elements(self.own_frame_spheres())
+
+    # ------------------------------------------------------------------ changes
     def with_disabled(self, pairs, reason: str = "User") -> "CollisionModel":
-        """This model with the link ``pairs`` ((name, name), ...) no longer checked."""
+        """This model with the link ``pairs`` ((name, name), ...) no longer checked (names the
+        model lacks are refused)."""
         index = {n: c for c, n in enumerate(self.link_names)}
         drop = set()
         disabled = list(self.disabled)
@@ -146,153 +223,205 @@ class CollisionModel:
             for n in (a, b):
                 if n not in index:
                     raise UnknownLinkError(n, self.link_names, "collision link")
-            drop.add(tuple(sorted((index[a], index[b]))))
-            disabled.append((a, b, reason))
+            if a == b:
+                continue
+            key = tuple(sorted((index[a], index[b])))
+            if key not in drop:
+                drop.add(key)
+                disabled.append((a, b, reason))
         keep = [p for p in self.pairs.tolist() if tuple(p) not in drop]
-        return _make(self.model_name, self.link_names, self.links, self.sphere_link,
-                     self.center, self.radius, keep, disabled, self.warnings, self.static)
+        return self._replace(pairs=np.asarray(keep, dtype=np.int64).reshape(-1, 2),
+                             disabled=tuple(disabled))
+
+    def with_padding(self, padding=0.0, scale=None) -> "CollisionModel":
+        """Each link's spheres grown by ``padding`` [m] (a number for every link, or
+        ``{link: m}``) after their radii are multiplied by ``scale`` (``{link: factor}``):
+        MoveIt's link padding and scale, on the spheres."""
+        pad = np.zeros(len(self.link_names))
+        fac = np.ones(len(self.link_names))
+        for values, out, what in ((padding, pad, "padding"), (scale or {}, fac, "scale")):
+            if isinstance(values, dict):
+                for name, v in values.items():
+                    out[self.index(name)] = _number(v, f"{what} of link {name!r}")
+            else:
+                out[:] = _number(values, what)
+        if np.any(pad < 0) or np.any(pad > 1.0) or np.any(fac <= 0) or np.any(fac > 100):
+            raise InvalidInputError("link padding must be in [0, 1] m and scale in (0, 100]")
+        if not np.any(pad) and np.all(fac == 1):
+            return self
+        r = self.radius * fac[self.sphere_link] + pad[self.sphere_link]
+        return self._replace(radius=r)
+
+    def with_attached(self, name: str, link: str, *, shapes=None, spheres=None,
+                      touch_links=(), model: Model | None = None) -> "CollisionModel":
+        """This model with an object attached to ``link`` (MoveIt's attached collision object):
+        its geometry (``shapes``: :class:`~ros2_ik.model.spheres.Shape` in the link's frame,
+        fitted as a link's; or ``spheres`` (k, 4) in the link's frame) moves with the link and is
+        checked against the world and against every other link but ``link`` and
+        ``touch_links``. ``link`` is a collision link, or (with ``model``) any link of the
+        model. Attaching a name already attached replaces it."""
+        if not isinstance(name, str) or not name:
+            raise InvalidInputError("an attached object needs a non-empty name")
+        base = self.without_attached(name)
+        if name in base.link_names:
+            raise InvalidInputError(f"attached object {name!r} has the name of a link; give "
+                                    "another id")
+        if link in base.link_names:
+            c_link = base.index(link)
+            T, anchor, static = base.offset[c_link], base.links[c_link], base.static[c_link]
+        elif model is not None:
+            anchor = model.link_index(link)  # UnknownLinkError naming the model's links
+            T = np.eye(4)
+            k, static = anchor, True
+            while k > 0:
+                static = static and model.joint_type[k] == JointType.FIXED
+                k = int(model.link_parent[k])
+        else:
+            raise UnknownLinkError(link, base.link_names, "link to attach to (a link with "
+                                   "geometry, or give the model)")
+        if spheres is None:
+            if not shapes:
+                raise InvalidInputError(f"attached object {name!r} has no geometry")
+            cen, rad = fit_link(list(shapes), self.overshoot)
+        else:
+            a = np.asarray(spheres, dtype=np.float64).reshape(-1, 4)
+            cen, rad = a[:, :3], a[:, 3]
+        if not len(rad) or not np.all(np.isfinite(cen)) or not np.all(rad > 0):
+            raise InvalidInputError(f"attached object {name!r}: its geometry gives no spheres")
+        cen = cen @ T[:3, :3].T + T[:3, 3]
+        C = len(base.link_names)
+        names = base.link_names + (name,)
+        sphere_link = np.concatenate([base.sphere_link, np.full(len(rad), C)])
+        pairs = [tuple(p) for p in base.pairs.tolist()]
+        disabled = list(base.disabled)
+        touch = set(touch_links) | {link}
+        for c, other in enumerate(base.link_names):
+            if other in touch:
+                disabled.append((other, name, "touch link"))
+            else:
+                pairs.append((c, C))
+        out = _make(base.model_name, names, np.append(base.links, anchor),
+                    sphere_link, np.concatenate([base.center, cen]),
+                    np.concatenate([base.radius, rad]), pairs, disabled, base.warnings,
+                    np.append(base.static, static),
+                    np.concatenate([base.offset, T[None]]), base.missing, base.notes,
+                    base.overshoot, base.accept_missing,
+                    base.attached + ((name, link, tuple(sorted(touch_links))),))
+        return out
+
+    def without_attached(self, name: str) -> "CollisionModel":
+        """This model without attached object ``name`` (itself when it has none)."""
+        if name not in {a[0] for a in self.attached}:
+            return self
+        c = self.index(name)
+        keep_s = self.sphere_link != c
+        remap = np.arange(len(self.link_names))
+        remap[c + 1:] -= 1
+        pairs = [(remap[a], remap[b]) for a, b in self.pairs.tolist() if c not in (a, b)]
+        names = self.link_names[:c] + self.link_names[c + 1:]
+        return _make(self.model_name, names, np.delete(self.links, c),
+                     remap[self.sphere_link[keep_s]], self.center[keep_s],
+                     self.radius[keep_s], pairs,
+                     [d for d in self.disabled if name not in d[:2]], self.warnings,
+                     np.delete(self.static, c), np.delete(self.offset, c, axis=0),
+                     self.missing, self.notes, self.overshoot, self.accept_missing,
+                     tuple(a for a in self.attached if a[0] != name))
+
+    def _replace(self, **changes) -> "CollisionModel":
+        out = replace(self, **changes)
+        for f in fields(out):
+            a = getattr(out, f.name)
+            if isinstance(a, np.ndarray):
+                a.setflags(write=False)
+        return out
+
+
+def missing_message(missing) -> str:
+    """The words of a collision model's :attr:`~CollisionModel.missing` links."""
+    shown = "; ".join(f"link {link!r}: {why}" for link, why in missing[:8])
+    more = f" (and {len(missing) - 8} more)" if len(missing) > 8 else ""
+    return (f"{len(missing)} link(s) with collision geometry have no spheres, so collision "
+            f"avoidance cannot keep its promise: {shown}{more}. Give the directory that holds "
+            "the meshes (search_path= in the library, the node's collision.mesh_path parameter, "
+            "--mesh-path on the command line, or $ROS2_IK_MESH_PATH), or the links' spheres in "
+            "the SRDF (<link_sphere_approximation>) or a spheres YAML file")
+
+
+def _number(v, what: str) -> float:
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        raise InvalidInputError(f"{what} must be a number, got {v!r}") from None
+    if not np.isfinite(f):
+        raise InvalidInputError(f"{what} must be finite, got {v!r}")
+    return f
+
+
+def _bounds(center, radius, slices):
+    """A sphere around each slice's spheres: centres (n, 3), radii (n,)."""
+    c, r = np.zeros((len(slices), 3)), np.zeros(len(slices))
+    for k, sl in enumerate(slices):
+        cen, rad = center[sl], radius[sl]
+        if not len(rad):
+            continue
+        mid = 0.5 * (cen.min(axis=0) + cen.max(axis=0))
+        c[k] = mid
+        r[k] = float(np.max(np.linalg.norm(cen - mid, axis=1) + rad))
+    return c, r
+
+
+def _split(cen: np.ndarray, idx: np.ndarray) -> list:
+    """Sphere indices ``idx`` in groups of at most :data:`GROUP`: halved at the median along
+    the principal axis of their centres, recursively (deterministic)."""
+    if len(idx) <= GROUP:
+        return [idx]
+    P = cen[idx] - cen[idx].mean(axis=0)
+    _, _, vt = np.linalg.svd(P, full_matrices=False)
+    t = P @ vt[0]
+    order = idx[np.argsort(t, kind="stable")]
+    half = len(order) // 2
+    return _split(cen, order[:half]) + _split(cen, order[half:])
 
 
 def _make(name, link_names, links, sphere_link, center, radius, pairs, disabled, warnings,
-          static):
+          static, offset, missing=(), notes=(), overshoot=OVERSHOOT, accept_missing=False,
+          attached=()):
+    """A CollisionModel with its spheres ordered link by link and grouped."""
+    sphere_link = np.asarray(sphere_link, dtype=np.int64).reshape(-1)
+    center = np.asarray(center, dtype=np.float64).reshape(-1, 3)
+    radius = np.asarray(radius, dtype=np.float64).reshape(-1)
+    order, starts = [], [0]
+    for c in range(len(link_names)):
+        idx = np.nonzero(sphere_link == c)[0]
+        if not idx.size:
+            continue
+        idx = idx[np.lexsort((radius[idx], center[idx, 2], center[idx, 1], center[idx, 0]))]
+        for g in _split(center, idx):
+            order.extend(g.tolist())
+            starts.append(len(order))
+    order = np.asarray(order, dtype=np.int64)
+    n = len(order)
+    if n > MAX_SPHERES:
+        raise InvalidInputError(f"the collision model of {name!r} has {n} spheres, more than "
+                                f"{MAX_SPHERES}; give a larger overshoot bound or fewer spheres "
+                                "in the SRDF or a spheres YAML file")
     cm = CollisionModel(
         model_name=name, link_names=tuple(link_names),
         links=np.asarray(links, dtype=np.int64).reshape(-1),
-        sphere_link=np.asarray(sphere_link, dtype=np.int64).reshape(-1),
-        center=np.asarray(center, dtype=np.float64).reshape(-1, 3),
-        radius=np.asarray(radius, dtype=np.float64).reshape(-1),
-        pairs=np.asarray(pairs, dtype=np.int64).reshape(-1, 2),
+        sphere_link=sphere_link[order], center=center[order], radius=radius[order],
+        pairs=np.asarray(sorted({(min(a, b), max(a, b)) for a, b in pairs}),
+                         dtype=np.int64).reshape(-1, 2),
         disabled=tuple(disabled), warnings=tuple(warnings),
-        static=np.asarray(static, dtype=bool).reshape(-1))
+        static=np.asarray(static, dtype=bool).reshape(-1),
+        group_start=np.asarray(starts, dtype=np.int64),
+        offset=np.asarray(offset, dtype=np.float64).reshape(-1, 4, 4),
+        missing=tuple(missing), notes=tuple(notes), overshoot=float(overshoot),
+        accept_missing=bool(accept_missing), attached=tuple(attached))
     for f in fields(cm):
         a = getattr(cm, f.name)
         if isinstance(a, np.ndarray):
             a.setflags(write=False)
     return cm
-
-
-# ---------------------------------------------------------------------- fitting
-
-def _shape_mesh(desc: CollisionDesc, search_path, warn):
-    """(vertices (n, 3), faces (m, 3)) of a shape in its own frame (mesh: scaled), or None."""
-    import trimesh  # noqa: PLC0415 - the collision model only
-
-    if desc.shape == "box":
-        m = trimesh.creation.box(extents=desc.size)
-    elif desc.shape == "cylinder":
-        m = trimesh.creation.cylinder(radius=desc.size[0], height=desc.size[1], sections=32)
-    elif desc.shape == "capsule":
-        m = trimesh.creation.capsule(height=desc.size[1], radius=desc.size[0], count=[24, 24])
-    elif desc.shape == "mesh":
-        path = resolve_mesh(desc.filename, search_path)
-        if path is None:
-            warn(f"link {desc.link!r}: collision mesh {desc.filename!r} not found (looked in the "
-                 f"ament index and {list(map(str, search_path)) or 'no search path'}); the link "
-                 "gets no spheres from it: give its directory in the search path, or its "
-                 "spheres in a YAML file")
-            return None
-        try:
-            if os.path.getsize(path) > MAX_MESH_BYTES:
-                raise ValueError(f"larger than {MAX_MESH_BYTES} bytes")
-            with _warnings.catch_warnings():
-                _warnings.simplefilter("ignore")
-                m = trimesh.load(str(path), force="mesh", process=False)
-            if not hasattr(m, "vertices") or len(m.vertices) == 0 or len(m.faces) == 0:
-                raise ValueError("no triangles in it")
-            v = np.asarray(m.vertices, dtype=np.float64) * np.asarray(desc.scale)
-            if not np.all(np.isfinite(v)) or np.abs(v).max() > 1e3:
-                raise ValueError("vertices that are not finite or beyond 1 km")
-            m = trimesh.Trimesh(vertices=v, faces=np.asarray(m.faces), process=False)
-        except Exception as exc:  # noqa: BLE001 - any unreadable file is a warning
-            warn(f"link {desc.link!r}: collision mesh {desc.filename!r} ({path}) could not be "
-                 f"read as a mesh ({type(exc).__name__}: {exc}); the link gets no spheres from "
-                 "it")
-            return None
-    else:  # sphere: no mesh needed
-        return None
-    return np.asarray(m.vertices, dtype=np.float64), np.asarray(m.faces, dtype=np.int64)
-
-
-def _surface_points(vertices, faces) -> tuple[np.ndarray, float]:
-    """Points on a triangle mesh's surface (its vertices and an even, seeded sample of its
-    faces) and the sample spacing."""
-    import trimesh  # noqa: PLC0415
-
-    m = trimesh.Trimesh(vertices=vertices, faces=faces, process=False)
-    area = float(m.area)
-    pts, _ = trimesh.sample.sample_surface(m, SURFACE_SAMPLES, seed=0)
-    spacing = math.sqrt(area / SURFACE_SAMPLES) if area > 0 else 0.0
-    return np.concatenate([vertices, np.asarray(pts, dtype=np.float64)]), spacing
-
-
-def fit_spheres(points: np.ndarray, spacing: float = 0.0,
-                max_spheres: int = MAX_SPHERES_PER_SHAPE) -> tuple[np.ndarray, np.ndarray]:
-    """Spheres covering ``points`` (n, 3): (centers (k, 3), radii (k,)), k <= ``max_spheres``
-    (see the module docstring); each radius grown by half the sample ``spacing``. Of the
-    splits into 1 .. ``max_spheres`` segments along the principal axis, the one whose spheres
-    hold the least volume (a squat shape keeps one sphere, a long one gets a row of them)."""
-    P = np.asarray(points, dtype=np.float64)
-    c0 = P.mean(axis=0)
-    d = P - c0
-    _, _, vt = np.linalg.svd(d, full_matrices=False)
-    t = d @ vt[0]
-    best = None
-    for k in range(1, max_spheres + 1):
-        edges = np.linspace(t.min(), t.max(), k + 1)
-        centers, radii = [], []
-        for i in range(k):
-            sel = (t >= edges[i] - 1e-12) & (t <= edges[i + 1] + 1e-12)
-            if not sel.any():
-                continue
-            q = P[sel]
-            c = 0.5 * (q.min(axis=0) + q.max(axis=0))
-            centers.append(c)
-            radii.append(float(np.linalg.norm(q - c, axis=1).max()) + 0.5 * spacing)
-        volume = float(np.sum(np.asarray(radii) ** 3)) * (1.0 + 0.02 * k)
-        if best is None or volume < best[0]:
-            best = (volume, np.array(centers), np.array(radii))
-    return best[1], best[2]
-
-
-def _fit_shape(desc: CollisionDesc, search_path, warn):
-    """Spheres of one collision element in its link's frame, or None."""
-    T = _rpy_xyz_to_matrix(desc.xyz, desc.rpy)
-    if desc.shape == "sphere":
-        return T[None, :3, 3].copy(), np.array([desc.size[0]])
-    mesh = _shape_mesh(desc, search_path, warn)
-    if mesh is None:
-        return None
-    pts, spacing = _surface_points(*mesh)
-    centers, radii = fit_spheres(pts, spacing)
-    return centers @ T[:3, :3].T + T[:3, 3], radii
-
-
-def resolve_mesh(filename: str, search_path=()) -> Path | None:
-    """The file a URDF mesh name refers to (see the module docstring), or None."""
-    dirs = [Path(d) for d in search_path]
-    candidates: list[Path] = []
-    if filename.startswith("package://"):
-        rest = filename[len("package://"):]
-        pkg, _, rel = rest.partition("/")
-        try:
-            from ament_index_python.packages import (  # noqa: PLC0415
-                get_package_share_directory)
-
-            candidates.append(Path(get_package_share_directory(pkg)) / rel)
-        except Exception:  # noqa: BLE001 - no ament index here, or the package is not in it
-            pass
-        for d in dirs:
-            candidates += [d / pkg / rel, d / rel]
-    else:
-        rel = filename[len("file://"):] if filename.startswith("file://") else filename
-        p = Path(rel)
-        candidates.append(p)
-        if not p.is_absolute():
-            candidates += [d / rel for d in dirs]
-    for c in candidates:
-        if c.is_file():
-            return c
-    return None
 
 
 # ---------------------------------------------------------------------- YAML
@@ -317,11 +446,13 @@ def spheres_from_yaml(text: str, model: Model) -> dict:
 
 def _check_spheres(spheres: dict, model: Model) -> dict:
     out = {}
+    links = set(model.desc.links)
     for link, rows in spheres.items():
-        if link not in model.link_names:
-            raise UnknownLinkError(str(link), model.link_names, "link (in the spheres)")
+        if link not in links:
+            raise UnknownLinkError(str(link), model.desc.links, "link (in the spheres)")
         try:
-            a = np.asarray(rows if rows else np.zeros((0, 4)), dtype=np.float64).reshape(-1, 4)
+            a = np.asarray(rows if len(rows) else np.zeros((0, 4)),
+                           dtype=np.float64).reshape(-1, 4)
         except (TypeError, ValueError):
             raise InvalidInputError(f"spheres of link {link!r} must be a list of [x, y, z, r], "
                                     f"got {rows!r}") from None
@@ -336,34 +467,159 @@ def _check_spheres(spheres: dict, model: Model) -> dict:
 
 # ---------------------------------------------------------------------- the model
 
-def collision_model(model: Model, *, srdf=None, spheres=None, search_path=(),
-                    disabled=()) -> CollisionModel:
-    """The collision model of ``model`` from its URDF ``<collision>`` geometry.
+def collision_model(model: Model, *, srdf=None, spheres=None, search_path=(), disabled=(),
+                    overshoot: float = OVERSHOOT, held=None,
+                    accept_missing: bool = False) -> CollisionModel:
+    """The collision model of ``model`` from its URDF geometry (see the module docstring).
 
     Args:
-        srdf: an :class:`ros2_ik.model.Srdf` (or its text) whose ``<disable_collisions>``
-            pairs are not checked.
-        spheres: the spheres of some links, replacing the fitted ones: YAML text
-            (:func:`spheres_from_yaml`) or ``{link: [[x, y, z, r], ...]}``.
-        search_path: directories where meshes are looked for.
+        srdf: an :class:`ros2_ik.model.Srdf` (or its text): its ``<disable_collisions>`` pairs
+            are not checked, its ``<link_sphere_approximation>`` spheres are used.
+        spheres: the spheres of some links, replacing the fitted ones (and the SRDF's): YAML
+            text (:func:`spheres_from_yaml`) or ``{link: [[x, y, z, r], ...]}`` (link frame).
+        search_path: directories where meshes are looked for (and ``$ROS2_IK_MESH_PATH``'s;
+            :func:`ros2_ik.model.meshes.resolve_mesh`).
         disabled: more ``(link, link)`` pairs not to check.
+        overshoot: [m] how far the fitted spheres may reach past the geometry.
+        held: ``{joint: value}`` for joints outside the model (side branches), instead of the
+            sweep or the value 0 clamped into the limits.
+        accept_missing: solve with collision avoidance even if some links' declared geometry
+            could not be used (they are then not checked; see :meth:`~CollisionModel.
+            check_complete`).
     The default (no arguments; a bundled robot's SRDF, :func:`ros2_ik.model.load_robot`) is
     kept with the model."""
-    if srdf is None and spheres is None and not search_path and not disabled:
+    if not (isinstance(overshoot, (int, float)) and 0.0015 < overshoot <= 0.5):
+        raise InvalidInputError(f"overshoot must be in (0.0015, 0.5] m, got {overshoot!r}")
+    args = (srdf, spheres, tuple(_search_path(search_path)), tuple(disabled), float(overshoot),
+            None if held is None else tuple(sorted(dict(held).items())), bool(accept_missing))
+    if srdf is None and spheres is None and not search_path and not disabled and \
+            overshoot == OVERSHOOT and held is None and not accept_missing:
         bundled = model.memo_peek("model.srdf", "bundled")
-        return model.memo("model.collision", "default", lambda: _build(model, bundled, None, (),
-                                                                       ()))
-    return _build(model, srdf, spheres, tuple(search_path), tuple(disabled))
+        return model.memo("model.collision", ("default",) + args[2:],
+                          lambda: _build(model, bundled, *args[1:]))
+    return _build(model, *args)
 
 
-def _build(model: Model, srdf, spheres, search_path, extra_disabled) -> CollisionModel:
+def _full_tree(model: Model) -> Model:
+    """The whole robot of ``model``'s URDF (every link, nothing frozen), kept with it."""
+    desc = model.desc
+    if model.base == desc.root and model.num_links == len(desc.links):
+        return model
+    return model.memo("model.collision.full", "", lambda: Model._build(
+        desc, base=desc.root, tips=None, frozen=()))
+
+
+def _tip_bodies(model: Model) -> set:
+    """Names of the model links rigidly attached to a tip (from the tip up to and including the
+    link of the last moving joint above it): a side branch hanging off them is the tool's."""
+    out = set()
+    for tip in model.tips:
+        l = model.link_index(tip)
+        while True:
+            out.add(model.link_names[l])
+            if l == 0 or model.joint_type[l] != JointType.FIXED:
+                break
+            l = int(model.link_parent[l])
+    return out
+
+
+def _joint_motion(full: Model, k: int, q: np.ndarray) -> np.ndarray:
+    """The motion (4, 4) of the joint into link ``k`` of ``full`` at ``q`` (1-DOF joints and
+    mimics; a planar or floating joint at its zero)."""
+    t = int(full.joint_type[k])
+    if full.mimic_q[k] >= 0:
+        v = float(q[full.mimic_q[k]]) * float(full.mimic_multiplier[k]) + float(
+            full.mimic_offset[k])
+    elif full.q_start[k] >= 0 and t in (JointType.REVOLUTE, JointType.CONTINUOUS,
+                                        JointType.PRISMATIC):
+        v = float(q[full.q_start[k]])
+    else:
+        return np.eye(4)
+    M = np.eye(4)
+    ax = np.asarray(full.axis[k], dtype=np.float64)
+    if t == JointType.PRISMATIC:
+        M[:3, 3] = ax * v
+        return M
+    K = np.array([[0, -ax[2], ax[1]], [ax[2], 0, -ax[0]], [-ax[1], ax[0], 0]])
+    M[:3, :3] = np.eye(3) + np.sin(v) * K + (1 - np.cos(v)) * (K @ K)
+    return M
+
+
+def _pose_in_root(full: Model, l: int, q: np.ndarray) -> np.ndarray:
+    """T root <- link ``l`` of the whole robot at ``q``."""
+    path = []
+    while l > 0:
+        path.append(l)
+        l = int(full.link_parent[l])
+    T = np.eye(4)
+    for k in reversed(path):
+        T = T @ full.origin[k] @ _joint_motion(full, k, q)
+    return T
+
+
+def _placements(model: Model, full: Model, link: str, held: dict, notes: list):
+    """(anchor model link index, [T anchor <- link, ...]) for a URDF link: one transform for a
+    link of the model (the identity) or a held side branch, several for a swept one."""
+    if link in model.link_names:
+        return model.link_index(link), [np.eye(4)]
+    li = full.link_index(link)
+    in_model = set(model.link_names)
+    chain = [li]
+    while chain[-1] > 0 and full.link_names[chain[-1]] not in in_model:
+        chain.append(int(full.link_parent[chain[-1]]))
+    top = full.link_names[chain[-1]]
+    below = top in in_model
+    anchor = model.link_index(top) if below else 0
+    # the joints of the whole robot held at a value: 0 clamped, or the caller's
+    q = np.clip(np.zeros(full.nq), full.lower, full.upper)
+    for j, v in held.items():
+        q[full.q_start[full.joint_index(j)]] = v
+    sweep = []
+    if below and top in _tip_bodies(model):  # a tool's side branch: its free joints swept
+        for k in chain[:-1]:
+            qi = int(full.mimic_q[k]) if full.mimic_q[k] >= 0 else int(full.q_start[k])
+            if qi < 0 or int(full.joint_type[k]) in (JointType.PLANAR, JointType.FLOATING):
+                continue
+            jname = full.joint_names[int(full.q_joint[qi])]
+            lo, hi = float(full.lower[qi]), float(full.upper[qi])
+            if jname in held or qi in [s[0] for s in sweep]:
+                continue
+            if np.isfinite(lo) and np.isfinite(hi) and hi > lo:
+                sweep.append((qi, jname, lo, hi))
+    per = SWEEP_SAMPLES if len(sweep) <= 2 else 3
+    grids = [np.linspace(lo, hi, per) for _, _, lo, hi in sweep]
+    combos = (np.stack(np.meshgrid(*grids, indexing="ij"), -1).reshape(-1, len(sweep))
+              if sweep else np.zeros((1, 0)))
+    base_i = full.link_index(model.link_names[anchor])
+    Ts = []
+    for row in combos:
+        qs = q.copy()
+        for k, (qi, _, _, _) in enumerate(sweep):
+            qs[qi] = row[k]
+        Ts.append(np.linalg.inv(_pose_in_root(full, base_i, qs)) @ _pose_in_root(full, li, qs))
+    swept = {s[1] for s in sweep}
+    held_here = [full.joint_names[k] for k in chain[:-1] if full.q_start[k] >= 0
+                 and full.joint_names[k] not in swept]
+    if sweep:
+        notes.append(f"link {link!r} (outside the solved model, on {top!r}): covered over the "
+                     f"whole range of joints {sorted(swept)}")
+    if held_here or not below:
+        vals = {j: float(q[full.q_start[full.joint_index(j)]]) for j in held_here}
+        notes.append(f"link {link!r} (outside the solved model): "
+                     + (f"joints held at {vals}" if vals else "rigid with the base"))
+    return anchor, Ts
+
+
+def _build(model: Model, srdf, spheres, search_path, extra_disabled, overshoot, held,
+           accept_missing) -> CollisionModel:
     from .srdf import Srdf, parse_srdf  # noqa: PLC0415
 
     notes: list[str] = []
+    warns: list[str] = []
 
     def warn(text):
-        notes.append(text)
-        _warnings.warn(text, CollisionWarning, stacklevel=4)
+        warns.append(text)
+        _warnings.warn(text, CollisionWarning, stacklevel=5)
 
     if isinstance(spheres, str):
         given = spheres_from_yaml(spheres, model)
@@ -378,96 +634,129 @@ def _build(model: Model, srdf, spheres, search_path, extra_disabled) -> Collisio
     elif srdf is not None and not isinstance(srdf, Srdf):
         raise InputTypeError(f"srdf must be SRDF text or a parsed Srdf, got "
                              f"{type(srdf).__name__}")
+    if srdf is not None:
+        for link, rows in srdf.link_spheres.items():
+            if link in model.desc.links and link not in given:
+                given[link] = rows
+    full = _full_tree(model)
+    held = dict(held or ())
+    for j, v in held.items():
+        full.joint_index(j)  # UnknownJointError naming the joints
+        if full.q_start[full.joint_index(j)] < 0:
+            raise InvalidInputError(f"held joint {j!r} has no coordinate (fixed or mimic)")
+        _number(v, f"held value of joint {j!r}")
 
-    by_link: dict[str, list] = {}
-    names = set(model.link_names)
-    for desc in getattr(model.desc, "collisions", ()):
-        if desc.link not in names or desc.link in given:
-            continue
-        fit = _fit_shape(desc, search_path, warn)
-        if fit is not None:
-            by_link.setdefault(desc.link, []).append(fit)
-    link_ids, sphere_link, centers, radii = [], [], [], []
-    for l, name in enumerate(model.link_names):
-        if name in given:
-            parts = [(given[name][:, :3], given[name][:, 3])] if len(given[name]) else []
+    elements: dict[str, list] = {}
+    for d in getattr(model.desc, "collisions", ()):
+        elements.setdefault(d.link, []).append(d)
+    visuals: dict[str, list] = {}
+    for d in getattr(model.desc, "visuals", ()):
+        visuals.setdefault(d.link, []).append(d)
+    candidates = [n for n in full.link_names if n in elements or n in given]
+    missing: list = []
+    names, links, offsets, centers, radii, sphere_link = [], [], [], [], [], []
+    for link in candidates:
+        anchor, Ts = _placements(model, full, link, held, notes)
+        if link in given:
+            rows = given[link]
+            cen = np.concatenate([rows[:, :3] @ T[:3, :3].T + T[:3, 3] for T in Ts])
+            rad = np.concatenate([rows[:, 3]] * len(Ts))
+            if len(Ts) > 1:  # the given spheres at every sampled value: keep the distinct
+                key = np.round(np.concatenate([cen, rad[:, None]], axis=1), 9)
+                _, first = np.unique(key, axis=0, return_index=True)
+                first = np.sort(first)
+                cen, rad = cen[first], rad[first]
         else:
-            parts = by_link.get(name, [])
-        if not parts:
+            shapes, problems = [], []
+            for d in elements[link]:
+                shape, why = element_shape(d, search_path)
+                if shape is None:
+                    problems.append(why)
+                else:
+                    shapes.append(shape)
+            if problems:
+                vshapes = []
+                for d in visuals.get(link, ()):
+                    shape, _ = element_shape(d, search_path)
+                    if shape is not None:
+                        vshapes.append(shape)
+                if vshapes and not shapes:
+                    shapes = vshapes
+                    warn(f"link {link!r}: {'; '.join(problems)}; its <visual> geometry is used "
+                         "instead (the spheres cover the visual mesh)")
+                else:
+                    missing.append((link, "; ".join(problems)))
+                    warn(f"link {link!r}: {'; '.join(problems)}; the link has no spheres from "
+                         "it: give the meshes' directory in the search path "
+                         "(collision.mesh_path on the node) or its spheres in the SRDF")
+                    if not shapes:
+                        continue
+            placed = [Shape(s.vertices @ T[:3, :3].T + T[:3, 3], s.faces,
+                            None if s.primitive is None else
+                            (s.primitive[0], T @ s.primitive[1], s.primitive[2]))
+                      for T in Ts for s in shapes]
+            cen, rad = fit_link(placed, overshoot)
+        if not len(rad):
             continue
-        c = len(link_ids)
-        link_ids.append(l)
-        for cen, rad in parts:
-            centers.append(cen)
-            radii.append(rad)
-            sphere_link += [c] * len(rad)
-    n = sum(len(r) for r in radii)
-    if n > MAX_SPHERES:
-        raise InvalidInputError(f"the collision model of {model.name!r} has {n} spheres, more "
-                                f"than {MAX_SPHERES}; give fewer in a spheres YAML file")
+        c = len(names)
+        names.append(link)
+        links.append(anchor)
+        offsets.append(Ts[len(Ts) // 2] if len(Ts) > 1 else Ts[0])
+        centers.append(cen)
+        radii.append(rad)
+        sphere_link += [c] * len(rad)
     center = np.concatenate(centers) if centers else np.zeros((0, 3))
     radius = np.concatenate(radii) if radii else np.zeros(0)
-    link_names = tuple(model.link_names[l] for l in link_ids)
 
     # pairs: all, less adjacent / rigidly attached, the SRDF's and the caller's
-    disabled = {}
-    for a, b, why in _structural_pairs(model, link_ids):
-        disabled[(a, b)] = why
-    index = {n: c for c, n in enumerate(link_names)}
+    dis = {}
+    for a, b in _structural_pairs(model, full, names, links):
+        dis[(a, b)] = "Adjacent"
+    index = {n: c for c, n in enumerate(names)}
     user = list(srdf.disabled_collisions if srdf is not None else ())
     user += [(a, b, "User") for a, b in extra_disabled]
     for a, b, why in user:
         if a in index and b in index and a != b:
-            disabled.setdefault(tuple(sorted((index[a], index[b]))), why or "User")
-    pairs = [(a, b) for a in range(len(link_ids)) for b in range(a + 1, len(link_ids))
-             if (a, b) not in disabled]
-    named = tuple((link_names[a], link_names[b], why) for (a, b), why in sorted(disabled.items()))
+            dis.setdefault(tuple(sorted((index[a], index[b]))), why or "User")
+    pairs = [(a, b) for a in range(len(names)) for b in range(a + 1, len(names))
+             if (a, b) not in dis]
+    named = tuple((names[a], names[b], why) for (a, b), why in sorted(dis.items()))
     movable = model.joint_type != JointType.FIXED
     static = []
-    for l in link_ids:
+    for l in links:
         k, moved = l, False
         while k > 0:
             moved = moved or bool(movable[k])
             k = int(model.link_parent[k])
         static.append(not moved)
-    return _make(model.name, link_names, link_ids, sphere_link, center, radius, pairs, named,
-                 notes, static)
+    return _make(model.name, names, links, sphere_link, center, radius, pairs, named, warns,
+                 static, offsets if offsets else np.zeros((0, 4, 4)), missing, notes,
+                 overshoot, accept_missing)
 
 
-def _structural_pairs(model: Model, link_ids):
-    """(a, b, reason) over collision-link indices: each link and the nearest collision link
-    above it ("Adjacent"), and links with no moving joint between them ("Adjacent")."""
-    index = {l: c for c, l in enumerate(link_ids)}
+def _structural_pairs(model: Model, full: Model, names, anchors):
+    """(a, b) over collision links: each link and the nearest link with geometry above it in
+    the URDF ("Adjacent"), and links with no solved joint between them (the same rigid body
+    in the solve)."""
+    index = {n: c for c, n in enumerate(names)}
     out = set()
-    movable = model.joint_type != JointType.FIXED
-
-    def up(l):
-        """Ancestors of link l, nearest first, with whether a moving joint lies between."""
-        moved = False
-        chain = []
+    for c, n in enumerate(names):
+        l = full.link_index(n)
         while l > 0:
-            moved = moved or bool(movable[l])
-            l = int(model.link_parent[l])
-            chain.append((l, moved))
-        return chain
-
-    for l in link_ids:
-        for anc, moved in up(l):
-            if anc in index:
-                out.add((min(index[l], index[anc]), max(index[l], index[anc]), "Adjacent"))
+            l = int(full.link_parent[l])
+            up = full.link_names[l]
+            if up in index:
+                out.add((min(c, index[up]), max(c, index[up])))
                 break
-    # rigidly attached: the same rigid body (nearest moving joint above both is the same)
-    body = {}
-    for l in link_ids:
-        k = l
+    movable = model.joint_type != JointType.FIXED
+    body: dict[int, list] = {}
+    for c, a in enumerate(anchors):
+        k = int(a)
         while k > 0 and not movable[k]:
             k = int(model.link_parent[k])
-        body.setdefault(k, []).append(index[l])
+        body.setdefault(k, []).append(c)
     for members in body.values():
         for i, a in enumerate(members):
             for b in members[i + 1:]:
-                out.add((min(a, b), max(a, b), "Adjacent"))
-    best = {}
-    for a, b, why in sorted(out):
-        best.setdefault((a, b), why)
-    return [(a, b, why) for (a, b), why in best.items()]
+                out.add((min(a, b), max(a, b)))
+    return sorted(out)

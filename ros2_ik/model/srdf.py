@@ -13,19 +13,23 @@ group holds, as in MoveIt:
 :meth:`Group.restrict` gives the model a solve for the group runs on: every joint with a
 coordinate that is not in the group (nor the leader of a mimic joint in it) is frozen, so every
 solver and path leaves it at the problem's seed. ``<disable_collisions link1 link2 reason>``
-entries are kept (:attr:`Srdf.disabled_collisions`) for the collision model's self pairs. Other
-SRDF elements (group states, end effectors, virtual joints) are not used.
+entries are kept (:attr:`Srdf.disabled_collisions`) for the collision model's self pairs, and
+``<link_sphere_approximation link><sphere center radius/></link_sphere_approximation>`` entries
+(srdfdom's form, which foam and ballpark write; :attr:`Srdf.link_spheres`) as the spheres of
+those links. Other SRDF elements (group states, end effectors, virtual joints) are not used.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
+import numpy as np
 
 from ..errors import SrdfError
 from .tree import Model
 
-__all__ = ["Group", "Srdf", "parse_srdf", "MAX_SRDF_BYTES"]
+__all__ = ["Group", "Srdf", "parse_srdf", "sphere_elements", "MAX_SRDF_BYTES"]
 
 MAX_SRDF_BYTES = 16 * 1024 * 1024
 
@@ -61,11 +65,15 @@ class Group:
 class Srdf:
     """The groups of one SRDF document (``groups``: name -> raw definition)."""
 
-    def __init__(self, robot_name: str, specs: dict, disabled: tuple = ()):
+    def __init__(self, robot_name: str, specs: dict, disabled: tuple = (),
+                 link_spheres: dict | None = None):
         self.robot_name = robot_name
         self._specs = specs
         #: ``((link1, link2, reason), ...)`` of the ``<disable_collisions>`` entries
         self.disabled_collisions = tuple(disabled)
+        #: ``{link: (k, 4) [x, y, z, r]}`` of the ``<link_sphere_approximation>`` entries (link
+        #: frame, metres; k = 0: the SRDF says the link has no spheres)
+        self.link_spheres = dict(link_spheres or {})
 
     @property
     def group_names(self) -> list:
@@ -186,4 +194,40 @@ def parse_srdf(text: str) -> Srdf:
         if not a or not b:
             raise SrdfError("a <disable_collisions> needs link1 and link2")
         disabled.append((a, b, d.get("reason", "")))
-    return Srdf(root.get("name", ""), specs, tuple(disabled))
+    spheres: dict = {}
+    for a in root.findall("link_sphere_approximation"):
+        link = a.get("link")
+        if not link:
+            raise SrdfError("a <link_sphere_approximation> needs a link")
+        if link in spheres:
+            raise SrdfError(f"link {link!r} has two <link_sphere_approximation> entries")
+        rows = []
+        for k, sp in enumerate(a.findall("sphere")):
+            where = f"<link_sphere_approximation link={link!r}> sphere #{k + 1}"
+            try:
+                c = [float(v) for v in (sp.get("center") or "").split()]
+                r = float(sp.get("radius", ""))
+            except ValueError:
+                raise SrdfError(f"{where}: center must be 3 numbers and radius a number") from None
+            if len(c) != 3 or not all(math.isfinite(v) for v in c + [r]) or r < 0 or \
+                    max(abs(v) for v in c + [r]) > 1e3:
+                raise SrdfError(f"{where}: center must be 3 finite numbers and radius >= 0 "
+                                f"(metres, within 1 km), got center={sp.get('center')!r} "
+                                f"radius={sp.get('radius')!r}")
+            if r > 0:  # (srdfdom: a sphere of radius 0 means none)
+                rows.append(c + [r])
+        spheres[link] = np.asarray(rows, dtype=np.float64).reshape(-1, 4)
+    return Srdf(root.get("name", ""), specs, tuple(disabled), spheres)
+
+
+def sphere_elements(spheres: dict, indent: str = "  ") -> str:
+    """``<link_sphere_approximation>`` elements for an SRDF from ``{link: (k, 4) [x, y, z, r]}``
+    (a link with no spheres gets srdfdom's radius-0 sphere)."""
+    out = []
+    for link, rows in spheres.items():
+        out.append(f'{indent}<link_sphere_approximation link="{link}">')
+        rows = np.asarray(rows, dtype=np.float64).reshape(-1, 4)
+        for x, y, z, r in rows if len(rows) else [(0.0, 0.0, 0.0, 0.0)]:
+            out.append(f'{indent}  <sphere center="{x:.6f} {y:.6f} {z:.6f}" radius="{r:.6f}"/>')
+        out.append(f"{indent}</link_sphere_approximation>")
+    return "\n".join(out) + ("\n" if out else "")

@@ -96,6 +96,9 @@ class RobotDesc:
     root: str
     warnings: tuple[str, ...] = field(default=())
     collisions: tuple[CollisionDesc, ...] = field(default=())
+    #: the links' ``<visual>`` geometry, read as the collision geometry is (the collision
+    #: model's fallback for a link whose collision mesh cannot be found)
+    visuals: tuple[CollisionDesc, ...] = field(default=())
 
 
 def _where(joint_name: str) -> str:
@@ -121,19 +124,21 @@ def _finite_vec(values, what: str, where: str, n: int = 3,
 _KINEMATIC_JOINT_TAGS = ("parent", "child", "origin", "axis", "limit", "mimic")
 
 
-def _collisions(root, warnings: list[str]) -> tuple[CollisionDesc, ...]:
-    """The ``<collision>`` elements of every ``<link>`` that can be read; each one that cannot
-    (unknown shape, a size that is not a positive finite number, a mesh without a file name)
-    is a warning naming its link, and left out."""
+def _collisions(root, warnings: list[str] | None,
+                tag: str = "collision") -> tuple[CollisionDesc, ...]:
+    """The ``<collision>`` (or ``<visual>``) elements of every ``<link>`` that can be read; each
+    one that cannot (unknown shape, a size that is not a positive finite number, a mesh without
+    a file name) is a warning naming its link (``warnings`` None: left out quietly)."""
     out = []
     for link in root.findall("link"):
         name = link.get("name", "")
-        for k, col in enumerate(link.findall("collision")):
-            where = f"link {name!r} <collision> #{k + 1}"
+        for k, col in enumerate(link.findall(tag)):
+            where = f"link {name!r} <{tag}> #{k + 1}"
             try:
                 out.append(_collision(name, col, where))
             except UrdfError as exc:
-                _warn(warnings, f"{exc}; this collision element is left out")
+                if warnings is not None:
+                    _warn(warnings, f"{exc}; this {tag} element is left out")
     return tuple(out)
 
 
@@ -183,13 +188,14 @@ def _collision(link: str, col, where: str) -> CollisionDesc:
     return CollisionDesc(link, "mesh", xyz, rpy, (), filename, scale)
 
 
-def _check_xml(text: str) -> tuple[bytes, tuple[CollisionDesc, ...], list[str]]:
+def _check_xml(text: str) -> tuple[bytes, tuple, list[str], tuple]:
     """Size limit, well-formedness and entity refusal, before any real parser runs.
 
     Returns the kinematic skeleton of the document (links by name, joints with their kinematic
     children only), so that what does not matter for kinematics (visuals, materials,
     transmissions, gazebo or ros2_control tags, incomplete or not) cannot stop a robot loading;
-    the links' collision elements that can be read, and warnings about those that cannot.
+    the links' collision elements that can be read, warnings about those that cannot, and the
+    visual elements that can be read.
     """
     import defusedxml.ElementTree as DET  # noqa: N814, PLC0415 - DET beside the stdlib ET
     from defusedxml import DefusedXmlException  # noqa: PLC0415
@@ -276,6 +282,7 @@ def _check_xml(text: str) -> tuple[bytes, tuple[CollisionDesc, ...], list[str]]:
 
     col_warnings: list[str] = []
     collisions = _collisions(root, col_warnings)
+    visuals = _collisions(root, None, "visual")
     skeleton = ET.Element("robot", {"name": root.get("name", "robot")})
     for el in root:
         if el.tag == "link":
@@ -285,7 +292,7 @@ def _check_xml(text: str) -> tuple[bytes, tuple[CollisionDesc, ...], list[str]]:
             for child in el:
                 if child.tag in _KINEMATIC_JOINT_TAGS:  # attributes only: no nesting survives
                     ET.SubElement(j, child.tag, dict(child.attrib))
-    return ET.tostring(skeleton), collisions, col_warnings
+    return ET.tostring(skeleton), collisions, col_warnings, visuals
 
 
 def parse_urdf(text: str) -> RobotDesc:
@@ -299,7 +306,7 @@ def parse_urdf(text: str) -> RobotDesc:
     if not isinstance(text, str):
         raise UrdfError(f"URDF must be a string, got {type(text).__name__}")
     try:
-        skeleton, collisions, col_warnings = _check_xml(text)
+        skeleton, collisions, col_warnings, visuals = _check_xml(text)
     except RecursionError:
         raise UrdfError("URDF document is nested too deeply to process; a robot description "
                         "has a few levels of elements") from None
@@ -457,7 +464,7 @@ def parse_urdf(text: str) -> RobotDesc:
 
     joints = _check_mimics(joints, warnings)
     return RobotDesc(robot.name or "robot", tuple(link_names), tuple(joints), root,
-                     tuple(warnings), collisions)
+                     tuple(warnings), collisions, visuals)
 
 
 def _warn(warnings: list[str], msg: str) -> None:

@@ -20,6 +20,10 @@ obstacle and what to do.
 :meth:`World.packed` gives the array the solvers read, one row of :data:`PACKED` numbers per
 obstacle: ``[shape code, R (9, row-major), p (3), a, b, c]`` with ``a, b, c`` the shape's
 half-sizes (sphere r; box hx hy hz; cylinder and capsule r, half-length).
+
+An obstacle's :attr:`Obstacle.touch` names the robot links (collision link names, or ``"*"``
+for all) that may touch it: it is not checked against them (MoveIt's allowed collision matrix
+between a link and an object: a part a gripper holds against, a table a mobile base stands on).
 """
 
 from __future__ import annotations
@@ -57,11 +61,12 @@ class Obstacle:
     shape: str
     size: tuple
     pose: np.ndarray = field(repr=False, compare=False)
+    touch: tuple = ()
 
     @staticmethod
-    def make(id, shape, size=(), pose=None) -> "Obstacle":
+    def make(id, shape, size=(), pose=None, touch=()) -> "Obstacle":
         """A checked obstacle; ``pose`` (4, 4) or (7,) [x y z qx qy qz qw] (default: the
-        identity)."""
+        identity); ``touch``: the link names allowed to touch it (``"*"``: every link)."""
         if not isinstance(id, str) or not id:
             raise InvalidInputError(f"an obstacle id must be a non-empty string, got "
                                     f"{describe(id)}")
@@ -83,7 +88,11 @@ class Obstacle:
             raise InvalidInputError(f"obstacle {id!r}: {shape} size {list(sz)} {names} must be "
                                     f"positive and finite (at most {MAX_SIZE:g} m); a "
                                     "degenerate primitive cannot be checked against")
-        return Obstacle(id, shape, sz, _pose(pose, id))
+        return Obstacle(id, shape, sz, _pose(pose, id), _touch(touch, id))
+
+    def with_touch(self, touch) -> "Obstacle":
+        """This obstacle with ``touch`` (see the module docstring)."""
+        return Obstacle(self.id, self.shape, self.size, self.pose, _touch(touch, self.id))
 
     def packed(self) -> np.ndarray:
         """This obstacle's row of :meth:`World.packed`."""
@@ -102,8 +111,18 @@ class Obstacle:
 
     def as_dict(self) -> dict:
         q = matrix_to_quat(self.pose[:3, :3])
-        return {"id": self.id, "shape": self.shape, "size": list(self.size),
-                "position": self.pose[:3, 3].tolist(), "orientation": q.tolist()}
+        out = {"id": self.id, "shape": self.shape, "size": list(self.size),
+               "position": self.pose[:3, 3].tolist(), "orientation": q.tolist()}
+        if self.touch:
+            out["touch"] = list(self.touch)
+        return out
+
+
+def _touch(touch, id: str) -> tuple:
+    if isinstance(touch, str) or not all(isinstance(t, str) and t for t in touch):
+        raise InvalidInputError(f"obstacle {id!r}: touch must be a list of link names, got "
+                                f"{describe(touch)}")
+    return tuple(sorted(set(touch)))
 
 
 def _pose(pose, id: str) -> np.ndarray:
@@ -202,7 +221,7 @@ class World:
     def move(self, id: str, pose) -> "World":
         """A world with obstacle ``id`` at ``pose``."""
         o = self[id]
-        moved = Obstacle(o.id, o.shape, o.size, _pose(pose, id))
+        moved = Obstacle(o.id, o.shape, o.size, _pose(pose, id), o.touch)
         return World([moved if x.id == id else x for x in self._obstacles.values()],
                      self.version + 1)
 
@@ -245,10 +264,10 @@ def world_from_yaml(text: str, version: int = 0) -> World:
     for k, it in enumerate(items):
         if not isinstance(it, dict):
             raise InvalidInputError(f"obstacle #{k + 1} must be a mapping, got {describe(it)}")
-        unknown = set(it) - {"id", "shape", "size", "position", "orientation"}
+        unknown = set(it) - {"id", "shape", "size", "position", "orientation", "touch"}
         if unknown:
             raise InvalidInputError(f"obstacle #{k + 1}: unknown keys {sorted(unknown)}; use id, "
-                                    "shape, size, position, orientation")
+                                    "shape, size, position, orientation, touch")
         pos = it.get("position", [0.0, 0.0, 0.0])
         quat = it.get("orientation", [0.0, 0.0, 0.0, 1.0])
         try:
@@ -257,6 +276,9 @@ def world_from_yaml(text: str, version: int = 0) -> World:
         except (TypeError, ValueError):
             raise InvalidInputError(f"obstacle #{k + 1}: position must be 3 numbers and "
                                     "orientation 4 (qx qy qz qw)") from None
+        touch = it.get("touch", ())
+        if not isinstance(touch, list) and touch != ():
+            raise InvalidInputError(f"obstacle #{k + 1}: touch must be a list of link names")
         obs.append(Obstacle.make(str(it.get("id", f"obstacle_{k}")), it.get("shape"),
-                                 it.get("size", ()), pose))
+                                 it.get("size", ()), pose, touch))
     return World(obs, version)

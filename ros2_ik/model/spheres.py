@@ -1,0 +1,379 @@
+"""Spheres fitted to a link's collision geometry with a bounded overshoot.
+
+The solvers see a robot as spheres (a signed distance per sphere costs a few instructions; see
+:mod:`ros2_ik.model.collision`). A sphere model is right when it *covers* the geometry (a
+configuration clear on the spheres is clear on the meshes) and useful when it is *tight* (a
+robot standing on a table, a hand near a shelf, is not refused because its spheres bulge).
+:func:`fit_link` makes both measurable:
+
+- **coverage**: every vertex of the link's geometry and every point of a dense, seeded sample
+  of its surface lies inside some sphere (points inside another of the link's shapes excepted);
+  the radii carry :data:`SLACK` more for the surface between the samples;
+- **overshoot**: for every direction ``d``, ``max_s (c_s . d + r_s) - max_v (v . d) <= delta``
+  (the support functions of the spheres and of the geometry: how far the spheres reach past the
+  geometry in that direction). This holds by construction: a sphere whose centre lies inside the
+  geometry's convex hull at distance ``D(c)`` from its boundary reaches at most ``r - D(c)``
+  past the hull in any direction, and every radius is kept ``<= D(c) + delta``.
+
+The fit (cuRobo's voxel idea, with the overshoot bound as the radius rule): candidate centres on
+a grid inside the convex hull, each with its largest admissible radius ``D(c) + delta -
+SLACK``; a greedy set cover of the surface points (the candidate covering most uncovered points
+first; points no candidate reaches get candidates along the inward normal); then each sphere
+shrunk to the points it owns and spheres that others make redundant dropped. The number of
+spheres is what the bound asks for: a capsule needs a handful, a flat plate or a sharp edge many
+small ones. :func:`report` measures both properties on an independent sample.
+
+Fits are kept on disk (:func:`cache_dir`), keyed by a hash of the geometry and the bound, so a
+robot's meshes are fitted once per machine.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import math
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["fit_link", "overshoot", "coverage", "report", "cache_dir", "OVERSHOOT", "SLACK",
+           "Shape", "FIT_VERSION"]
+
+#: default bound on a link's overshoot [m]
+OVERSHOOT = 0.005
+#: what every radius carries beyond the sampled surface [m] (the surface between samples)
+SLACK = 0.001
+#: surface sample spacing of a fit [m] (capped by :data:`MAX_POINTS` per link)
+SPACING = 0.003
+MAX_POINTS = 24_000
+#: how far past its farthest own sample a sphere reaches at least (<= the largest radius the
+#: bound allows): the surface between two samples owned by different spheres
+GAP = 0.6 * SPACING
+#: changes whenever the fit's rules change (part of the cache key)
+FIT_VERSION = 3
+
+
+@dataclass(frozen=True)
+class Shape:
+    """One piece of a link's geometry in the link's frame: a triangle mesh (``vertices`` (n, 3),
+    ``faces`` (m, 3)) and, for a primitive, its kind and parameters (used to tell whether a
+    point lies inside it): ``("box", T (4, 4), half sizes)``, ``("cylinder", T, (r, half
+    length))``, ``("sphere", T, (r,))``, ``("capsule", T, (r, half length))``, or None."""
+
+    vertices: np.ndarray
+    faces: np.ndarray
+    primitive: tuple | None = None
+
+    def contains(self, P: np.ndarray, tol: float = 1e-6) -> np.ndarray:
+        """(n,) bool: which points lie strictly inside (primitives only; a mesh says False)."""
+        if self.primitive is None:
+            return np.zeros(len(P), dtype=bool)
+        kind, T, a = self.primitive
+        loc = (P - T[:3, 3]) @ T[:3, :3]
+        if kind == "box":
+            return np.all(np.abs(loc) < np.asarray(a) - tol, axis=1)
+        if kind == "sphere":
+            return np.linalg.norm(loc, axis=1) < a[0] - tol
+        rho = np.linalg.norm(loc[:, :2], axis=1)
+        if kind == "cylinder":
+            return (rho < a[0] - tol) & (np.abs(loc[:, 2]) < a[1] - tol)
+        z = np.clip(loc[:, 2], -a[1], a[1])  # capsule
+        return np.linalg.norm(loc - np.stack([0 * z, 0 * z, z], 1), axis=1) < a[0] - tol
+
+
+def cache_dir() -> Path:
+    """Where fits are kept: ``$ROS2_IK_SPHERE_CACHE``, else ``~/.cache/ros2_ik/spheres``."""
+    d = os.environ.get("ROS2_IK_SPHERE_CACHE")
+    return Path(d) if d else Path.home() / ".cache" / "ros2_ik" / "spheres"
+
+
+def _key(shapes, delta: float) -> str:
+    h = hashlib.sha256(f"ros2_ik spheres v{FIT_VERSION} {delta!r} {SLACK!r} {SPACING!r}".encode())
+    for s in shapes:
+        h.update(np.ascontiguousarray(s.vertices, dtype=np.float64).tobytes())
+        h.update(np.ascontiguousarray(s.faces, dtype=np.int64).tobytes())
+        h.update(repr(None if s.primitive is None else (s.primitive[0],
+                                                        np.round(s.primitive[1], 12).tolist(),
+                                                        tuple(s.primitive[2]))).encode())
+    return h.hexdigest()[:32]
+
+
+def fit_link(shapes, delta: float = OVERSHOOT, *, cache: bool = True):
+    """Spheres ``(centers (k, 3), radii (k,))`` covering the link made of ``shapes``
+    (:class:`Shape`, in the link frame) with an overshoot of at most ``delta`` [m] (see the
+    module docstring); kept in :func:`cache_dir` when ``cache``."""
+    shapes = [s for s in shapes if len(s.vertices) and len(s.faces)]
+    if not shapes:
+        return np.zeros((0, 3)), np.zeros(0)
+    if not (isinstance(delta, (int, float)) and SLACK < delta <= 1.0):
+        raise ValueError(f"the overshoot bound must be in ({SLACK}, 1] m, got {delta!r}")
+    # one sphere primitive alone is its own exact model
+    if len(shapes) == 1 and shapes[0].primitive is not None and shapes[0].primitive[0] == "sphere":
+        kind, T, a = shapes[0].primitive
+        return T[None, :3, 3].copy(), np.array([float(a[0])])
+    key = _key(shapes, float(delta))
+    path = cache_dir() / f"{key}.npy"
+    if cache:
+        try:
+            a = np.load(path, allow_pickle=False)
+            if a.ndim == 2 and a.shape[1] == 4:
+                return a[:, :3].copy(), a[:, 3].copy()
+        except (OSError, ValueError):
+            pass
+    c, r = _fit(shapes, float(delta))
+    if cache:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            buf = io.BytesIO()
+            np.save(buf, np.concatenate([c, r[:, None]], axis=1))
+            tmp = path.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_bytes(buf.getvalue())
+            os.replace(tmp, path)
+        except OSError:  # a read-only home: fitted again next time
+            pass
+    return c, r
+
+
+def surface_points(shapes, spacing: float = SPACING, seed: int = 0,
+                   max_points: int = MAX_POINTS) -> np.ndarray:
+    """The points a fit must cover: every vertex and an even, seeded sample of every shape's
+    surface, less those strictly inside another primitive of the link."""
+    import trimesh  # noqa: PLC0415 - the collision model only
+
+    areas = []
+    meshes = []
+    for s in shapes:
+        m = trimesh.Trimesh(vertices=s.vertices, faces=s.faces, process=False)
+        meshes.append(m)
+        areas.append(float(m.area))
+    total = sum(areas) or 1.0
+    n_all = int(min(max_points, max(2000, total / spacing ** 2)))
+    parts = []
+    for i, (s, m, a) in enumerate(zip(shapes, meshes, areas)):
+        n = max(200, int(n_all * a / total))
+        pts, _ = trimesh.sample.sample_surface(m, n, seed=seed + 7919 * i)
+        P = np.concatenate([np.asarray(s.vertices, dtype=np.float64),
+                            np.asarray(pts, dtype=np.float64)])
+        inside = np.zeros(len(P), dtype=bool)
+        for j, o in enumerate(shapes):
+            if j != i:
+                inside |= o.contains(P)
+        parts.append(P[~inside])
+    return np.concatenate(parts)
+
+
+def _hull(V: np.ndarray):
+    """(outward unit normals (h, 3), offsets (h,)) of the convex hull of V: n . x <= b inside.
+    A flat or degenerate set gets its bounding box's planes (thickened by a micrometre)."""
+    from scipy.spatial import ConvexHull, QhullError  # noqa: PLC0415
+
+    try:
+        h = ConvexHull(V)
+        eq = h.equations
+        return eq[:, :3], -eq[:, 3]
+    except (QhullError, ValueError):
+        lo, hi = V.min(axis=0) - 1e-6, V.max(axis=0) + 1e-6
+        N = np.concatenate([np.eye(3), -np.eye(3)])
+        return N, np.concatenate([hi, -lo])
+
+
+def _fit(shapes, delta: float):
+    from scipy.spatial import cKDTree  # noqa: PLC0415
+
+    V = np.concatenate([s.vertices for s in shapes]).astype(np.float64)
+    N, b = _hull(V)
+    reach = delta - SLACK
+
+    def depth(X):
+        return (b[None, :] - X @ N.T).min(axis=1)
+
+    lo, hi = V.min(axis=0), V.max(axis=0)
+    ext = hi - lo
+    thin = max(float(np.sort(ext)[0]), 1e-4)
+    h = float(np.clip(min(ext.max() / 36.0, thin / 3.0), 0.0015, 0.01))
+    axes = [np.arange(lo[i] + 0.5 * (ext[i] % h or h), hi[i], h) if ext[i] > h
+            else np.array([0.5 * (lo[i] + hi[i])]) for i in range(3)]
+    G = np.stack(np.meshgrid(*axes, indexing="ij"), axis=-1).reshape(-1, 3)
+    D = depth(G)
+    grid = (G[D >= 0], D[D >= 0])
+    P = surface_points(shapes)
+    c, r = _cover(P, grid, depth, N, b, reach)
+    c, r = _tighten(c, r, P)
+    # a fresh sample of the surface, twice: what falls between the spheres gets more of them
+    for seed in (1, 2):
+        Q = surface_points(shapes, seed=seed)
+        if len(r):
+            tree = cKDTree(c)
+            d, i = tree.query(Q, k=min(16, len(r)))
+            d, i = d.reshape(len(Q), -1), i.reshape(len(Q), -1)
+            Q = Q[(d - r[i]).min(axis=1) > 0]
+        if not len(Q):
+            continue
+        c2, r2 = _cover(Q, grid, depth, N, b, reach)
+        c, r = np.concatenate([c, c2]), np.concatenate([r, r2 + SLACK])
+    order = np.lexsort((c[:, 2], c[:, 1], c[:, 0]))
+    return np.ascontiguousarray(c[order]), np.ascontiguousarray(r[order])
+
+
+def _cover(P, grid, depth, N, b, reach):
+    """Spheres (centres, radii <= depth + reach) holding every point of ``P``: a greedy set
+    cover over the ``grid`` candidates (centres, depths), then candidates along the inward
+    normals of the points left, then spheres on the points themselves."""
+    from scipy import sparse  # noqa: PLC0415
+    from scipy.spatial import cKDTree  # noqa: PLC0415
+
+    ptree = cKDTree(P)
+    chosen_c, chosen_r = [], []
+    uncovered = np.ones(len(P), dtype=bool)
+    C, D = grid
+    for _round in range(4):
+        if len(C):
+            R = D + reach
+            idx_unc = np.nonzero(uncovered)[0]
+            lists = ptree.query_ball_point(C, R)
+            counts = np.fromiter((len(x) for x in lists), dtype=np.int64, count=len(lists))
+            cols = (np.concatenate([np.asarray(x, dtype=np.int64) for x in lists])
+                    if counts.sum() else np.zeros(0, np.int64))
+            rows = np.repeat(np.arange(len(C)), counts)
+            A = sparse.csr_matrix((np.ones(len(cols), dtype=np.int8), (rows, cols)),
+                                  shape=(len(C), len(P)))
+            A = A[:, idx_unc].tocsr()  # only the points still uncovered count
+            AT = A.T.tocsr()
+            gain = np.asarray(A.sum(axis=1)).ravel().astype(np.int64)
+            live = np.ones(A.shape[1], dtype=bool)
+            while len(gain):
+                k = int(np.argmax(gain))
+                if gain[k] <= 0:
+                    break
+                pts = A.indices[A.indptr[k]:A.indptr[k + 1]]
+                pts = pts[live[pts]]
+                live[pts] = False
+                chosen_c.append(C[k])
+                chosen_r.append(R[k])
+                gain -= np.bincount(AT[pts].indices, minlength=len(C))
+            uncovered[idx_unc[~live]] = False
+        if not uncovered.any():
+            break
+        # points no candidate reached (thin parts, sharp edges): candidates along the inward
+        # normal of their nearest hull face, at a few depths
+        U = P[uncovered]
+        face = np.argmin(b[None, :] - U @ N.T, axis=1)
+        steps = np.array([0.25, 0.5, 1.0, 2.0]) * reach
+        C = (U[:, None, :] - steps[None, :, None] * N[face][:, None, :]).reshape(-1, 3)
+        D = depth(C)
+        C, D = C[D >= 0], D[D >= 0]
+    if uncovered.any():  # last resort: a sphere of the bound's radius on each such point
+        U = P[uncovered]
+        tree_u = cKDTree(U)
+        done = np.zeros(len(U), dtype=bool)
+        for i in range(len(U)):
+            if not done[i]:
+                done[tree_u.query_ball_point(U[i], 0.5 * reach)] = True
+                chosen_c.append(U[i])
+                chosen_r.append(reach)
+    return (np.asarray(chosen_c, dtype=np.float64).reshape(-1, 3),
+            np.asarray(chosen_r, dtype=np.float64))
+
+
+def _tighten(c, r, P):
+    """Each point to one sphere that holds it; each sphere shrunk to its points (+ SLACK);
+    spheres whose points others hold dropped (smallest first)."""
+    from scipy.spatial import cKDTree  # noqa: PLC0415
+
+    k = len(r)
+    if k == 0:
+        return c, r
+    tree = cKDTree(c)
+    pairs = tree.query_ball_point(P, r.max())
+    # inside[j] = spheres holding point j
+    inside = [[s for s in cand if np.sum((P[j] - c[s]) ** 2) <= r[s] ** 2 * (1 + 1e-12)]
+              for j, cand in enumerate(pairs)]
+    holders = np.zeros(k, dtype=np.int64)
+    for lst in inside:
+        for s in lst:
+            holders[s] += 1
+    alive = np.ones(k, dtype=bool)
+    # drop spheres all of whose points another alive sphere holds, fewest points first
+    members = [[] for _ in range(k)]
+    for j, lst in enumerate(inside):
+        for s in lst:
+            members[s].append(j)
+    count = np.array([len(lst) for lst in inside], dtype=np.int64)  # alive holders per point
+    for s in np.argsort(holders, kind="stable"):
+        m = members[s]
+        if not m or np.all(count[m] > 1):
+            alive[s] = False
+            if m:
+                count[m] -= 1
+    owner = np.full(len(P), -1, dtype=np.int64)
+    for j, lst in enumerate(inside):
+        best = -1
+        for s in lst:
+            if alive[s] and (best < 0 or r[s] > r[best]):
+                best = s
+        owner[j] = best
+    newr = np.zeros(k)
+    dist = np.linalg.norm(P - c[np.maximum(owner, 0)], axis=1)
+    np.maximum.at(newr, owner[owner >= 0], dist[owner >= 0])
+    keep = alive & (np.bincount(owner[owner >= 0], minlength=k) > 0)
+    # a sphere keeps a margin of SLACK beyond its farthest point, and never less than the
+    # spacing of the samples past its nearest unowned one (the surface between two samples that
+    # different spheres own stays inside one of them)
+    return c[keep], np.minimum(r[keep], newr[keep] + GAP) + SLACK
+
+
+def _directions(n: int, seed: int = 1) -> np.ndarray:
+    d = np.random.default_rng(seed).normal(size=(n, 3))
+    d /= np.linalg.norm(d, axis=1, keepdims=True)
+    return np.concatenate([d, np.eye(3), -np.eye(3)])
+
+
+def overshoot(centers, radii, vertices, directions: int = 4000) -> float:
+    """[m] the largest ``max_s (c_s . d + r_s) - max_v (v . d)`` over ``directions`` sampled
+    unit directions (and the six axes): how far the spheres reach past the geometry."""
+    if len(radii) == 0 or len(vertices) == 0:
+        return 0.0
+    d = _directions(directions)
+    s = (np.asarray(centers) @ d.T + np.asarray(radii)[:, None]).max(axis=0)
+    return float((s - (np.asarray(vertices) @ d.T).max(axis=0)).max())
+
+
+def coverage(centers, radii, points) -> float:
+    """[m] the largest distance of a point outside every sphere (<= 0: all covered)."""
+    if len(points) == 0:
+        return -math.inf
+    if len(radii) == 0:
+        return math.inf
+    from scipy.spatial import cKDTree  # noqa: PLC0415
+
+    centers, radii = np.asarray(centers, dtype=np.float64), np.asarray(radii, dtype=np.float64)
+    tree = cKDTree(centers)
+    k = min(16, len(radii))
+    worst = -math.inf
+    P = np.asarray(points, dtype=np.float64)
+    for lo in range(0, len(P), 4096):
+        Q = P[lo:lo + 4096]
+        d, i = tree.query(Q, k=k)
+        d, i = d.reshape(len(Q), k), i.reshape(len(Q), k)
+        gap = (d - radii[i]).min(axis=1)
+        far = gap > 0
+        if far.any():  # the nearest centres may miss a big sphere: check them all
+            full = np.linalg.norm(Q[far][:, None] - centers[None], axis=2) - radii[None]
+            gap[far] = full.min(axis=1)
+        worst = max(worst, float(gap.max()))
+    return worst
+
+
+def report(shapes, centers, radii, seed: int = 12345) -> dict:
+    """The fit's properties, measured afresh: ``{"spheres", "overshoot", "uncovered"}``
+    (metres; ``uncovered`` <= 0 means every vertex and every point of a new surface sample,
+    ``seed``, lies inside a sphere)."""
+    shapes = [s for s in shapes if len(s.vertices) and len(s.faces)]
+    if not shapes:
+        return {"spheres": len(radii), "overshoot": 0.0, "uncovered": -math.inf}
+    V = np.concatenate([s.vertices for s in shapes])
+    P = surface_points(shapes, seed=seed)
+    return {"spheres": int(len(radii)), "overshoot": overshoot(centers, radii, V),
+            "uncovered": coverage(centers, radii, P)}
