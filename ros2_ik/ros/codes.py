@@ -10,12 +10,13 @@ from __future__ import annotations
 
 from ..errors import (BackendUnavailableError, IKError, InvalidInputError, ShapeError,
                       SrdfError, UnknownJointError, UnknownLinkError, UrdfError)
+from ..model.collision import CollisionGeometryError
 
 __all__ = ["SUCCESS", "FAILURE", "TIMED_OUT", "PREEMPTED", "INVALID_GOAL", "INVALID_ROBOT_STATE",
            "INVALID_GROUP_NAME",
            "INVALID_LINK_NAME", "FRAME_TRANSFORM_FAILURE", "NO_IK_SOLUTION", "NO_ROBOT_MODEL",
-           "INVALID_REQUEST", "GOAL_IN_COLLISION", "NAMES", "RequestError", "code_of_exception",
-           "name_of"]
+           "INVALID_REQUEST", "GOAL_IN_COLLISION", "COLLISION_CHECKING_UNAVAILABLE", "NAMES",
+           "RequestError", "code_of_exception", "name_of"]
 
 SUCCESS = 1
 FAILURE = 99999
@@ -27,6 +28,7 @@ INVALID_GOAL = -16                # == INVALID_GOAL_CONSTRAINTS
 INVALID_ROBOT_STATE = -17
 INVALID_LINK_NAME = -18
 FRAME_TRANSFORM_FAILURE = -21
+COLLISION_CHECKING_UNAVAILABLE = -22
 NO_IK_SOLUTION = -31
 NO_ROBOT_MODEL = -40              # ros2_ik-specific
 INVALID_REQUEST = -41             # ros2_ik-specific
@@ -38,6 +40,7 @@ NAMES = {
     INVALID_LINK_NAME: "INVALID_LINK_NAME", FRAME_TRANSFORM_FAILURE: "FRAME_TRANSFORM_FAILURE",
     NO_IK_SOLUTION: "NO_IK_SOLUTION", NO_ROBOT_MODEL: "NO_ROBOT_MODEL",
     INVALID_REQUEST: "INVALID_REQUEST", GOAL_IN_COLLISION: "GOAL_IN_COLLISION",
+    COLLISION_CHECKING_UNAVAILABLE: "COLLISION_CHECKING_UNAVAILABLE",
 }
 
 
@@ -71,6 +74,8 @@ def code_of_exception(exc: BaseException) -> int:
         return INVALID_GROUP_NAME
     if isinstance(exc, UrdfError):
         return NO_ROBOT_MODEL
+    if isinstance(exc, CollisionGeometryError):
+        return COLLISION_CHECKING_UNAVAILABLE
     if isinstance(exc, (ShapeError, InvalidInputError, BackendUnavailableError)):
         return INVALID_REQUEST
     if isinstance(exc, IKError):

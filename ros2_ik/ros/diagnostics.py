@@ -3,8 +3,12 @@
 The node counts every request (service, topic goal, action) in :class:`Stats` (thread safe)
 and publishes one DiagnosticStatus per period on ``/diagnostics``: backend, model (name, dof,
 source), request count and rate, problems solved / success rate, the last error.
-Level: OK while a model is loaded and the last request succeeded, WARN without a model or when
-the last request failed, ERROR when the last robot_description could not be parsed.
+Also the planning scene (version, obstacles, attached objects, the last message that could not
+be applied) and the collision model's warnings and links without spheres.
+Level: OK while a model is loaded and the last request succeeded, WARN without a model, when
+the last request failed or the collision model has warnings, ERROR when the last
+robot_description could not be parsed, a planning scene message was not applied (until one is),
+the scene holds what cannot be checked, or links with collision geometry have no spheres.
 """
 
 from __future__ import annotations
@@ -28,6 +32,11 @@ class _Snapshot:
     last_code: int
     rate: float
     model_error: str
+    collision_warnings: tuple
+    collision_missing: str
+    scene: object
+    scene_error: str
+    scene_errors: int
 
 
 class Stats:
@@ -42,6 +51,11 @@ class Stats:
         self.last_error = ""
         self.last_code = codes.SUCCESS
         self.model_error = ""
+        self.collision_warnings: tuple = ()
+        self.collision_missing = ""
+        self.scene = None
+        self.scene_error = ""
+        self.scene_errors = 0
         self._rate_t = time.monotonic()
         self._rate_n = 0
 
@@ -60,6 +74,21 @@ class Stats:
         with self._lock:
             self.model_error = message[:500]
 
+    def set_collision(self, warnings, missing: str) -> None:
+        """The collision model in use: its warnings, and the links without spheres (words)."""
+        with self._lock:
+            self.collision_warnings = tuple(w[:300] for w in warnings)[:20]
+            self.collision_missing = missing[:1000]
+
+    def set_scene(self, scene, error: str) -> None:
+        """The planning scene in use, and the last message that could not be applied ('' once
+        one was applied since)."""
+        with self._lock:
+            self.scene = scene
+            if error:
+                self.scene_errors += 1
+            self.scene_error = error[:1000]
+
     def snapshot(self) -> _Snapshot:
         with self._lock:
             now = time.monotonic()
@@ -67,7 +96,9 @@ class Stats:
             rate = (self.requests - self._rate_n) / dt
             self._rate_t, self._rate_n = now, self.requests
             return _Snapshot(self.requests, self.problems, self.solved, self.errors,
-                             self.last_error, self.last_code, rate, self.model_error)
+                             self.last_error, self.last_code, rate, self.model_error,
+                             self.collision_warnings, self.collision_missing, self.scene,
+                             self.scene_error, self.scene_errors)
 
 
 def diagnostic_status(node_name: str, stats: Stats, robot, backend: str,
@@ -103,11 +134,39 @@ def diagnostic_status(node_name: str, stats: Stats, robot, backend: str,
     notes = getattr(robot, "notes", ())
     if notes:
         values["model_warning"] = "; ".join(notes)
+    sc = snap.scene
+    if sc is not None:
+        values.update({"scene_version": str(sc.version), "scene_obstacles": str(len(sc.world)),
+                       "scene_attached_objects": ", ".join(a.id for a in sc.attached) or
+                       "none"})
+        if sc.unsupported:
+            values["scene_unsupported"] = "; ".join(sc.unsupported)
+    if snap.scene_error:
+        values["scene_error"] = snap.scene_error
+    values["scene_errors"] = str(snap.scene_errors)
+    for k, text in enumerate(snap.collision_warnings):
+        values[f"collision_warning_{k}"] = text
+    if snap.collision_missing:
+        values["collision_missing"] = snap.collision_missing
     st.values = [KeyValue(key=k, value=v) for k, v in values.items()]
     if snap.model_error:
         st.level = DiagnosticStatus.ERROR
         st.message = "last robot_description rejected" + (
             "; still serving the previous model" if robot is not None else "; no model")
+    elif snap.collision_missing:
+        st.level = DiagnosticStatus.ERROR
+        st.message = ("collision geometry without spheres: collision-aware requests are "
+                      "COLLISION_CHECKING_UNAVAILABLE (see collision_missing)")
+    elif snap.scene_error:
+        st.level = DiagnosticStatus.ERROR
+        st.message = "a planning scene message was not applied (see scene_error)"
+    elif sc is not None and sc.unsupported:
+        st.level = DiagnosticStatus.ERROR
+        st.message = "the planning scene holds what cannot be checked (see scene_unsupported)"
+    elif snap.collision_warnings:
+        st.level = DiagnosticStatus.WARN
+        st.message = (f"serving {robot.name if robot is not None else 'no model'}; the "
+                      "collision model has warnings (see collision_warning_*)")
     elif robot is None:
         st.level = DiagnosticStatus.WARN
         st.message = "no robot model (waiting for robot_description)"

@@ -31,6 +31,7 @@ from ..api import IKSolver, build_scope, fk_frames, jacobian, prepared_solver
 from ..errors import IKError
 from ..model import Srdf, parse_srdf
 from .diagnostics import Stats
+from .logs import AT
 from .params import MODEL_PARAMS, Settings, ik_config
 from .robot import LoadedRobot, build_robot
 
@@ -74,6 +75,8 @@ def prepare_collisions(robot: LoadedRobot, settings: Settings, xp) -> None:
     answers its first requests while g++ builds it."""
     cfg = ik_config(settings, avoid_collisions=True)
     cm = robot.collision_model(settings.collision_spheres_file, settings.collision_mesh_path)
+    if cm.missing and not cm.accept_missing:
+        return  # (requests asking for collision avoidance say why they cannot)
     prepared_solver(robot.model, [robot.default_tip], cfg, settings.solver, "auto", xp,
                     collision=cm)
 
@@ -99,7 +102,11 @@ class ModelSource:
         # what the node was last asked to serve: a model (without groups) and its URDF, the
         # groups ((Srdf, source) or None); prepared in the background, then swapped in
         self._want: tuple | None = None
+        # the latest planning groups known ((Srdf, source) or None): read by every preparation
+        # when it attaches groups, so an SRDF that arrives while a URDF is parsed is not lost
         self._groups: tuple[Srdf, str] | None = None
+        self._parsing: int | None = None  # generation of a topic URDF still being parsed
+        self._reported: set = set()  # collision warnings already logged (robot digest, text)
         self._generation = 0
         self._pending_change: tuple | None = None
         self._threads: list[threading.Thread] = []
@@ -144,7 +151,24 @@ class ModelSource:
     def build(self, urdf: str, source: str, s: Settings, strict: bool = False,
               log: Callable | None = None) -> LoadedRobot:
         return build_robot(urdf, source=source, base_link=s.base_link, tip_link=s.tip_link,
-                           log=log or self._log.warning, strict=strict)
+                           log=log or self._log.warning, strict=strict,
+                           reporter=self._report_collision)
+
+    def _report_collision(self, robot: LoadedRobot, cm, mesh_path: str) -> None:
+        """A collision model was built (any thread): its warnings to the log (once per robot
+        and text) and, with the links that have no spheres, to the diagnostics."""
+        from ..model.collision import missing_message  # noqa: PLC0415
+
+        missing = missing_message(cm.missing) if cm.missing else ""
+        self._stats.set_collision(cm.warnings, missing)
+        for level, texts in (("warning", cm.warnings), ("info", cm.notes),
+                             ("error", [missing] if missing else [])):
+            for text in texts:
+                key = (robot.digest, text)
+                if key in self._reported:
+                    continue
+                self._reported.add(key)
+                self._say(level, f"collision model of {robot.name!r}: {text}")
 
     def load_from_settings(self, s: Settings, startup: bool = False) -> None:
         """The model and groups the parameters name (errors logged; the node keeps serving)."""
@@ -214,6 +238,7 @@ class ModelSource:
         """A URDF from the topic: parsed and prepared in the background."""
         want = self._want
         self._start(lambda: self._parse_topic(text, settings, want))
+        self._parsing = self._generation
 
     def _parse_topic(self, text: str, settings: Settings, want):
         """(robot, urdf) of a topic's URDF, or None: unchanged, or rejected (reported)."""
@@ -221,7 +246,7 @@ class ModelSource:
             if not text.strip():
                 raise IKError("the message is empty")
             robot = self.build(text, "topic robot_description", settings,
-                               log=lambda m: self._post(self._log.warning, m))
+                               log=lambda m: self._say("warning", m))
         except Exception as exc:  # noqa: BLE001
             keep = (f"keeping the current model {want[0].name!r}" if want is not None
                     else "no model loaded yet")
@@ -230,7 +255,7 @@ class ModelSource:
             return None
         if want is not None and robot.digest == want[0].digest and \
                 want[0].source == robot.source:
-            self._post(self._log.debug, "robot_description unchanged")
+            self._say("debug", "robot_description unchanged")
             return None
         return robot, text
 
@@ -244,6 +269,10 @@ class ModelSource:
                          "and publish it again.")
             return
         self._groups = (srdf, "topic robot_description_semantic")
+        if self._parsing is not None:  # the URDF being parsed is prepared with these groups
+            self._log.info(f"planning groups {srdf.group_names} from the topic: applied to the "
+                           "robot_description being loaded")
+            return
         if self._want is None:
             self._log.info(f"planning groups {srdf.group_names} from the topic kept until a "
                            "robot model is loaded")
@@ -262,13 +291,14 @@ class ModelSource:
         if self._closed:
             return
         self._generation += 1
-        gen, groups = self._generation, self._groups
+        self._parsing = None
+        gen = self._generation
         settings, xp = self._settings(), self._xp()
 
         def run():
             try:
                 with self._scope:
-                    self._prepare(gen, get, groups, settings, xp)
+                    self._prepare(gen, get, settings, xp)
             except Exception as exc:  # noqa: BLE001 - the model in use keeps serving
                 self._post(self._report, f"could not prepare the robot model: {exc}")
 
@@ -277,13 +307,16 @@ class ModelSource:
             self._threads = [x for x in self._threads if x.is_alive()] + [t]
         t.start()
 
-    def _prepare(self, gen, get, groups, settings, xp) -> None:
-        """The background half of :meth:`_start`."""
+    def _prepare(self, gen, get, settings, xp) -> None:
+        """The background half of :meth:`_start`: the model, then the latest groups known
+        (read now, after the parse: an SRDF that came meanwhile is not lost)."""
         got = get()
+        self._post(self._parsed, gen)
         if got is None or self._closed:
             return
         robot, urdf = got
         self._post(self._wanted, gen, robot, urdf)
+        groups = self._groups
         robot = self._with_groups(robot, groups)
         t0 = time.perf_counter()
         solver = prepare(robot, settings, xp)
@@ -293,7 +326,12 @@ class ModelSource:
         try:
             prepare_collisions(robot, settings, xp)
         except Exception as exc:  # noqa: BLE001 - a request asking for collisions says why
-            self._log.warning(f"collision-aware solver of {robot.name!r} not prepared: {exc}")
+            self._say("warning",
+                      f"collision-aware solver of {robot.name!r} not prepared: {exc}")
+
+    def _parsed(self, gen: int) -> None:
+        if self._parsing == gen:
+            self._parsing = None
 
     def _wanted(self, gen: int, robot: LoadedRobot, urdf: str) -> None:
         if gen == self._generation:
@@ -305,6 +343,10 @@ class ModelSource:
             return
         old = self.robot
         self.robot = robot  # one reference assignment: in-flight requests keep theirs
+        latest = self._groups[0] if self._groups is not None else None
+        if latest is not robot.srdf and self._want is not None and self._parsing is None:
+            # groups that came while this one was prepared: prepare it again with them
+            self._post(self._ask, *self._want)
         self._urdf = urdf
         self._stats.set_model_error("")
         if old is not None and (old.digest, old.source, old.base, old.default_tip) == (
@@ -327,10 +369,14 @@ class ModelSource:
             return robot.with_srdf(None)
         srdf, source = groups
         if srdf.robot_name and srdf.robot_name != robot.name:
-            self._post(self._log.warning, f"the SRDF ({source}) is for robot {srdf.robot_name!r} "
+            self._say("warning", f"the SRDF ({source}) is for robot {srdf.robot_name!r} "
                        f"but the model is {robot.name!r}; a group that does not fit the model "
                        "is answered with INVALID_GROUP_NAME")
         return robot.with_srdf(srdf, source)
+
+    def _say(self, level: str, text: str) -> None:
+        """Log from any thread, on the executor thread (one call site per severity)."""
+        self._post(AT[level], self._log, text)
 
     def _report(self, text: str) -> None:
         self._stats.set_model_error(text)

@@ -125,7 +125,7 @@ class KinematicsNode(Node):
 
         # ---- the world, then requests: one module each
         w.world_state = world.register(w)
-        w.world_state.on_change = lambda new: self._publish_collision(new)
+        w.world_state.on_change = lambda scene: self._publish_collision(scene.world)
         w.world_state.load_file(self._settings.collision_world_file)
         compute_ik.register(w)
         compute_fk.register(w)
@@ -297,6 +297,8 @@ class KinematicsNode(Node):
             # for (it never touches rclpy: what it posts to the executor thread is dropped)
             source.close(CLOSE_WAIT_S)
         w = getattr(self, "wiring", None)
+        if w is not None and w.world_state is not None:
+            w.world_state.close()
         if w is not None:
             self.get_logger().info(
                 f"service requests: {w.taken} taken, {w.answered} answered; joint_states: "

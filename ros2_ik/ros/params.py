@@ -125,6 +125,9 @@ PARAMS: tuple[ParamSpec, ...] = (
               "meshes are looked for, ':'-separated (besides the ament index)."),
     ParamSpec("collision.world_file", "", "YAML file of obstacles loaded at start-up (as "
               "ros2_ik.world.World.to_yaml writes them); '' = an empty world."),
+    ParamSpec("collision.ignore_octomap", False, "Answer collision-aware requests while the "
+              "planning scene holds an octomap, whose obstacles ros2_ik cannot check (false: "
+              "such requests are COLLISION_CHECKING_UNAVAILABLE, naming it)."),
     ParamSpec("collision.base_frame_aliases", "world", "Comma-separated frame ids taken as the "
               "robot's base frame in obstacle poses (no tf here)."),
 )
@@ -175,6 +178,7 @@ class Settings:
     collision_spheres_file: str
     collision_mesh_path: str
     collision_world_file: str
+    collision_ignore_octomap: bool
     collision_base_frame_aliases: str
 
     @classmethod

@@ -49,19 +49,40 @@ class Context:
     should_stop: Callable[[], bool] | None = None
     #: answered on the executor thread (a small request: bounded, so no ``should_stop`` needed)
     inline: bool = False
-    #: the world when the request was taken (:class:`ros2_ik.world.World`)
-    world: object = None
+    #: the planning scene when the request was taken (:class:`ros2_ik.ros.scene.Scene`)
+    scene: object = None
+
+    @property
+    def world(self):
+        """The scene's obstacles (:class:`ros2_ik.world.World`), or None."""
+        return self.scene.world if self.scene is not None else None
 
     def collisions(self, robot: LoadedRobot, cfg):
         """(collision model, world) of a request solved with ``cfg``: both None when collision
-        avoidance is off."""
+        avoidance is off. The robot's collision model with the scene's attached objects,
+        padding and allowed collisions, and the scene's obstacles; COLLISION_CHECKING_UNAVAILABLE
+        when the answer could not keep its promise (links whose collision geometry has no
+        spheres, a scene part that cannot be checked)."""
         if not cfg.avoid_collisions:
             return None, None
-        s = self.settings
-        from ..world import World  # noqa: PLC0415
+        from ..model.collision import missing_message  # noqa: PLC0415
+        from .scene import Scene  # noqa: PLC0415
 
-        return (robot.collision_model(s.collision_spheres_file, s.collision_mesh_path),
-                self.world if self.world is not None else World())
+        s = self.settings
+        cm = robot.collision_model(s.collision_spheres_file, s.collision_mesh_path)
+        if cm.missing and not cm.accept_missing:
+            raise RequestError(codes.COLLISION_CHECKING_UNAVAILABLE,
+                               missing_message(cm.missing).replace(
+                                   "(search_path= in the library, ", "(").replace(
+                                   "the node's collision.mesh_path parameter", "the parameter "
+                                   "collision.mesh_path, ':'-separated"))
+        scene = self.scene if self.scene is not None else Scene()
+        if scene.unsupported and not s.collision_ignore_octomap:
+            raise RequestError(codes.COLLISION_CHECKING_UNAVAILABLE,
+                               "; ".join(scene.unsupported) + ": set collision.ignore_octomap "
+                               "to true to answer without them, or ask without collision "
+                               "avoidance")
+        return robot.scene_collisions(cm, scene)
 
     def require_robot(self) -> LoadedRobot:
         if self.robot is None:

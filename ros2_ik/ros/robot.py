@@ -65,6 +65,10 @@ class LoadedRobot:
     _groups_lock: threading.Lock = field(default_factory=threading.Lock, repr=False,
                                          compare=False)
     _collision: dict = field(default_factory=dict, repr=False, compare=False)
+    _scene_kept: dict = field(default_factory=dict, repr=False, compare=False)
+    #: called as ``reporter(robot, collision model, mesh_path)`` when a collision model is
+    #: built (the node logs its warnings and puts them into the diagnostics)
+    reporter: object = field(default=None, repr=False, compare=False)
 
     @property
     def name(self) -> str:
@@ -88,22 +92,24 @@ class LoadedRobot:
         """The same model with these planning groups (a new object: the old one stays as it
         was for requests that hold it)."""
         return replace(self, srdf=srdf, srdf_source=source if srdf is not None else "",
-                       _groups={}, _groups_lock=threading.Lock(), _collision={})
+                       _groups={}, _groups_lock=threading.Lock(), _collision={},
+                       _scene_kept={})
 
     # ------------------------------------------------------------------ collision model
     def collision_model(self, spheres_file: str = "", mesh_path: str = ""):
         """The robot's :class:`~ros2_ik.model.collision.CollisionModel`: spheres fitted to the
-        URDF's collision geometry (or read from ``spheres_file``), meshes looked up in the
-        ament index and ``mesh_path`` (':'-separated), self pairs less the SRDF's
-        ``disable_collisions``; built once per robot and files (RequestError when the spheres
-        file cannot be used)."""
+        URDF's collision geometry (the SRDF's ``<link_sphere_approximation>`` where it gives
+        them, or ``spheres_file``), meshes looked up in the ament index, ``mesh_path``
+        (':'-separated) and ``$ROS2_IK_MESH_PATH``, self pairs less the SRDF's
+        ``disable_collisions`` and those whose spheres touch always; built once per robot and
+        files (RequestError when the spheres file cannot be used). Its ``warnings`` and
+        ``missing`` links are reported through :attr:`reporter` when it is built."""
         key = (spheres_file, mesh_path)
         with self._groups_lock:
             hit = self._collision.get(key)
         if hit is not None:
             return hit
         from ..ik.collision import default_collision_model  # noqa: PLC0415
-        from ..model.collision import collision_model  # noqa: PLC0415
 
         spheres = None
         if spheres_file:
@@ -113,25 +119,48 @@ class LoadedRobot:
             except OSError as exc:
                 raise RequestError(INVALID_REQUEST, f"collision.spheres_file {spheres_file!r} "
                                                     f"cannot be read: {exc}") from None
-        dirs = [d for d in mesh_path.split(":") if d]
+        dirs = tuple(d for d in mesh_path.split(":") if d)
         srdf = self.srdf if self.srdf is not None else self.model.memo_peek("model.srdf",
                                                                            "bundled")
         import warnings  # noqa: PLC0415
 
+        kwargs = {}
+        if spheres is not None:
+            kwargs["spheres"] = spheres
+        if dirs:
+            kwargs["search_path"] = dirs
         try:
-            with warnings.catch_warnings():  # (kept in the model's warnings, logged by the node)
+            with warnings.catch_warnings():  # (kept in the model's warnings: reported below)
                 warnings.simplefilter("ignore")
-                if spheres is None and not dirs:
-                    cm = default_collision_model(self.model, srdf)
-                else:
-                    cm = collision_model(self.model, srdf=srdf if srdf is not None else
-                                         "<robot/>", spheres=spheres, search_path=dirs)
+                cm = default_collision_model(self.model, srdf, **kwargs)
         except IKError as exc:
             raise RequestError(INVALID_REQUEST, f"the collision model of {self.name!r} cannot "
                                                 f"be built: {exc}") from None
         with self._groups_lock:
-            self._collision[key] = cm
+            fresh = key not in self._collision
+            cm = self._collision.setdefault(key, cm)
+        if fresh and self.reporter is not None:
+            self.reporter(self, cm, mesh_path)
         return cm
+
+    def scene_collisions(self, cm, scene):
+        """(collision model, world) of a solve: ``cm`` with the planning scene's attached
+        objects, padding and allowed collisions, and the scene's obstacles (each allowed to
+        touch the links the scene allows); kept for the last few scenes."""
+        from .scene import collision_model_for, world_for  # noqa: PLC0415
+
+        key = (id(cm), id(scene))
+        with self._groups_lock:
+            hit = self._scene_kept.get(key)
+            if hit is not None and hit[0] is cm and hit[1] is scene:
+                return hit[2], hit[3]
+        cm2 = collision_model_for(cm, scene, self.model)
+        world = world_for(scene, cm2)
+        with self._groups_lock:
+            if len(self._scene_kept) >= 8:
+                self._scene_kept.pop(next(iter(self._scene_kept)))
+            self._scene_kept[key] = (cm, scene, cm2, world)
+        return cm2, world
 
     @property
     def group_names(self) -> list[str]:
@@ -293,7 +322,7 @@ class LoadedRobot:
 
 
 def build_robot(urdf: str, *, source: str, base_link: str = "", tip_link: str = "",
-                log=None, strict: bool = False) -> LoadedRobot:
+                log=None, strict: bool = False, reporter=None) -> LoadedRobot:
     """Parse ``urdf`` into a :class:`LoadedRobot` (raises :class:`ros2_ik.errors.UrdfError`).
 
     ``base_link``: root of the kinematic model ('' = the URDF's root link); ``tip_link``: the
@@ -346,5 +375,5 @@ def build_robot(urdf: str, *, source: str, base_link: str = "", tip_link: str = 
                                           int(model.q_start[l]))
                    for l in range(1, model.num_links)
                    if int(model.joint_type[l]) in MULTI_DOF_KINDS and model.q_start[l] >= 0},
-        notes=tuple(notes),
+        notes=tuple(notes), reporter=reporter,
     )

@@ -30,6 +30,7 @@ from ..errors import IKError
 from . import codes
 from .codes import RequestError, code_of_exception
 from .executor import defer_service
+from .logs import AT
 from .request import Context
 
 __all__ = ["Wiring", "SERVICE_QOS", "CLIENT_QOS", "POOL_SIZES"]
@@ -73,7 +74,7 @@ class Wiring:
         self._pools = {n: ThreadPoolExecutor(k, thread_name_prefix=f"ros2_ik-{n}")
                        for n, k in POOL_SIZES.items()}
         self._bg_lock = threading.Lock()
-        self.world_state = None  # the world's handler (handlers.world), set by the node
+        self.world_state = None  # the planning scene's handler (handlers.world), set by the node
 
     # ------------------------------------------------------------------ threads
     def pool(self, name: str) -> ThreadPoolExecutor:
@@ -108,8 +109,12 @@ class Wiring:
 
     def log(self, level: str, text: str) -> None:
         """Log from any thread: on the executor thread (a log call publishes on /rosout), and
-        never once the node is being destroyed."""
-        self.post(lambda: getattr(self.node.get_logger(), level)(text))
+        never once the node is being destroyed. (One call site per severity: rclpy refuses a
+        call site whose severity changes between calls, and drops the message.)"""
+        self.post(self._log_at, level, text)
+
+    def _log_at(self, level: str, text: str) -> None:
+        AT[level](self.node.get_logger(), text)
 
     def publish(self, pub, msg) -> None:
         """Publish ``msg`` on ``pub`` from any thread (on the executor thread, in order)."""
@@ -133,7 +138,7 @@ class Wiring:
         ws = self.world_state
         return Context(robot=self.robot(), settings=self.settings(), xp=self.xp(),
                        seed_base=self.seeds(), should_stop=should_stop or self.stopping,
-                       inline=inline, world=ws.world if ws is not None else None)
+                       inline=inline, scene=ws.scene if ws is not None else None)
 
     def fail(self, kind: str, exc: BaseException) -> tuple[int, str]:
         """Code and message for an exception from a handler; logs it."""

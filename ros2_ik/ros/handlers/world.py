@@ -1,144 +1,225 @@
-"""The node's world (the obstacles collision-aware answers keep clear of): ros2_ik's own
+"""The node's planning scene (what collision-aware answers keep clear of): ros2_ik's own
 ``~/world`` topic and ``~/update_world`` service (ros2_ik_interfaces/WorldUpdate), the
 ``collision.world_file`` parameter, and, when ``moveit_msgs`` is importable, MoveIt's planning
-scene (``collision_object``, ``planning_scene``, ``monitored_planning_scene``).
+scene: ``collision_object``, ``attached_collision_object``, ``planning_scene`` and
+``monitored_planning_scene`` (:mod:`ros2_ik.ros.scene` says what each honours).
 
-Every change runs on the executor thread and replaces the world by one reference assignment
-(:class:`ros2_ik.world.World` is immutable): a request keeps the world it was taken with, and
-its answer says which version that was. A change that cannot be applied (an unknown frame, a
-degenerate primitive, an id that is not there) is refused with the reason (the service's
-answer, or a warning for a topic) and the world stays as it was.
+Changes are applied in the order they arrive by one worker thread (an attached object's
+spheres are fitted there, which may take a second the first time an object is seen; the
+executor thread never waits for it) and swapped in by one reference assignment
+(:class:`~ros2_ik.ros.scene.Scene` is immutable): a request keeps the scene it was taken with,
+and its answer says which version that was. A change that cannot be applied (an unknown
+frame, a degenerate primitive, an id that is not there, a byte that is not an operation) is
+refused whole, the scene stays as it was, and the error goes to the log and to the
+diagnostics (``scene_error``), naming the message, the object and the field;
+``~/update_world`` answers it.
 """
 
 from __future__ import annotations
+
+import collections
+import threading
 
 from ...errors import IKError
 from ...world import World, world_from_yaml
 from .. import codes
 from ..codes import RequestError
-from ..world_input import Frames, apply_collision_object, apply_planning_scene, apply_update
+from ..scene import (Scene, apply_attached_object, apply_collision_object,
+                     apply_planning_scene)
+from ..world_input import Frames, apply_update
 
-__all__ = ["WorldState", "register"]
+__all__ = ["SceneState", "register", "QUEUE_MAX"]
+
+#: scene messages waiting to be applied at most (more are refused, with an error)
+QUEUE_MAX = 10_000
 
 
-class WorldState:
-    """The world in use (``world``) and its changes; executor thread only, except reading
-    ``world`` (one reference)."""
+class SceneState:
+    """The scene in use (``scene``; ``world`` its obstacles) and the worker that changes it."""
 
     def __init__(self, w):
         self.w = w
-        self.world = World()
-        self._object_poses: dict = {}  # MoveIt object id -> its pose (for MOVE)
-        self.on_change = lambda world: None
+        self.scene = Scene()
+        self.on_change = lambda scene: None
+        self._queue: collections.deque = collections.deque()
+        self._wake = threading.Condition()
+        self._closed = False
+        self._thread = threading.Thread(target=self._run, daemon=True, name="ros2_ik-scene")
+        self._thread.start()
 
-    def frames(self) -> Frames:
+    @property
+    def world(self) -> World:
+        return self.scene.world
+
+    # ------------------------------------------------------------------ the worker
+    def submit(self, what: str, apply, done=None, frames=None) -> None:
+        """Queue ``apply(scene, frames, robot, notes) -> scene``; ``done(error or None)`` is
+        called on the worker once it ran. From the executor thread (the model and joint states
+        in use are taken now), or from another with ``frames`` = (robot, joint-states
+        snapshot, aliases) taken there."""
+        with self._wake:
+            if len(self._queue) >= QUEUE_MAX:
+                self._error(f"{what} not applied: {QUEUE_MAX} scene messages wait already; "
+                            "publish the planning scene less often")
+                if done is not None:
+                    done(RequestError(codes.FAILURE, "the scene queue is full"))
+                return
+            self._queue.append((what, apply, frames or self._frames_snapshot(), done))
+            self._wake.notify()
+
+    def _frames_snapshot(self):
+        """What :class:`Frames` needs, taken now (the model and joint states in use)."""
         robot = self.w.robot()
-        q = None
-        if robot is not None:
-            try:
-                q = self.w.context().current_q(robot)
-            except Exception:  # noqa: BLE001 - no joint states yet: the neutral state
-                q = None
+        seeds = self.w.seeds() if robot is not None else None
         aliases = tuple(a.strip() for a in self.w.settings().collision_base_frame_aliases
                         .split(",") if a.strip())
-        return Frames(robot, q, aliases)
+        return robot, seeds, aliases
 
-    def _set(self, world: World, why: str) -> None:
-        self.world = world
-        self.w.node.get_logger().info(f"world version {world.version}: {len(world)} obstacles "
-                                      f"({why})")
-        self.on_change(world)
+    def _run(self) -> None:
+        while True:
+            with self._wake:
+                while not self._queue and not self._closed:
+                    self._wake.wait()
+                if self._closed:
+                    return
+                what, apply, (robot, seeds, aliases), done = self._queue.popleft()
+            q = None
+            if robot is not None:
+                try:
+                    q = seeds(robot) if seeds is not None else robot.model.neutral_q()
+                except Exception:  # noqa: BLE001 - no joint states yet: the neutral state
+                    q = None
+            notes: list = []
+            err = None
+            try:
+                new = apply(self.scene, Frames(robot, q, aliases), robot, notes)
+            except RequestError as exc:
+                err = exc
+            except IKError as exc:
+                err = RequestError(codes.INVALID_REQUEST, str(exc))
+            except Exception as exc:  # noqa: BLE001 - never let a message stop the node
+                err = RequestError(codes.FAILURE, f"{type(exc).__name__}: {exc}")
+            if err is not None:
+                self._error(f"{what} not applied: {err.message}; the planning scene stays at "
+                            f"version {self.scene.version}")
+            else:
+                for t in dict.fromkeys(notes):
+                    self.w.log("info", t)
+                if new is not self.scene:
+                    self.scene = new
+                    self.w.stats.set_scene(new, "")
+                    self.w.log("info", f"planning scene version {new.version}: "
+                                       f"{len(new.world)} obstacles, {len(new.attached)} attached "
+                                       f"objects ({what})")
+                    if new.unsupported:
+                        self.w.log("error", "; ".join(new.unsupported))
+                    self.on_change(new)
+            if done is not None:
+                done(err)
 
-    def update(self, msg, why: str) -> World:
-        """Apply a WorldUpdate (RequestError when it cannot be)."""
-        new = apply_update(self.world, msg, self.frames())
-        self._set(new, why)
-        return new
+    def _error(self, text: str) -> None:
+        self.w.stats.set_scene(self.scene, text)
+        self.w.log("error", text)
 
-    def moveit_object(self, co) -> None:
-        warned = []
-        new = apply_collision_object(self.world, co, self.frames(), self._object_poses,
-                                     warned.append)
-        for t in warned:
-            self.w.node.get_logger().warning(t)
-        self._set(new, f"collision_object {co.id!r}")
+    def close(self) -> None:
+        with self._wake:
+            self._closed = True
+            self._queue.clear()
+            self._wake.notify_all()
 
-    def moveit_scene(self, scene, topic: str) -> None:
-        warned = []
-        new = apply_planning_scene(self.world, scene, self.frames(), self._object_poses,
-                                   warned.append)
-        for t in warned:
-            self.w.node.get_logger().warning(t)
-        if new is not self.world:
-            self._set(new, topic)
+    def wait_idle(self, timeout: float) -> bool:
+        """Whether every queued change was applied within ``timeout`` (tests)."""
+        done = threading.Event()
+        self.submit("(a marker)", lambda scene, frames, robot, notes: scene,
+                    lambda err: done.set())
+        return done.wait(timeout)
+
+    # ------------------------------------------------------------------ changes
+    def update(self, msg, why: str, done=None, frames=None) -> None:
+        """Queue a ros2_ik_interfaces/WorldUpdate."""
+        def apply(scene, frames, robot, notes):
+            world = apply_update(scene.world, msg, frames)
+            return scene.bumped(world=world) if world is not scene.world else scene
+        self.submit(why, apply, done, frames)
 
     def load_file(self, path: str) -> None:
-        """The ``collision.world_file`` parameter's world (replaces the world)."""
+        """The ``collision.world_file`` parameter's world (replaces the world's obstacles)."""
         if not path:
             return
         try:
             with open(path, encoding="utf-8") as f:
-                loaded = world_from_yaml(f.read(), self.world.version + 1)
-        except (OSError, IKError) as exc:
-            self.w.node.get_logger().error(f"collision.world_file {path!r} not loaded: {exc}; "
-                                           "the world stays as it was")
+                text = f.read()
+        except OSError as exc:
+            self._error(f"collision.world_file {path!r} not loaded: {exc}; the world stays as "
+                        "it was")
             return
-        self._set(loaded, f"collision.world_file {path}")
+
+        def apply(scene, frames, robot, notes):
+            return scene.bumped(world=world_from_yaml(text, scene.version + 1))
+        self.submit(f"collision.world_file {path}", apply)
 
 
-def register(w) -> WorldState:
+def register(w) -> SceneState:
     """The world's topic, service and (with moveit_msgs) planning-scene subscriptions."""
     from ros2_ik_interfaces.msg import WorldUpdate  # noqa: PLC0415
     from ros2_ik_interfaces.srv import UpdateWorld  # noqa: PLC0415
 
-    state = WorldState(w)
+    state = SceneState(w)
     log = w.node.get_logger()
-
-    def on_topic(msg):
-        try:
-            state.update(msg, "~/world")
-        except RequestError as exc:
-            log.warning(f"~/world update refused: {exc.message}")
-        except Exception as exc:  # noqa: BLE001 - never let a message stop the node
-            log.warning(f"~/world update refused: {type(exc).__name__}: {exc}")
-
-    w.node.create_subscription(WorldUpdate, "~/world", on_topic, 100)
+    w.node.create_subscription(WorldUpdate, "~/world", lambda m: state.update(m, "~/world"), 100)
 
     def answer(ctx, req, resp):
-        try:
-            state.update(req.update, "~/update_world")
+        done = threading.Event()
+        box = []
+        aliases = tuple(a.strip() for a in ctx.settings.collision_base_frame_aliases.split(",")
+                        if a.strip())
+        state.update(req.update, "~/update_world", lambda err: (box.append(err), done.set()),
+                     (ctx.robot, ctx.seed_base, aliases))
+        if not done.wait(30.0):
+            resp.error_code.val = codes.FAILURE
+            resp.message = "the planning scene worker did not apply the change within 30 s"
+        elif box[0] is not None:
+            resp.error_code.val = box[0].code
+            resp.message = box[0].message
+        else:
             resp.error_code.val = codes.SUCCESS
-        except RequestError as exc:
-            resp.error_code.val = exc.code
-            resp.message = exc.message
-        resp.version = state.world.version
-        resp.ids = state.world.ids
+        resp.version = state.scene.version
+        resp.ids = state.scene.world.ids
         return resp
 
-    w.service(UpdateWorld, "~/update_world", answer, inline=lambda req: True)
+    w.service(UpdateWorld, "~/update_world", answer)
 
     try:
-        from moveit_msgs.msg import CollisionObject, PlanningScene  # noqa: PLC0415
+        from moveit_msgs.msg import (AttachedCollisionObject, CollisionObject,  # noqa: PLC0415
+                                     PlanningScene)
     except Exception:  # noqa: BLE001 - no moveit_msgs: ros2_ik's own world interface only
-        CollisionObject = PlanningScene = None
-    if CollisionObject is not None:
+        return state
 
-        def guarded(fn, topic):
-            def cb(msg):
-                try:
-                    fn(msg)
-                except RequestError as exc:
-                    log.warning(f"{topic} not applied: {exc.message}")
-                except Exception as exc:  # noqa: BLE001
-                    log.warning(f"{topic} not applied: {type(exc).__name__}: {exc}")
-            return cb
+    def ignore_octomap():
+        return bool(w.settings().collision_ignore_octomap)
 
-        w.node.create_subscription(CollisionObject, "collision_object",
-                                   guarded(state.moveit_object, "collision_object"), 100)
-        for topic in ("planning_scene", "monitored_planning_scene"):
-            w.node.create_subscription(
-                PlanningScene, topic,
-                guarded(lambda m, t=topic: state.moveit_scene(m, t), topic), 10)
-        log.info("moveit_msgs found: the world also follows collision_object, planning_scene and "
-                 "monitored_planning_scene")
+    def on_object(msg):
+        state.submit(f"collision_object {msg.id!r}",
+                     lambda scene, frames, robot, notes: apply_collision_object(scene, msg,
+                                                                                frames, notes))
+
+    def on_attached(msg):
+        state.submit(f"attached_collision_object {msg.object.id!r}",
+                     lambda scene, frames, robot, notes: apply_attached_object(
+                         scene, msg, frames, robot, notes))
+
+    def on_scene(msg, topic):
+        octo = ignore_octomap()
+        state.submit(f"{topic} ({'diff' if msg.is_diff else 'full scene'})",
+                     lambda scene, frames, robot, notes: apply_planning_scene(
+                         scene, msg, frames, robot, notes, octomap_ok=octo))
+
+    w.node.create_subscription(CollisionObject, "collision_object", on_object, 100)
+    w.node.create_subscription(AttachedCollisionObject, "attached_collision_object",
+                               on_attached, 100)
+    for topic in ("planning_scene", "monitored_planning_scene"):
+        w.node.create_subscription(PlanningScene, topic,
+                                   lambda m, t=topic: on_scene(m, t), 10)
+    log.info("moveit_msgs found: the planning scene follows collision_object, "
+             "attached_collision_object, planning_scene and monitored_planning_scene")
     return state

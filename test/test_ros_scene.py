@@ -1,0 +1,295 @@
+"""MoveIt's planning scene with the message classes rosidl generates (test/interfaces: the
+moveit_msgs definitions, built by scripts/setup.sh): every operation, primitives, meshes,
+planes, attached objects, the allowed collision matrix, padding, full scenes and diffs, and
+bad messages refused whole with the object and the field named. The node's side (over DDS) is
+test_ros_moveit_scene.py."""
+
+from __future__ import annotations
+
+import array
+
+import numpy as np
+import pytest
+
+pytest.importorskip("rclpy", reason="rclpy (ROS 2 wheels) not installed; run make setup")
+moveit_msgs = pytest.importorskip("moveit_msgs", reason="the test build of moveit_msgs is not "
+                                                        "installed; run make setup")
+
+from geometry_msgs.msg import Point, Pose  # noqa: E402
+from moveit_msgs.msg import (AllowedCollisionEntry, AttachedCollisionObject,  # noqa: E402
+                             CollisionObject, LinkPadding, PlanningScene)
+from shape_msgs.msg import Mesh, MeshTriangle, Plane, SolidPrimitive  # noqa: E402
+
+from ros2_ik import load_robot  # noqa: E402
+from ros2_ik.ik.collision import CollisionObjective, clearance  # noqa: E402
+from ros2_ik.model.collision import collision_model  # noqa: E402
+from ros2_ik.ros.codes import RequestError  # noqa: E402
+from ros2_ik.ros.robot import build_robot  # noqa: E402
+from ros2_ik.ros.scene import (Scene, apply_attached_object,  # noqa: E402
+                               apply_collision_object, apply_planning_scene, byte,
+                               collision_model_for, world_for)
+from ros2_ik.ros.world_input import Frames  # noqa: E402
+from ros2_ik import robots  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def robot():
+    r = build_robot(robots.urdf_string("panda"), source="test")
+    return r
+
+
+def _pose(xyz, quat=(0.0, 0.0, 0.0, 1.0)):
+    p = Pose()
+    p.position = Point(x=float(xyz[0]), y=float(xyz[1]), z=float(xyz[2]))
+    p.orientation.x, p.orientation.y, p.orientation.z, p.orientation.w = map(float, quat)
+    return p
+
+
+def _prim(kind, dims):
+    p = SolidPrimitive()
+    p.type = kind
+    p.dimensions = [float(d) for d in dims]
+    return p
+
+
+def _co(oid, op, prims=(), frame="world", pose=(0, 0, 0), meshes=(), planes=()):
+    co = CollisionObject()
+    co.header.frame_id = frame
+    co.id = oid
+    co.pose = _pose(pose)
+    co.primitives = [p for p, _ in prims]
+    co.primitive_poses = [_pose(x) for _, x in prims]
+    co.meshes = [m for m, _ in meshes]
+    co.mesh_poses = [_pose(x) for _, x in meshes]
+    co.planes = [p for p, _ in planes]
+    co.plane_poses = [_pose(x) for _, x in planes]
+    co.operation = op
+    return co
+
+
+def _frames(robot, q=None):
+    return Frames(robot, robot.model.neutral_q() if q is None else q, ("world",))
+
+
+def test_rosidl_gives_bytes_for_byte_fields():
+    """What the node must read: a byte field is bytes, as are its constants."""
+    co = CollisionObject()
+    assert co.operation == b"\x00" and CollisionObject.MOVE == b"\x03"
+    assert isinstance(CollisionObject.ADD, bytes)
+    assert byte(CollisionObject.APPEND, "op") == 2 and byte(3, "op") == 3
+    with pytest.raises(RequestError, match="one byte"):
+        byte(b"\x00\x01", "op")
+    with pytest.raises(RequestError, match="must be a byte"):
+        byte("ADD", "op")
+
+
+def test_every_operation_as_move_group_sends_it(robot):
+    f = _frames(robot)
+    notes = []
+    s = apply_collision_object(Scene(), _co("table", CollisionObject.ADD,
+                                            [(_prim(SolidPrimitive.BOX, (1, 1, 0.1)),
+                                              (0.5, 0, -0.05))]), f, notes)
+    assert s.world.ids == ["table"] and s.world["table"].size == (1.0, 1.0, 0.1)
+    v1 = s.version
+    s = apply_collision_object(s, _co("parts", CollisionObject.ADD,
+                                      [(_prim(SolidPrimitive.SPHERE, (0.05,)), (0.3, 0.2, 0.3)),
+                                       (_prim(SolidPrimitive.CYLINDER, (0.2, 0.04)),
+                                        (0.3, -0.2, 0.3))]), f, notes)
+    assert sorted(s.world.ids) == ["parts/0", "parts/1", "table"]
+    assert s.world["parts/1"].shape == "cylinder" and s.world["parts/1"].size == (0.04, 0.2)
+    s = apply_collision_object(s, _co("parts", CollisionObject.APPEND,
+                                      [(_prim(SolidPrimitive.CONE, (0.1, 0.03)),
+                                        (0.3, 0.0, 0.6))]), f, notes)
+    assert "parts/2" in s.world.ids and any("cone" in n for n in notes)
+    s = apply_collision_object(s, _co("parts", CollisionObject.MOVE, pose=(0.1, 0.0, 0.0)),
+                               f, notes)
+    np.testing.assert_allclose(s.world["parts/0"].pose[:3, 3], (0.4, 0.2, 0.3))
+    s = apply_collision_object(s, _co("parts", CollisionObject.REMOVE), f, notes)
+    assert s.world.ids == ["table"] and s.version > v1
+    s = apply_collision_object(s, _co("", CollisionObject.REMOVE), f, notes)
+    assert s.world.ids == []
+
+
+def test_meshes_planes_and_frames(robot):
+    f = _frames(robot)
+    notes = []
+    mesh = Mesh()
+    V = np.array([[0, 0, 0], [0.2, 0, 0], [0, 0.1, 0], [0, 0, 0.05]], dtype=float)
+    mesh.vertices = [Point(x=float(a), y=float(b), z=float(c)) for a, b, c in V]
+    for tri in ([0, 1, 2], [0, 1, 3], [0, 2, 3], [1, 2, 3]):
+        t = MeshTriangle()
+        t.vertex_indices = array.array("I", tri)
+        mesh.triangles.append(t)
+    plane = Plane()
+    plane.coef = [0.0, 0.0, 1.0, -0.02]  # z = 0.02, solid below
+    s = apply_collision_object(Scene(), _co("thing", CollisionObject.ADD,
+                                            meshes=[(mesh, (0.5, 0, 0.5))],
+                                            planes=[(plane, (0, 0, 0))]), f, notes)
+    box, floor = s.world["thing/0"], s.world["thing/1"]
+    assert box.shape == "box" and floor.shape == "halfspace"
+    assert any("oriented box" in n for n in notes)
+    # every vertex of the mesh lies inside its box
+    loc = (V + [0.5, 0, 0.5] - box.pose[:3, 3]) @ box.pose[:3, :3]
+    assert np.all(np.abs(loc) <= 0.5 * np.asarray(box.size) + 1e-9)
+    assert abs(floor.pose[2, 3] - 0.02) < 1e-12
+    # a pose in a link's frame is placed by FK at the robot's state
+    s = apply_collision_object(Scene(), _co("on_hand", CollisionObject.ADD,
+                                            [(_prim(SolidPrimitive.SPHERE, (0.02,)), (0, 0, 0))],
+                                            frame="panda_hand"), f, notes)
+    from ros2_ik import fk_frames
+
+    T = np.asarray(fk_frames(robot.model, robot.model.neutral_q()[None], ["panda_hand"]))[0, 0]
+    np.testing.assert_allclose(s.world["on_hand"].pose[:3, 3], T[:3, 3], atol=1e-12)
+
+
+@pytest.mark.parametrize("field,build,words", [
+    ("operation", lambda: _co("x", b"\x07"), ".operation = 7"),
+    ("frame", lambda: _co("x", CollisionObject.ADD, [(_prim(1, (1, 1, 1)), (0, 0, 0))],
+                          frame="map"), "frame 'map'"),
+    ("dimensions", lambda: _co("x", CollisionObject.ADD, [(_prim(1, (1, 1)), (0, 0, 0))]),
+     "primitives[0].dimensions"),
+    ("type", lambda: _co("x", CollisionObject.ADD, [(_prim(9, (1,)), (0, 0, 0))]),
+     "primitives[0].type = 9"),
+    ("nan", lambda: _co("x", CollisionObject.ADD, [(_prim(2, (0.1,)), (0, 0, float("nan")))]),
+     "NaN"),
+    ("move", lambda: _co("nothere", CollisionObject.MOVE), "MOVE of an object"),
+    ("append", lambda: _co("nothere", CollisionObject.APPEND,
+                           [(_prim(2, (0.1,)), (0, 0, 0))]), "APPEND to an object"),
+    ("empty", lambda: _co("x", CollisionObject.ADD), "no primitives, meshes or planes"),
+    ("noid", lambda: _co("", CollisionObject.ADD, [(_prim(2, (0.1,)), (0, 0, 0))]),
+     "needs an id"),
+])
+def test_a_bad_object_is_refused_naming_it_and_the_scene_stays(robot, field, build, words):
+    s = apply_collision_object(Scene(), _co("keep", CollisionObject.ADD,
+                                            [(_prim(2, (0.1,)), (1, 1, 1))]), _frames(robot), [])
+    with pytest.raises(RequestError) as exc:
+        apply_collision_object(s, build(), _frames(robot), [])
+    assert words in exc.value.message, exc.value.message
+    assert s.world.ids == ["keep"]
+
+
+def test_attached_object_rides_on_its_link_and_goes_back_into_the_world(robot):
+    f = _frames(robot)
+    m = robot.model
+    cm = robot.collision_model()
+    aco = AttachedCollisionObject()
+    aco.link_name = "panda_hand"
+    aco.object = _co("grasped", CollisionObject.ADD, [(_prim(SolidPrimitive.BOX,
+                                                             (0.04, 0.04, 0.12)),
+                                                       (0, 0, 0.16))], frame="panda_hand")
+    aco.touch_links = ["panda_hand"]
+    s = apply_attached_object(Scene(), aco, f, robot, [])
+    assert [a.id for a in s.attached] == ["grasped"] and s.world.ids == []
+    cm2, world = robot.scene_collisions(cm, s)
+    assert "grasped" in cm2.link_names and cm2.num_spheres > cm.num_spheres
+    c = cm2.link_names.index("grasped")
+    named = {(cm2.link_names[a], cm2.link_names[b]) for a, b in cm2.pairs}
+    assert ("panda_link0", "grasped") in named and ("panda_hand", "grasped") not in named
+    # the spheres cover the box where it is on the hand, at any configuration
+    q = m.random_q(np.random.default_rng(0), 5)
+    from ros2_ik import fk_frames
+
+    T = np.asarray(fk_frames(m, q, ["panda_hand"]))[:, 0]
+    sl = cm2.spheres_of(c)
+    for k in range(5):
+        P = np.array([[x, y, z] for x in (-0.02, 0.02) for y in (-0.02, 0.02)
+                      for z in (0.10, 0.22)])
+        P = P @ T[k, :3, :3].T + T[k, :3, 3]
+        Tl = T[k]  # the anchor of a link of the model is itself
+        cen = cm2.center[sl] @ Tl[:3, :3].T + Tl[:3, 3]
+        d = np.linalg.norm(P[:, None] - cen[None], axis=2) - cm2.radius[sl][None]
+        assert d.min(axis=1).max() <= 1e-9
+    # an obstacle where the object is (not where the hand is): the objective sees it
+    ball = np.asarray(fk_frames(m, m.neutral_q()[None], ["panda_hand"]))[0, 0] @ np.array(
+        [0, 0, 0.22, 1.0])
+    s2 = apply_collision_object(s, _co("ball", CollisionObject.ADD,
+                                       [(_prim(SolidPrimitive.SPHERE, (0.03,)), ball[:3])]),
+                                f, [])
+    cm3, world3 = robot.scene_collisions(cm, s2)
+    d, k, describe = clearance(m, cm3, m.neutral_q()[None], world3)
+    assert d[0] < 0 and "grasped" in describe(int(k[0]))
+    # detached: back into the world at the hand's place
+    det = AttachedCollisionObject()
+    det.link_name = "panda_hand"
+    det.object.id = "grasped"
+    det.object.operation = CollisionObject.REMOVE
+    s3 = apply_attached_object(s2, det, f, robot, [])
+    assert s3.attached == () and "grasped" in s3.world.ids
+
+
+def test_allowed_collision_matrix_padding_and_full_scenes(robot):
+    f = _frames(robot)
+    cm = robot.collision_model()
+    sc = PlanningScene()
+    sc.is_diff = True
+    sc.world.collision_objects = [_co("shelf", CollisionObject.ADD,
+                                      [(_prim(SolidPrimitive.BOX, (0.2, 0.2, 0.2)),
+                                        (0.5, 0, 0.5))])]
+    acm = sc.allowed_collision_matrix
+    acm.entry_names = ["panda_hand", "shelf", "panda_link0", "panda_link6"]
+    for i in range(4):
+        e = AllowedCollisionEntry()
+        e.enabled = [False] * 4
+        acm.entry_values.append(e)
+    acm.entry_values[0].enabled[1] = acm.entry_values[1].enabled[0] = True   # hand - shelf
+    acm.entry_values[2].enabled[3] = acm.entry_values[3].enabled[2] = True   # link0 - link6
+    lp = LinkPadding()
+    lp.link_name, lp.padding = "panda_link5", 0.02
+    sc.link_padding = [lp]
+    s = apply_planning_scene(Scene(), sc, f, robot, [])
+    cm2, world = robot.scene_collisions(cm, s)
+    assert world["shelf"].touch == ("panda_hand",)
+    named = {(cm2.link_names[a], cm2.link_names[b]) for a, b in cm2.pairs}
+    assert ("panda_link0", "panda_link6") not in named
+    c5 = cm.link_names.index("panda_link5")
+    np.testing.assert_allclose(cm2.radius[cm2.spheres_of(c5)],
+                               cm.radius[cm.spheres_of(c5)] + 0.02)
+    # the hand is not checked against the shelf, the other links are
+    obj = CollisionObjective(robot.model, cm2, world)
+    assert obj.skip[0, cm2.link_names.index("panda_hand")]
+    assert not obj.skip[0, cm2.link_names.index("panda_link7")]
+    # a full scene replaces everything: a new world, no padding, no allowed pairs
+    full = PlanningScene()
+    full.is_diff = False
+    full.world.collision_objects = [_co("only", CollisionObject.ADD,
+                                        [(_prim(SolidPrimitive.SPHERE, (0.1,)), (0, 0, 2))])]
+    s2 = apply_planning_scene(s, full, f, robot, [])
+    assert s2.world.ids == ["only"] and s2.padding == {} and s2.acm.empty
+    assert s2.version > s.version
+    # an octomap with data: what the scene cannot check, said, not dropped silently
+    om = PlanningScene()
+    om.is_diff = True
+    om.world.octomap.octomap.data = [1, 2, 3]
+    s3 = apply_planning_scene(s2, om, f, robot, [])
+    assert s3.unsupported and "octomap" in s3.unsupported[0]
+    notes = []
+    s4 = apply_planning_scene(s2, om, f, robot, notes, octomap_ok=True)
+    assert not s4.unsupported and any("ignore_octomap" in n for n in notes)
+
+
+def test_a_bad_scene_is_refused_whole(robot):
+    f = _frames(robot)
+    s = apply_collision_object(Scene(), _co("keep", CollisionObject.ADD,
+                                            [(_prim(2, (0.1,)), (1, 1, 1))]), f, [])
+    sc = PlanningScene()
+    sc.is_diff = True
+    sc.world.collision_objects = [_co("good", CollisionObject.ADD,
+                                      [(_prim(2, (0.1,)), (0, 1, 1))]),
+                                  _co("bad", CollisionObject.ADD,
+                                      [(_prim(2, (-0.1,)), (0, 1, 1))])]
+    with pytest.raises(RequestError, match="collision object 'bad'.primitives\\[0\\]"):
+        apply_planning_scene(s, sc, f, robot, [])
+    assert s.world.ids == ["keep"]  # nothing of it applied
+    aco = AttachedCollisionObject()
+    aco.link_name = "no_such_link"
+    aco.object = _co("x", CollisionObject.ADD, [(_prim(2, (0.1,)), (0, 0, 0))])
+    with pytest.raises(RequestError, match="link_name 'no_such_link'"):
+        apply_attached_object(s, aco, f, robot, [])
+
+
+def test_world_for_and_collision_model_for_leave_the_base_model_alone(robot):
+    cm = robot.collision_model()
+    s = Scene()
+    cm2 = collision_model_for(cm, s, robot.model)
+    assert cm2 is cm and world_for(s, cm) is s.world
+    assert collision_model(load_robot("panda")).num_spheres == cm.num_spheres
