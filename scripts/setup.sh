@@ -6,7 +6,8 @@
 #      requirements-jazzy.txt and constraints-jazzy.txt), with the include paths in the wheels'
 #      CMake exports pointed at this venv;
 #   2. ros2_ik_interfaces, built with cmake/make in build/ros2_ik_interfaces[-jazzy], installed
-#      into the venv (the venv is a ROS install prefix);
+#      into the venv (the venv is a ROS install prefix); then, for the tests, MoveIt's message
+#      packages of test/interfaces the same way;
 #   3. ros2_ik, installed editable, laid out like a colcon --symlink-install: console scripts
 #      in .venv/bin and .venv/lib/ros2_ik, and share/ros2_ik + the ament index entry;
 #   4. the compiled kernels of the bundled robots built once into the kernel cache
@@ -188,6 +189,31 @@ else
   step ifc-make make -C "$IFC_BUILD" -j"$JOBS"
   step ifc-install make -C "$IFC_BUILD" install
   stamp interfaces "$ifc_key"
+fi
+
+# ---- 2b. MoveIt's messages, for the tests -----------------------------------------------------
+# test/interfaces: moveit_msgs (and the two packages it uses) with the upstream fields and
+# types, built by rosidl as ros2_ik_interfaces is (no registry here carries them): the suite
+# drives the node with the classes rosidl generates. See test/interfaces/README.md.
+TEST_IFC=$ROOT/test/interfaces
+mapfile -t tifc_files < <(find "$TEST_IFC" -maxdepth 3 -type f \( -name package.xml \
+  -o -name CMakeLists.txt -o -name '*.msg' -o -name '*.srv' \) | LC_ALL=C sort)
+KEY_EXTRA=$deps_key
+tifc_key=$(key "${tifc_files[@]}")
+if current test-interfaces "$tifc_key" && [[ -f $VENV/share/moveit_msgs/package.xml ]]; then
+  say "test interfaces (moveit_msgs): up to date"
+else
+  say "test interfaces: object_recognition_msgs, octomap_msgs, moveit_msgs (make -j$JOBS)"
+  for pkg in object_recognition_msgs octomap_msgs moveit_msgs; do
+    pb=$BUILD/test-interfaces$SUFFIX/$pkg
+    rm -rf "$pb"
+    mkdir -p "$pb"
+    step "$pkg-cmake" cmake -S "$TEST_IFC/$pkg" -B "$pb" \
+      -DCMAKE_INSTALL_PREFIX="$VENV" -DPython3_EXECUTABLE="$VPY" -DBUILD_TESTING=OFF
+    step "$pkg-make" make -C "$pb" -j"$JOBS"
+    step "$pkg-install" make -C "$pb" install
+  done
+  stamp test-interfaces "$tifc_key"
 fi
 
 # ---- 3. ros2_ik (editable) -------------------------------------------------------------------

@@ -1,12 +1,7 @@
-"""Stand-ins for the moveit_msgs types the node reads and writes, and for what MoveIt 2's
-``srv_kinematics_plugin`` does on either side of a call.
-
-moveit_msgs is on no registry this machine reaches. The classes below have the fields of the
-moveit_msgs definitions (ros2 branch: PositionIKRequest, RobotState, Constraints,
-MoveItErrorCodes, GetPositionIK, GetPositionFK), field for field and with the same defaults,
-built from the real ROS 2 message types they contain (sensor_msgs, geometry_msgs, std_msgs,
-builtin_interfaces); they were written for this project from the public definitions. The
-plugin side follows moveit2's ``srv_kinematics_plugin.cpp`` and ``robot_state/conversions``:
+"""What MoveIt 2's ``srv_kinematics_plugin`` does on either side of a call, with the moveit_msgs
+classes rosidl generates (test/interfaces: moveit_msgs' definitions, built by
+scripts/setup.sh). The plugin side follows moveit2's ``srv_kinematics_plugin.cpp`` and
+``robot_state/conversions``:
 
 - request: a RobotState of the default values (0, or the middle of the range where 0 is out
   of it; identity for floating joints) with the group's variables set to the seed, converted
@@ -23,93 +18,15 @@ plugin side follows moveit2's ``srv_kinematics_plugin.cpp`` and ``robot_state/co
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 
 import numpy as np
-from builtin_interfaces.msg import Duration
 from geometry_msgs.msg import PoseStamped, Transform
-from sensor_msgs.msg import JointState, MultiDOFJointState
-from std_msgs.msg import Header
+from moveit_msgs.msg import MoveItErrorCodes, RobotState  # noqa: F401 (re-exported)
+from moveit_msgs.srv import GetPositionFK, GetPositionIK  # noqa: F401 (re-exported)
 
 from ros2_ik.model import JointType
 
 MOVEIT_FLOATING = ("trans_x", "trans_y", "trans_z", "rot_x", "rot_y", "rot_z", "rot_w")
-
-
-# ---------------------------------------------------------------------- message stand-ins
-@dataclass
-class MoveItErrorCodes:
-    val: int = 0
-    message: str = ""
-    source: str = ""
-    SUCCESS = 1
-    FAILURE = 99999
-    TIMED_OUT = -6
-    INVALID_GROUP_NAME = -15
-    INVALID_ROBOT_STATE = -17
-    INVALID_LINK_NAME = -18
-    FRAME_TRANSFORM_FAILURE = -21
-    NO_IK_SOLUTION = -31
-
-
-@dataclass
-class AttachedCollisionObject:  # only ever empty here
-    link_name: str = ""
-
-
-@dataclass
-class RobotState:
-    joint_state: JointState = field(default_factory=JointState)
-    multi_dof_joint_state: MultiDOFJointState = field(default_factory=MultiDOFJointState)
-    attached_collision_objects: list = field(default_factory=list)
-    is_diff: bool = False
-
-
-@dataclass
-class Constraints:
-    name: str = ""
-    joint_constraints: list = field(default_factory=list)
-    position_constraints: list = field(default_factory=list)
-    orientation_constraints: list = field(default_factory=list)
-    visibility_constraints: list = field(default_factory=list)
-
-
-@dataclass
-class PositionIKRequest:
-    group_name: str = ""
-    robot_state: RobotState = field(default_factory=RobotState)
-    constraints: Constraints = field(default_factory=Constraints)
-    avoid_collisions: bool = False
-    ik_link_name: str = ""
-    pose_stamped: PoseStamped = field(default_factory=PoseStamped)
-    ik_link_names: list = field(default_factory=list)
-    pose_stamped_vector: list = field(default_factory=list)
-    timeout: Duration = field(default_factory=Duration)
-
-
-class GetPositionIK:
-    @dataclass
-    class Request:
-        ik_request: PositionIKRequest = field(default_factory=PositionIKRequest)
-
-    @dataclass
-    class Response:
-        solution: RobotState = field(default_factory=RobotState)
-        error_code: MoveItErrorCodes = field(default_factory=MoveItErrorCodes)
-
-
-class GetPositionFK:
-    @dataclass
-    class Request:
-        header: Header = field(default_factory=Header)
-        fk_link_names: list = field(default_factory=list)
-        robot_state: RobotState = field(default_factory=RobotState)
-
-    @dataclass
-    class Response:
-        pose_stamped: list = field(default_factory=list)
-        fk_link_names: list = field(default_factory=list)
-        error_code: MoveItErrorCodes = field(default_factory=MoveItErrorCodes)
 
 
 # ---------------------------------------------------------------------- MoveIt's robot state

@@ -1,6 +1,6 @@
 """Issue 10, points 2 and 3: the MoveIt-compatible services with requests built exactly as
 MoveIt 2's ``srv_kinematics_plugin`` builds them, and answers read back as the plugin reads them
-(stand-ins mirroring moveit_msgs, see ``moveit_standin.py``).
+(the moveit_msgs classes rosidl generates; the plugin's side in ``moveit_standin.py``).
 
 Each answer is checked on MoveIt's side: the plugin's state must accept every variable name of
 the solution, only the group's variables may differ from the request's state, and FK of the
@@ -18,6 +18,8 @@ import numpy as np
 import pytest
 
 pytest.importorskip("sensor_msgs", reason="ROS 2 messages not installed; run make setup")
+pytest.importorskip("moveit_msgs", reason="the test build of moveit_msgs is not installed; "
+                                   "run make setup")
 
 from moveit_standin import GetPositionFK, GetPositionIK, MoveItState, plugin_request
 
