@@ -8,8 +8,9 @@ Each link's geometry is given below as rounded segments between its own origin a
 children's joint origins (points fixed in the link), with the link's radius, plus rounded
 cylinders, boxes and spheres where a segment does not describe the part (a hand, a base).
 Everything is written as URDF 1.0 primitives with round ends: a segment is a cylinder with a
-sphere at each end (a capsule; URDF 1.0 has no <capsule>), a cylinder of the spec keeps its
-length but gets round ends, a box becomes the capsule along its longest side. Round shapes are
+sphere at each end (a capsule; URDF 1.0 has no <capsule>) no longer than the segment, a
+cylinder of the spec keeps its length but gets round ends, a box becomes the capsule along its
+longest side. Round shapes are
 what a sphere model covers tightly with few spheres (a sharp rim needs many under the collision
 model's 5 mm overshoot bound). Radii follow the real robots' published outer dimensions (Franka
 Panda: 0.05-0.09 m; UR5: 0.045-0.075 m). With --write the URDFs' <collision> elements are
@@ -140,8 +141,15 @@ def collisions(m: Model, link: str, spec) -> str:
     out = []
     for item in spec:
         kind = item[0]
-        if kind == "seg":
-            out += _capsule(_point(m, link, item[1]), _point(m, link, item[2]), item[3])
+        if kind == "seg":  # round ends inside the segment: no longer than it
+            a, b, r = _point(m, link, item[1]), _point(m, link, item[2]), item[3]
+            d = b - a
+            length = float(np.linalg.norm(d))
+            if length > 2 * r:
+                u = d / length
+                out += _capsule(a + r * u, b - r * u, r)
+            else:
+                out += _capsule(0.5 * (a + b), 0.5 * (a + b), r)
         elif kind == "box":  # the capsule along its longest side, as wide as its next side
             c, size = np.asarray(item[1], dtype=float), np.asarray(item[2], dtype=float)
             k = int(np.argmax(size))

@@ -10,7 +10,6 @@ tolerances.
 
 from __future__ import annotations
 
-import sys
 import time
 import types
 
@@ -276,24 +275,15 @@ def test_fk_partial_state_uses_the_current_state():
     assert list(resp.fk_link_names) == ["left_tool", "right_tool"]
 
 
-def test_node_serves_solve_ik_not_move_groups_names(monkeypatch):
+def test_node_serves_solve_ik_not_move_groups_names():
     """With moveit_msgs importable the node offers ~/solve_ik and ~/solve_fk, never
-    move_group's compute_ik / compute_fk (type stand-ins: only the names are checked here)."""
+    move_group's compute_ik / compute_fk, and follows the planning scene's topics."""
     rclpy = pytest.importorskip("rclpy")
     from rclpy.parameter import Parameter
-    from ros2_ik_interfaces.srv import ComputeFK, ComputeIK
 
     from ros2_ik.ros.node import KinematicsNode
     from ros_testing import random_domain_id
 
-    from ros2_ik_interfaces.msg import WorldUpdate
-
-    fake = types.ModuleType("moveit_msgs")
-    fake.srv = types.SimpleNamespace(GetPositionIK=ComputeIK, GetPositionFK=ComputeFK)
-    fake.msg = types.SimpleNamespace(CollisionObject=WorldUpdate, PlanningScene=WorldUpdate)
-    monkeypatch.setitem(sys.modules, "moveit_msgs", fake)
-    monkeypatch.setitem(sys.modules, "moveit_msgs.srv", fake.srv)
-    monkeypatch.setitem(sys.modules, "moveit_msgs.msg", fake.msg)
     ctx = rclpy.Context()
     rclpy.init(context=ctx, domain_id=random_domain_id())
     node = None
@@ -303,8 +293,8 @@ def test_node_serves_solve_ik_not_move_groups_names(monkeypatch):
         assert {"/ros2_ik/solve_ik", "/ros2_ik/solve_fk", "/ros2_ik/compute_ik"} <= names
         assert "/compute_ik" not in names and "/compute_fk" not in names
         topics = {node.resolve_topic_name(s.topic_name) for s in node.subscriptions}
-        assert {"/collision_object", "/planning_scene", "/monitored_planning_scene",
-                "/ros2_ik/world"} <= topics
+        assert {"/collision_object", "/attached_collision_object", "/planning_scene",
+                "/monitored_planning_scene", "/ros2_ik/world"} <= topics
         from ros2_ik.ros.node import make_executor
 
         ex = make_executor(ctx)  # the model serves once prepared: spin until it does

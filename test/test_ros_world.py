@@ -1,9 +1,9 @@
 """Collision-aware IK through the node process, over DDS: the world through ~/update_world and
 ~/world, ComputeIK with collisions on (every success clear by an independent check, the world
 version answered), GOAL_IN_COLLISION, bad world input (the node keeps serving), a world
-replaced while requests run, and trajectory seeds with collisions. MoveIt's planning scene is
-tested through its conversion with stand-ins that mirror moveit_msgs field for field
-(moveit_msgs is on no registry this machine reaches)."""
+replaced while requests run, and trajectory seeds with collisions. MoveIt's planning scene:
+test_ros_scene.py (its messages as rosidl generates them) and test_ros_moveit_scene.py (over
+DDS)."""
 
 from __future__ import annotations
 
@@ -27,8 +27,6 @@ from ros2_ik.kinematics import fk_frames, pose_error, pose_to_pq  # noqa: E402
 from ros2_ik.model.collision import collision_model  # noqa: E402
 from ros2_ik.ros import codes  # noqa: E402
 from ros2_ik.ros.conversions import as_f64  # noqa: E402
-from ros2_ik.ros.world_input import (Frames, apply_collision_object,  # noqa: E402
-                                     apply_planning_scene)
 from ros2_ik.world import World  # noqa: E402
 from ros_testing import ik_request, serving_node  # noqa: E402
 
@@ -173,7 +171,7 @@ def test_bad_world_input_is_refused_and_the_node_keeps_serving(ros):
     msg.primitives = [_prim(SolidPrimitive.SPHERE, (0.0,))]
     msg.poses = [_pose((0, 0, 1))]
     ros.pub.publish(msg)
-    assert ros.node.wait_for_log("~/world update refused", 10)
+    assert ros.node.wait_for_log("~/world not applied", 10)
     # a good one on the topic is applied (waited for through the service, with a bound)
     msg.ids, msg.primitives = ["on_topic"], [_prim(SolidPrimitive.SPHERE, (0.05,))]
     msg.poses = [_pose((1.5, -1.5, 1.5))]
@@ -277,65 +275,6 @@ def test_trajectory_nodes_keep_clear(ros):
     d = clearance(model, collision_model(model), qs[st == codes.SUCCESS], w)[0]
     assert np.all(d >= MARGIN - 1e-9)
     _update(ros, WorldUpdate.CLEAR)
-
-
-# ---------------------------------------------------------------- MoveIt's planning scene
-
-def _co(id, op=0, prims=(), frame="world", pose=None):
-    """A moveit_msgs/CollisionObject stand-in (ros2 branch fields)."""
-    co = types.SimpleNamespace()
-    co.header = types.SimpleNamespace(frame_id=frame)
-    co.pose = pose or Pose()
-    if pose is None:
-        co.pose.orientation.w = 1.0
-    co.id = id
-    co.type = types.SimpleNamespace(key="", db="")
-    co.primitives = [p for p, _ in prims]
-    co.primitive_poses = [p for _, p in prims]
-    co.meshes, co.mesh_poses, co.planes, co.plane_poses = [], [], [], []
-    co.subframe_names, co.subframe_poses = [], []
-    co.operation = op
-    return co
-
-
-def _p(xyz):
-    p = Pose()
-    p.position = Point(x=float(xyz[0]), y=float(xyz[1]), z=float(xyz[2]))
-    p.orientation.w = 1.0
-    return p
-
-
-def test_moveit_planning_scene_becomes_the_world():
-    robot_model = load_robot("panda")
-    frames = Frames(None, None, ("world",))
-    poses, warned = {}, []
-    w = World()
-    w = apply_collision_object(w, _co("table", 0, [(_prim(SolidPrimitive.BOX, (1, 1, 0.1)),
-                                                    _p((0.5, 0, -0.05)))]), frames, poses,
-                               warned.append)
-    assert w.ids == ["table"] and w["table"].size == (1.0, 1.0, 0.1)
-    w = apply_collision_object(w, _co("parts", 0, [(_prim(SolidPrimitive.SPHERE, (0.05,)),
-                                                    _p((0.3, 0.2, 0.3))),
-                                                   (_prim(SolidPrimitive.CYLINDER, (0.2, 0.04)),
-                                                    _p((0.3, -0.2, 0.3)))]), frames, poses,
-                               warned.append)
-    assert sorted(w.ids) == ["parts/0", "parts/1", "table"]
-    assert w["parts/1"].shape == "cylinder" and w["parts/1"].size == (0.04, 0.2)
-    moved = _co("parts", 3, pose=_p((0.1, 0.0, 0.0)))
-    w2 = apply_collision_object(w, moved, frames, poses, warned.append)
-    np.testing.assert_allclose(w2["parts/0"].pose[:3, 3], (0.4, 0.2, 0.3))
-    w3 = apply_collision_object(w2, _co("parts", 1), frames, poses, warned.append)
-    assert w3.ids == ["table"]
-    scene = types.SimpleNamespace(is_diff=False, world=types.SimpleNamespace(
-        collision_objects=[_co("only", 0, [(_prim(SolidPrimitive.SPHERE, (0.1,)),
-                                            _p((0, 0, 2)))])]))
-    w4 = apply_planning_scene(w3, scene, frames, poses, warned.append)
-    assert w4.ids == ["only"] and w4.version > w3.version
-    with pytest.raises(Exception, match="frame 'map'"):
-        apply_collision_object(w4, _co("bad", 0, [(_prim(SolidPrimitive.SPHERE, (0.1,)),
-                                                   _p((0, 0, 0)))], frame="map"), frames, poses,
-                               warned.append)
-    assert robot_model.nq == 7
 
 
 def test_collision_markers_show_the_world_and_the_spheres(ros):

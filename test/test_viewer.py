@@ -150,8 +150,14 @@ def test_collision_avoidance_against_a_world():
         assert ans.success, ans.summary()
         cm = default_collision_model(m)
         c = float(clearance(m, cm, ans.q[None], world)[0][0])
-        assert c >= IKConfig().collision_margin - 1e-9
-        assert ans.clearance is not None and abs(ans.clearance - c) < 1e-6
+        cfg = IKConfig()
+        assert c >= cfg.collision_margin - 1e-9
+        assert ans.clearance is not None
+        if c < cfg.collision_margin + cfg.collision_activation:  # exact there, a bound beyond
+            assert abs(ans.clearance - c) < 1e-6
+        else:
+            assert cfg.collision_margin + cfg.collision_activation - 1e-9 <= ans.clearance
+            assert ans.clearance <= c + 1e-9
         v.show_spheres.value = True
         v._draw_spheres()
         assert len(v._spheres) == cm.num_spheres

@@ -130,7 +130,7 @@ class IKSolver:
             from ..model.collision import CollisionModel  # noqa: PLC0415
 
             if collision is None:
-                collision = default_collision_model(model)
+                collision = default_collision_model(model, within=self.config.collision_margin)
             elif not isinstance(collision, CollisionModel):
                 raise InputTypeError(f"collision must be a CollisionModel (collision_model("
                                      f"model, ...)), got {describe(collision)}")

@@ -172,7 +172,7 @@ class GpuSolver:
         elif collision is None:
             from ..ik.collision import default_collision_model  # noqa: PLC0415
 
-            collision = default_collision_model(model)
+            collision = default_collision_model(model, within=cfg.collision_margin)
         self.collision = collision
         self.chain = chain_of(model, self.tips, collision)
         if self.chain is None:

@@ -51,7 +51,7 @@ from .objectives import EvalContext, Objective
 
 __all__ = ["sdf", "penalty", "CollisionObjective", "clearance", "sample_disabled_pairs",
            "srdf_entries", "sphere_centers", "default_collision_model", "ALWAYS_SAMPLES",
-           "compact_rows", "always_touching", "link_pair_distances"]
+           "compact_rows", "always_touching", "link_pair_distances", "sphere_clearances"]
 
 _SPHERE, _BOX, _CYL, _CAPS, _HALF = (SHAPE_CODES[s] for s in ("sphere", "box", "cylinder",
                                                                "capsule", "halfspace"))
@@ -571,6 +571,29 @@ def clearance(model: Model, cm: CollisionModel, q, world: World | None = None, *
     return np.concatenate(outs_d), np.concatenate(outs_k), obj.describe
 
 
+def sphere_clearances(model: Model, cm: CollisionModel, q, world: World | None = None, *,
+                      self_collisions: bool = True) -> np.ndarray:
+    """(S,) each sphere's smallest distance to the world and to the spheres of the links it is
+    checked against, at one configuration ``q`` (nq,) (for drawing the model: exact, dense)."""
+    q = np.asarray(q, dtype=np.float64).reshape(1, -1)
+    c = sphere_centers(model, cm, fk(model, q, check=False))[0]
+    per = np.full(cm.num_spheres, np.inf)
+    if self_collisions and len(cm.pairs):
+        sp = cm.sphere_pairs()
+        for lo in range(0, len(sp), 200_000):
+            a, b = sp[lo:lo + 200_000, 0], sp[lo:lo + 200_000, 1]
+            d = np.linalg.norm(c[a] - c[b], axis=1) - cm.radius[a] - cm.radius[b]
+            np.minimum.at(per, a, d)
+            np.minimum.at(per, b, d)
+    if world is not None and len(world):
+        d, _ = sdf(world.packed(), c)
+        d = d - cm.radius[:, None]
+        skip = allowed_mask(cm, world).T[cm.sphere_link]  # (S, O)
+        d = np.where(skip | cm.static[cm.sphere_link][:, None], np.inf, d)
+        per = np.minimum(per, d.min(axis=1))
+    return per
+
+
 def link_pair_distances(model: Model, cm: CollisionModel, q, reach: float = 0.0) -> np.ndarray:
     """(B, Pp) the smallest sphere distance of each checked link pair (``cm.pairs``) at
     configurations ``q`` (B, nq): exact below ``reach``, a lower bound above (NumPy)."""
@@ -606,15 +629,16 @@ def sample_disabled_pairs(model: Model, cm: CollisionModel, samples: int = 10_00
     return out
 
 
-def _pair_hits(model, cm, samples, rng_seed, batch=1000) -> np.ndarray:
-    """(Pp,) in how many of ``samples`` random configurations each checked pair overlaps."""
+def _pair_hits(model, cm, samples, rng_seed, batch=1000, within: float = 0.0) -> np.ndarray:
+    """(Pp,) in how many of ``samples`` random configurations each checked pair's spheres are
+    nearer than ``within`` (0: overlap)."""
     hits = np.zeros(len(cm.pairs), dtype=np.int64)
     rng = np.random.default_rng(rng_seed)
     done = 0
     while done < samples:
         n = min(batch, samples - done)
-        d = link_pair_distances(model, cm, model.random_q(rng, n), 0.0)
-        hits += (d < 0).sum(axis=0)
+        d = link_pair_distances(model, cm, model.random_q(rng, n), within)
+        hits += (d < within).sum(axis=0)
         done += n
     return hits
 
@@ -659,42 +683,51 @@ def srdf_entries(pairs) -> str:
 ALWAYS_SAMPLES = 1000
 
 
-def default_collision_model(model: Model, srdf=None, **kwargs) -> CollisionModel:
+def default_collision_model(model: Model, srdf=None, *, within: float = 0.0,
+                            **kwargs) -> CollisionModel:
     """The collision model a solve uses when none is given: :func:`collision_model` of the
     model with ``srdf`` (or a bundled robot's own) and ``kwargs``, less the pairs whose spheres
-    overlap in 95 % of :data:`ALWAYS_SAMPLES` random configurations ("Always": parts in contact
-    by construction, or spheres that bulge where the meshes do not; the SRDF did not disable
-    them, and checked they would make every answer collide), with a warning naming them.
+    come nearer than ``within`` [m] (a solve's margin: what every answer must keep) in 95 % of
+    :data:`ALWAYS_SAMPLES` random configurations: parts in contact by construction, or parts
+    that never part by more than the margin (a UR5's wrist and the box on its flange stay
+    2 cm apart, their spheres closer), which would make every answer fail. The SRDF did not
+    disable them; a warning names them and says that answers are not checked for them.
     ``ros2_ik_collision_pairs`` writes the full list (adjacent, always, never) for an SRDF.
     Kept with the model."""
     import warnings  # noqa: PLC0415
 
     from ..model.collision import CollisionWarning, collision_model  # noqa: PLC0415
 
+    within = float(within)
+
     def build():
         cm = collision_model(model, **kwargs) if srdf is None else collision_model(
             model, srdf=srdf, **kwargs)
         if not len(cm.pairs):
             return cm
-        hits = _pair_hits(model, cm, ALWAYS_SAMPLES, 0)
+        hits = _pair_hits(model, cm, ALWAYS_SAMPLES, 0, within=within)
         always = [(cm.link_names[a], cm.link_names[b], h / ALWAYS_SAMPLES)
                   for (a, b), h in zip(cm.pairs.tolist(), hits) if h >= 0.95 * ALWAYS_SAMPLES]
         if not always:
             return cm
-        text = ("self-collision pairs left out: their spheres overlap in nearly every "
+        near = "overlap" if within <= 0 else f"come within {1e3 * within:g} mm (the margin)"
+        text = (f"self-collision pairs left out: their spheres {near} in nearly every "
                 "configuration (" + ", ".join(f"{a!r}-{b!r} {100 * f:.0f} %" for a, b, f in
                                               always)
                 + f" of {ALWAYS_SAMPLES} samples), so checking them would make every answer "
-                "collide; answers are not checked for them (disable them in the SRDF to "
-                "silence this, or give tighter spheres)")
+                "fail; answers are not checked for them (disable them in the SRDF to silence "
+                "this, or give tighter spheres)")
         warnings.warn(text, CollisionWarning, stacklevel=3)
         out = cm.with_disabled([(a, b) for a, b, _ in always], "Always")
         return out._replace(warnings=out.warnings + (text,))
 
-    key = ("default", tuple(sorted(kwargs.items(), key=lambda kv: kv[0])) if kwargs else ()) \
-        if srdf is None else ("srdf", id(srdf), tuple(sorted(kwargs)))
     try:
+        args = tuple(sorted((k, v if not isinstance(v, list) else tuple(v))
+                            for k, v in kwargs.items()))
+        key = ("default" if srdf is None else ("srdf", id(srdf)), within, args)
         hash(key)
     except TypeError:
         return build()
+    if srdf is not None:  # (the memo holds the SRDF too, so its id is not reused)
+        model.memo("ik.collision.default.srdf", id(srdf), lambda: srdf)
     return model.memo("ik.collision.default", key, build)

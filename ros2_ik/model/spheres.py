@@ -51,8 +51,11 @@ MAX_POINTS = 24_000
 #: how far past its farthest own sample a sphere reaches at least (<= the largest radius the
 #: bound allows): the surface between two samples owned by different spheres
 GAP = 0.6 * SPACING
+#: what every radius gets at the end, kept out of the bound while fitting [m]: the surface
+#: between the validation samples (a point a micrometre outside would be uncovered)
+RESERVE = 0.0006
 #: changes whenever the fit's rules change (part of the cache key)
-FIT_VERSION = 3
+FIT_VERSION = 6
 
 
 @dataclass(frozen=True)
@@ -184,7 +187,7 @@ def _fit(shapes, delta: float):
 
     V = np.concatenate([s.vertices for s in shapes]).astype(np.float64)
     N, b = _hull(V)
-    reach = delta - SLACK
+    reach = delta - SLACK - RESERVE
 
     def depth(X):
         return (b[None, :] - X @ N.T).min(axis=1)
@@ -202,8 +205,9 @@ def _fit(shapes, delta: float):
     c, r = _cover(P, grid, depth, N, b, reach)
     c, r = _tighten(c, r, P)
     # a fresh sample of the surface, twice: what falls between the spheres gets more of them
-    for seed in (1, 2):
-        Q = surface_points(shapes, seed=seed)
+    for seed in (1, 2, 3):  # (twice as dense as the fit's sample)
+        Q = surface_points(shapes, spacing=SPACING / 1.5, seed=seed,
+                           max_points=2 * MAX_POINTS)
         if len(r):
             tree = cKDTree(c)
             d, i = tree.query(Q, k=min(16, len(r)))
@@ -213,6 +217,7 @@ def _fit(shapes, delta: float):
             continue
         c2, r2 = _cover(Q, grid, depth, N, b, reach)
         c, r = np.concatenate([c, c2]), np.concatenate([r, r2 + SLACK])
+    r = r + RESERVE
     order = np.lexsort((c[:, 2], c[:, 1], c[:, 0]))
     return np.ascontiguousarray(c[order]), np.ascontiguousarray(r[order])
 

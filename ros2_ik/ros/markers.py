@@ -150,20 +150,12 @@ def collision_markers(frame: str, world, robot=None, collision=None, q=None, mar
             new(Marker.CUBE, grey, T @ E, (4.0, 4.0, 0.01))
     if robot is not None and collision is not None and q is not None:
         from ..api import fk  # noqa: PLC0415
-        from ..ik.collision import CollisionObjective, sphere_centers  # noqa: PLC0415
-        from ..ik.objectives import EvalContext  # noqa: PLC0415
+        from ..ik.collision import sphere_centers, sphere_clearances  # noqa: PLC0415
 
         q = np.asarray(q, dtype=np.float64).reshape(1, -1)
         T = fk(robot.model, q)
         centers = sphere_centers(robot.model, collision, T)[0]
-        obj = CollisionObjective(robot.model, collision, world, margin=0.0)
-        (d_self, _), (d_w, _) = obj.distances(EvalContext(robot.model, q, q))
-        per = np.full(collision.num_spheres, np.inf)
-        for k, (a, b) in enumerate(obj.pairs):
-            per[a] = min(per[a], d_self[0, k])
-            per[b] = min(per[b], d_self[0, k])
-        if d_w.shape[-1]:
-            per = np.minimum(per, d_w[0].min(axis=-1))
+        per = sphere_clearances(robot.model, collision, q[0], world)
         for s in range(collision.num_spheres):
             E = np.eye(4)
             E[:3, 3] = centers[s]

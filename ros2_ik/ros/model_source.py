@@ -74,7 +74,8 @@ def prepare_collisions(robot: LoadedRobot, settings: Settings, xp) -> None:
     avoid_collisions, use), built after the model serves: a robot new to this machine
     answers its first requests while g++ builds it."""
     cfg = ik_config(settings, avoid_collisions=True)
-    cm = robot.collision_model(settings.collision_spheres_file, settings.collision_mesh_path)
+    cm = robot.collision_model(settings.collision_spheres_file, settings.collision_mesh_path,
+                               settings.collision_margin)
     if cm.missing and not cm.accept_missing:
         return  # (requests asking for collision avoidance say why they cannot)
     prepared_solver(robot.model, [robot.default_tip], cfg, settings.solver, "auto", xp,

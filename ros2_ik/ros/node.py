@@ -243,7 +243,10 @@ class KinematicsNode(Node):
 
     def _publish_markers(self, outcome) -> None:
         s = self._settings
-        if outcome is not None and getattr(outcome, "collision", None) is not None:
+        if outcome is not None and getattr(outcome, "collision", None) is not None and \
+                self._collision_pub.get_subscription_count():
+            # (a collision-aware answer's spheres: built only while someone looks; the
+            # world's obstacles stay latched from the scene's last change)
             self._publish_collision(outcome.world, outcome)
         if outcome is None or not s.markers_enabled or s.markers_max_goals <= 0:
             return

@@ -69,7 +69,8 @@ class Context:
         from .scene import Scene  # noqa: PLC0415
 
         s = self.settings
-        cm = robot.collision_model(s.collision_spheres_file, s.collision_mesh_path)
+        cm = robot.collision_model(s.collision_spheres_file, s.collision_mesh_path,
+                                   s.collision_margin)
         if cm.missing and not cm.accept_missing:
             raise RequestError(codes.COLLISION_CHECKING_UNAVAILABLE,
                                missing_message(cm.missing).replace(

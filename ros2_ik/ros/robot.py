@@ -96,15 +96,17 @@ class LoadedRobot:
                        _scene_kept={})
 
     # ------------------------------------------------------------------ collision model
-    def collision_model(self, spheres_file: str = "", mesh_path: str = ""):
+    def collision_model(self, spheres_file: str = "", mesh_path: str = "",
+                        margin: float = 0.0):
         """The robot's :class:`~ros2_ik.model.collision.CollisionModel`: spheres fitted to the
         URDF's collision geometry (the SRDF's ``<link_sphere_approximation>`` where it gives
         them, or ``spheres_file``), meshes looked up in the ament index, ``mesh_path``
         (':'-separated) and ``$ROS2_IK_MESH_PATH``, self pairs less the SRDF's
-        ``disable_collisions`` and those whose spheres touch always; built once per robot and
-        files (RequestError when the spheres file cannot be used). Its ``warnings`` and
-        ``missing`` links are reported through :attr:`reporter` when it is built."""
-        key = (spheres_file, mesh_path)
+        ``disable_collisions`` and those whose spheres come within ``margin`` almost always;
+        built once per robot, files and margin (RequestError when the spheres file cannot be
+        used). Its ``warnings`` and ``missing`` links are reported through :attr:`reporter` when
+        it is built."""
+        key = (spheres_file, mesh_path, float(margin))
         with self._groups_lock:
             hit = self._collision.get(key)
         if hit is not None:
@@ -132,7 +134,7 @@ class LoadedRobot:
         try:
             with warnings.catch_warnings():  # (kept in the model's warnings: reported below)
                 warnings.simplefilter("ignore")
-                cm = default_collision_model(self.model, srdf, **kwargs)
+                cm = default_collision_model(self.model, srdf, within=margin, **kwargs)
         except IKError as exc:
             raise RequestError(INVALID_REQUEST, f"the collision model of {self.name!r} cannot "
                                                 f"be built: {exc}") from None

@@ -30,7 +30,7 @@ SURFACE = (
      'per IK request: goal arrows (green solved, red not, grey invalid), reached positions, error lines; built only while subscribed'),
     ('/diagnostics', 'pub',
      'diagnostic_msgs/DiagnosticArray',
-     'status `ros2_ik: kinematics`: backend, model (name, dof, source), requests and rate, success rate, last error, a rejected robot_description'),
+     'status `ros2_ik: kinematics`: backend, model (name, dof, source), requests and rate, success rate, last error, a rejected robot_description; the planning scene (version, obstacles, attached objects, a message not applied) and the collision model (its warnings, links without spheres)'),
     ('~/compute_ik', 'service',
      'ros2_ik_interfaces/srv/ComputeIK',
      'batched IK, N problems x K tips, friendly (PoseStamped) or compact (flat float64[]) form; optional `group_name` (SRDF planning group)'),
@@ -67,11 +67,13 @@ SURFACE = (
      "the handle's state, as rviz asks for it when it connects"),
     ("~/goal_marker/solution", "pub", "sensor_msgs/JointState, depth 10",
      "(`interactive.solution_topic`) the answer to the handles' poses, when solved (a robot_state_publisher with a frame prefix shows it as a ghost robot: `launch/demo.launch.py`)"),
-    ("collision_object", "sub", "moveit_msgs/CollisionObject",
-     "MoveIt's planning scene objects into the world; only when moveit_msgs is importable"),
-    ("planning_scene", "sub", "moveit_msgs/PlanningScene",
-     "MoveIt's planning scene (diffs, or a whole scene) into the world; only when moveit_msgs is importable"),
-    ("monitored_planning_scene", "sub", "moveit_msgs/PlanningScene",
+    ("collision_object", "sub", "moveit_msgs/CollisionObject, depth 100",
+     "MoveIt's world objects: ADD / APPEND / MOVE / REMOVE of primitives, meshes (their oriented box) and planes; applied in order, whole or not at all (an error names the object and the field, in the log and `scene_error` of the diagnostics); only when moveit_msgs is importable"),
+    ("attached_collision_object", "sub", "moveit_msgs/AttachedCollisionObject, depth 100",
+     "objects attached to a link: they move with it and are kept clear of the world and of the robot but the link and `touch_links`; a detached object goes back into the world; only when moveit_msgs is importable"),
+    ("planning_scene", "sub", "moveit_msgs/PlanningScene, depth 10",
+     "MoveIt's planning scene, a diff or a whole one: world objects, attached objects, the allowed collision matrix, link padding and scale (an octomap is an error the requests see: `collision.ignore_octomap`); only when moveit_msgs is importable"),
+    ("monitored_planning_scene", "sub", "moveit_msgs/PlanningScene, depth 10",
      "as planning_scene, from move_group's monitor; only when moveit_msgs is importable"),
 )
 
@@ -88,6 +90,7 @@ CODE_DOCS = {
     'NO_ROBOT_MODEL': 'no model loaded yet',
     'INVALID_REQUEST': "empty batch, both goal forms, compact length not a multiple of 7K, more than `max_batch` problems, unknown solver / solve_mode / mode, a tolerance negative or above 1 m / pi rad (the parameters' ranges), a timeout negative or not a valid Duration (`nanosec` 1e9 or more), bad axis_weights, bad keyframes / node_indices",
     "GOAL_IN_COLLISION": "within the tolerances, but every answer found collides with the robot itself or the world (collision avoidance on); the message names the pair",
+    "COLLISION_CHECKING_UNAVAILABLE": "collision avoidance asked for, but it could not keep its promise: links with collision geometry have no spheres (a mesh not found: set `collision.mesh_path`), or the planning scene holds an octomap (`collision.ignore_octomap`); the message names them",
     "FAILURE": "an unexpected error (its text in the message, the traceback in the log); the node keeps serving",
 }
 
