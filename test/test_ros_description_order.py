@@ -16,13 +16,13 @@ import pytest
 
 pytest.importorskip("rclpy", reason="rclpy (ROS 2 wheels) not installed; run make setup")
 
-from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy  # noqa: E402
-from std_msgs.msg import String  # noqa: E402
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from std_msgs.msg import String
 
-from ros2_ik import fk_frames, load_robot, robots  # noqa: E402
-from ros2_ik.kinematics import pose_to_pq  # noqa: E402
-from ros2_ik.ros import codes  # noqa: E402
-from ros_testing import Client, NodeProcess, ik_request, random_domain_id  # noqa: E402
+from ros2_ik import fk_frames, load_robot, robots
+from ros2_ik.kinematics import pose_to_pq
+from ros2_ik.ros import codes
+from ros_testing import Client, NodeProcess, ik_request, random_domain_id
 
 LATCHED = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
                      reliability=ReliabilityPolicy.RELIABLE)
