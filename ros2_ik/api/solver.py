@@ -205,7 +205,18 @@ class IKSolver:
         if which == "host":
             from ..backends.host import HostSolver  # noqa: PLC0415
 
-            return HostSolver(m, chain, cfg, rnd, self.solver)
+            if chain.coll is None:
+                return HostSolver(m, chain, cfg, rnd, self.solver)
+            # the collision model is data to the kernels: one compiled solver serves every
+            # collision model of the same structure (a scene's attached objects, padding and
+            # allowed pairs change data, not code)
+            cc = chain.coll
+            key = (tuple(chain.tips), _with_timeout(cfg, None), self.solver,
+                   tuple((n.link, n.parent, n.qi, n.col) for n in cc.nodes),
+                   tuple(sorted((int(k), int(v[0])) for k, v in cc.anchors.items())))
+            kept = m.memo("api.solver.host_collision", key,
+                          lambda: HostSolver(m, chain, cfg, rnd, self.solver), max_keys=64)
+            return kept
         from ..backends.cuda import GpuSolver  # noqa: PLC0415
 
         return GpuSolver(m, self.tips, cfg, xp=self.xp, collision=self.collision)

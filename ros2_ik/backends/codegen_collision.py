@@ -29,7 +29,8 @@ The packed scene (float64): ``n_obs`` obstacle rows of 16, then the robot block:
 numbers (node, first group, end group, not checked against the world, bounding centre x y z and
 radius, in the node's frame); per group :data:`GROUP_W` (first sphere, end sphere, centre x y z,
 radius); per sphere x y z r; per pair the two link indices; then ``n_obs x C`` flags (1: the
-obstacle is not checked against the link).
+obstacle is not checked against the link) and each obstacle's bounding sphere radius (-1: a
+half-space).
 """
 
 from __future__ import annotations
@@ -52,6 +53,8 @@ __all__ = ["CollisionChain", "collision_chain", "emit_collision", "pack_scene", 
 
 #: numbers in the robot block's header, per link and per group (see the module docstring)
 HEAD, LINK_W, GROUP_W = 8, 8, 8
+#: links whose bounding centres a kernel keeps per evaluation (beyond: placed where used)
+LBMAX = 32
 
 
 @dataclass(frozen=True)
@@ -175,10 +178,13 @@ def pack_scene(cc: CollisionChain, cm: CollisionModel, world=None) -> PackedScen
     spheres = np.concatenate([sc, cm.radius[:, None]], axis=1)
     skip = allowed_mask(cm, world).astype(np.float64) if world is not None and len(world) \
         else np.zeros((0, C))
+    from ..ik.collision import bounding_radius  # noqa: PLC0415
+
     head = np.zeros(HEAD)
     head[:4] = C, G, S, len(cm.pairs)
     data = np.concatenate([packed.ravel(), head, links.ravel(), groups.ravel(),
-                           spheres.ravel(), cm.pairs.astype(np.float64).ravel(), skip.ravel()])
+                           spheres.ravel(), cm.pairs.astype(np.float64).ravel(), skip.ravel(),
+                           bounding_radius(packed) if len(packed) else np.zeros(0)])
     data = np.ascontiguousarray(data)
     data.setflags(write=False)
     return PackedScene(data, int(packed.shape[0]))
@@ -414,8 +420,9 @@ def _emit_self(e, cc: CollisionChain, nc: int, check: bool, any_):
         e("const double* A = LK + R2IK_LW * (int)PR[2 * pi];")
         e("const double* B = LK + R2IK_LW * (int)PR[2 * pi + 1];")
         e("const int na = (int)A[0], nb = (int)B[0];")
-        _place(e, "na", "(A + 4)", "la")
-        _place(e, "nb", "(B + 4)", "lb")
+        e("const int ia = (int)PR[2 * pi], ib = (int)PR[2 * pi + 1];")
+        _link_bound(e, "ia", "na", "A", "la")
+        _link_bound(e, "ib", "nb", "B", "lb")
         _emit_cull(e, check, any_, "la", "lb", "A[7] + B[7]", "hl")
         with e.block("for (int ga = (int)A[1]; ga < (int)A[2]; ++ga)"):
             e("const double* GA = GR + R2IK_GW * ga;")
@@ -442,10 +449,13 @@ def _emit_self(e, cc: CollisionChain, nc: int, check: bool, any_):
                         e(f"if (!{any_('fd_ < S(0.5)')}) break;  // every lane has its pair")
                     _place(e, "na", "(SP + 4 * i)", "pa")
                     e("const double ra = SP[4 * i + 3];")
-                    _emit_cull(e, check, any_, "pa", "gb", "ra + GB[5]", "hs")
-                    if not check:  # nothing in group b can be nearer than what a lane has
-                        e("const S hslb = sqrt(hs2) - S(ra + GB[5]);")
-                        e(f"if (!{any_('(fd_ < S(0.5)) & (hslb < bd_)')}) continue;")
+                    if check:
+                        _emit_cull(e, check, any_, "pa", "gb", "ra + GB[5]", "hs")
+                    else:  # nothing in group b can be nearer than what a lane has (<= thr)
+                        e("const S hsx = pax - gbx, hsy = pay - gby, hsz = paz - gbz;")
+                        e("const S hslim = bd_ + S(ra + GB[5]);")
+                        e("const S hs2 = hsx * hsx + hsy * hsy + hsz * hsz;")
+                        e(f"if (!{any_('(fd_ < S(0.5)) & (hs2 < hslim * hslim)')}) continue;")
                     with e.block("for (int j = b0; j < b1; ++j)"):
                         e("const S dx = pax - bsx[j - b0], dy = pay - bsy[j - b0], "
                           "dz = paz - bsz[j - b0];")
@@ -492,6 +502,16 @@ def _emit_self_penalty(e, cc: CollisionChain, nc: int, any_):
         rows)
 
 
+def _link_bound(e, c: str, node: str, ptr: str, out: str):
+    """``out``x/y/z = link ``c``'s bounding centre: kept (the first LBMAX links), or placed."""
+    e(f"S {out}x, {out}y, {out}z;")
+    with e.block(f"if ({c} < R2IK_LBMAX)"):
+        e(f"{out}x = kbx[{c}]; {out}y = kby[{c}]; {out}z = kbz[{c}];")
+    with e.block("else"):
+        _place(e, node, f"({ptr} + 4)", f"{out}_")
+        e(f"{out}x = {out}_x; {out}y = {out}_y; {out}z = {out}_z;")
+
+
 def _emit_cull(e, check: bool, any_, a: str, b: str, radii: str, v: str):
     """Skip the rest of the loop body when the spheres at ``a``x/y/z and ``b``x/y/z (radii
     summing to ``radii``) are margin + activation apart or more (the check: their distance
@@ -507,45 +527,50 @@ def _emit_cull(e, check: bool, any_, a: str, b: str, radii: str, v: str):
 
 
 def _emit_world(e, cc: CollisionChain, nc: int, check: bool, any_):
-    """The world: obstacle by obstacle, link, group, sphere (see the module docstring)."""
+    """The world: obstacle by obstacle (the solve: first against the whole robot's bound),
+    link, group, sphere (see the module docstring); squared distances first, a square root
+    only where needed."""
+
+    def bound(prefix: str, rad: str, var: str):
+        """Skip the rest of the body when the sphere (``prefix``x/y/z, radius ``rad``) is
+        margin + activation or more from the obstacle: by the obstacle's bounding sphere
+        first (no signed distance), then by the signed distance (left in ``var``)."""
+        e(f"const S {var}qx = {prefix}x - ox, {var}qy = {prefix}y - oy, "
+          f"{var}qz = {prefix}z - oz;")
+        e(f"const S {var}q2 = {var}qx * {var}qx + {var}qy * {var}qy + {var}qz * {var}qz;")
+        e(f"const S {var}lim = thr + S(orad + {rad});")
+        with e.block(f"if (orad >= 0.0 && !{any_(f'{var}q2 < {var}lim * {var}lim')})"):
+            if check:
+                e(f"const S {var}far = sqrt({var}q2) - S(orad + {rad});")
+                _emit_bound(e, check, f"{var}far")
+            e("continue;")
+        e(f"const S {var} = r2ik_sdf<S>(ob, {prefix}x, {prefix}y, {prefix}z, gx, gy, gz) - "
+          f"S({rad});")
+        with e.block(f"if (!{any_(f'{var} < thr')})"):
+            _emit_bound(e, check, var)
+            e("continue;")
+
     with e.block("for (long long o = 0; o < n_obs; ++o)"):
         e("const double* ob = obs + 16 * o;")
-        e("// the obstacle's own bounding sphere (a half-space has none): what is beyond it by")
-        e("// margin + activation is skipped without its signed distance")
-        e("const int kind = (int)ob[0];")
-        e("const double orad = kind == SHAPE_SPHERE ? ob[13] : kind == SHAPE_BOX ? "
-          "::sqrt(ob[13] * ob[13] + ob[14] * ob[14] + ob[15] * ob[15]) : kind == "
-          "SHAPE_CYLINDER ? ::sqrt(ob[13] * ob[13] + ob[14] * ob[14]) : kind == SHAPE_CAPSULE ? "
-          "ob[13] + ob[14] : -1.0;")
+        e("const double orad = ORAD[o];  // its bounding sphere (-1: a half-space)")
         e("const S ox = S(ob[10]), oy = S(ob[11]), oz = S(ob[12]);")
+        if not check:  # the whole robot's bound first (the check takes it link by link)
+            e("const S rqx = rbx - ox, rqy = rby - oy, rqz = rbz - oz;")
+            e("const S rlim = thr + S(orad) + rbr;")
+            e(f"if (orad >= 0.0 && !{any_('rqx * rqx + rqy * rqy + rqz * rqz < rlim * rlim')}) "
+              "continue;")
         e("S gx, gy, gz;")
-
-        def bound(prefix: str, rad: str, var: str):
-            """``var``: the bound distance of the sphere (``prefix``x/y/z, radius ``rad``)."""
-            e(f"const S {var}qx = {prefix}x - ox, {var}qy = {prefix}y - oy, "
-              f"{var}qz = {prefix}z - oz;")
-            e(f"const S {var}far = sqrt({var}qx * {var}qx + {var}qy * {var}qy + {var}qz * "
-              f"{var}qz) - S(orad + {rad});")
-            e(f"const S {var} = orad >= 0.0 && !{any_(f'{var}far < thr')} ? {var}far : "
-              f"r2ik_sdf<S>(ob, {prefix}x, {prefix}y, {prefix}z, gx, gy, gz) - S({rad});")
-
         with e.block("for (int c = 0; c < NL; ++c)"):
             e("const double* L = LK + R2IK_LW * c;")
             e("if (L[3] != 0.0 || SKP[o * NL + c] != 0.0) continue;  // rigid with the base, "
               "or allowed to touch it")
             e("const int nd = (int)L[0];")
-            _place(e, "nd", "(L + 4)", "lk")
+            _link_bound(e, "c", "nd", "L", "lk")
             bound("lk", "L[7]", "bd")
-            with e.block(f"if (!{any_('bd < thr')})"):
-                _emit_bound(e, check, "bd")
-                e("continue;")
             with e.block("for (int gi = (int)L[1]; gi < (int)L[2]; ++gi)"):
                 e("const double* GI = GR + R2IK_GW * gi;")
                 _place(e, "nd", "(GI + 2)", "gg")
                 bound("gg", "GI[5]", "gd")
-                with e.block(f"if (!{any_('gd < thr')})"):
-                    _emit_bound(e, check, "gd")
-                    e("continue;")
                 if not check:  # the group's nearest sphere gives its row
                     e("S wd_ = thr, wgx_ = S(0), wgy_ = S(0), wgz_ = S(1), wpx_ = S(0), "
                       "wpy_ = S(0), wpz_ = S(0);")
@@ -558,13 +583,19 @@ def _emit_world(e, cc: CollisionChain, nc: int, check: bool, any_):
                     _place(e, "nd", "(SP + 4 * s)", "pc")
                     e("const double rs = SP[4 * s + 3];")
                     e("const S sqx = pcx - ox, sqy = pcy - oy, sqz = pcz - oz;")
-                    e("const S sfar = sqrt(sqx * sqx + sqy * sqy + sqz * sqz) - S(orad + rs);")
-                    with e.block(f"if (orad >= 0.0 && !{any_('sfar < thr')})"):
-                        _emit_bound(e, check, "sfar")
-                        e("continue;")
-                    if not check:  # the obstacle's bounding sphere: not nearer than the best
-                        e(f"if (orad >= 0.0 && !{any_('(fw_ < S(0.5)) & (sfar < wd_)')}) "
-                          "continue;")
+                    e("const S sq2 = sqx * sqx + sqy * sqy + sqz * sqz;")
+                    # the obstacle's bounding sphere: beyond the band (the check: the bound),
+                    # or (the solve) not nearer than the lane's best
+                    if check:
+                        e("const S slim = thr + S(orad + rs);")
+                        with e.block("if (orad >= 0.0 && !(sq2 < slim * slim))"):
+                            e("const S sfar = sqrt(sq2) - S(orad + rs);")
+                            _emit_bound(e, check, "sfar")
+                            e("continue;")
+                    else:
+                        e("const S sreach = S(orad + rs) + wd_;")
+                        e(f"if (orad >= 0.0 && !{any_('(fw_ < S(0.5)) & (sq2 < sreach * sreach)')})"
+                          " continue;")
                     e("const S d = r2ik_sdf<S>(ob, pcx, pcy, pcz, gx, gy, gz) - S(rs);")
                     if check:
                         e("if (d < clear) { clear = d; which = (long long)NS * NS + "
@@ -598,9 +629,37 @@ def _emit_body(e, cc: CollisionChain, nc: int, check: bool, any_):
     e("const double* SP = GR + R2IK_GW * NG;")
     e("const double* PR = SP + 4 * NS;")
     e("const double* SKP = PR + 2 * NPR;")
+    e("const double* ORAD = SKP + n_obs * NL;")
     e("const S thr = margin + act;")
+    e("// the links' bounding centres, placed once (the first LBMAX links; others when used)")
+    e(f"S kbx[{LBMAX}], kby[{LBMAX}], kbz[{LBMAX}];")
+    with e.block(f"for (int c = 0; c < NL && c < {LBMAX}; ++c)"):
+        e("const double* L = LK + R2IK_LW * c;")
+        e("const int nd = (int)L[0];")
+        _place(e, "nd", "(L + 4)", "t")
+        e("kbx[c] = tx; kby[c] = ty; kbz[c] = tz;")
     _emit_self(e, cc, nc, check, any_)
-    _emit_world(e, cc, nc, check, any_)
+    with e.block("if (n_obs > 0)"):
+        if not check:
+            e("// a sphere around every moving link's bound (none beyond LBMAX links)")
+            e("S rbx = S(0), rby = S(0), rbz = S(0), rbr = S(1e30);")
+            with e.block(f"if (NL <= {LBMAX})"):
+                e("S lox = S(1e30), loy = S(1e30), loz = S(1e30), hix = S(-1e30), "
+                  "hiy = S(-1e30), hiz = S(-1e30);")
+                with e.block("for (int c = 0; c < NL; ++c)"):
+                    e("if (LK[R2IK_LW * c + 3] != 0.0) continue;")
+                    e("const S r = S(LK[R2IK_LW * c + 7]);")
+                    e("lox = r2ik_sel(kbx[c] - r < lox, kbx[c] - r, lox); "
+                      "hix = r2ik_sel(kbx[c] + r > hix, kbx[c] + r, hix);")
+                    e("loy = r2ik_sel(kby[c] - r < loy, kby[c] - r, loy); "
+                      "hiy = r2ik_sel(kby[c] + r > hiy, kby[c] + r, hiy);")
+                    e("loz = r2ik_sel(kbz[c] - r < loz, kbz[c] - r, loz); "
+                      "hiz = r2ik_sel(kbz[c] + r > hiz, kbz[c] + r, hiz);")
+                e("rbx = S(0.5) * (lox + hix); rby = S(0.5) * (loy + hiy); "
+                  "rbz = S(0.5) * (loz + hiz);")
+                e("const S ex = hix - lox, ey = hiy - loy, ez = hiz - loz;")
+                e("rbr = S(0.5) * sqrt(ex * ex + ey * ey + ez * ez);  // the box's half diagonal")
+        _emit_world(e, cc, nc, check, any_)
 
 
 def emit_collision(e, cc: CollisionChain, nc: int, qvars, qv, check: bool = True):
@@ -608,7 +667,8 @@ def emit_collision(e, cc: CollisionChain, nc: int, qvars, qv, check: bool = True
     whose q arguments are ``qvars``; ``check``: also ``r2ik_coll_min``."""
     e("\n".join(f"#ifndef SHAPE_{s.upper()}\n#define SHAPE_{s.upper()} {c}\n#endif"
                  for s, c in SHAPE_CODES.items()))
-    e(f"#define R2IK_HEAD {HEAD}\n#define R2IK_LW {LINK_W}\n#define R2IK_GW {GROUP_W}")
+    e(f"#define R2IK_HEAD {HEAD}\n#define R2IK_LW {LINK_W}\n#define R2IK_GW {GROUP_W}\n"
+      f"#define R2IK_LBMAX {LBMAX}")
     e(_SDF)
     e(f"""
 template <typename S>

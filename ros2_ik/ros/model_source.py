@@ -70,16 +70,27 @@ def prepare(robot: LoadedRobot, settings: Settings, xp) -> IKSolver:
 
 
 def prepare_collisions(robot: LoadedRobot, settings: Settings, xp) -> None:
-    """The collision-aware solver of the default tip (what MoveIt's requests, which ask
-    avoid_collisions, use), built after the model serves: a robot new to this machine
-    answers its first requests while g++ builds it."""
+    """The collision-aware solvers of the default tip and of the planning groups' tips (what
+    MoveIt's requests, which ask avoid_collisions for a group, use), built after the model
+    serves: a robot new to this machine answers its first requests while g++ builds them.
+    Once they are, collision-aware one-goal requests are answered on the executor thread
+    (:meth:`LoadedRobot.collision_prepared`)."""
     cfg = ik_config(settings, avoid_collisions=True)
     cm = robot.collision_model(settings.collision_spheres_file, settings.collision_mesh_path,
                                settings.collision_margin)
     if cm.missing and not cm.accept_missing:
         return  # (requests asking for collision avoidance say why they cannot)
-    prepared_solver(robot.model, [robot.default_tip], cfg, settings.solver, "auto", xp,
-                    collision=cm)
+    model = robot.model
+    prepared_solver(model, [robot.default_tip], cfg, settings.solver, "auto", xp, collision=cm)
+    for name in robot.group_names:
+        try:
+            g = robot.group(name)
+        except Exception:  # noqa: BLE001 - a group that does not fit: answered when asked
+            continue
+        if g.tip is not None:
+            prepared_solver(g.restrict(model), [g.tip], cfg, settings.solver, "auto", xp,
+                            collision=cm)
+    robot.mark_collision_prepared()
 
 
 class ModelSource:

@@ -52,7 +52,8 @@ def small(w, req) -> bool:
     robot = w.robot()
     avoid = {0: s.collision_enabled, 1: True}.get(int(getattr(req, "collisions", 0)), False)
     return (robot is not None and len(req.goals) + len(req.compact_goals) // 7 <= 1
-            and not avoid  # (a collision solver may be built on first use: a worker's job)
+            # (a collision solver not yet built is a compiler run: a worker's job)
+            and (not avoid or robot.collision_prepared())
             and (not req.tip_links or list(req.tip_links) == [robot.default_tip])
             and not getattr(req, "group_name", "") and (req.solver or s.solver) == "dls"
             and (req.num_seeds or s.num_seeds) <= INLINE_SEEDS
@@ -124,9 +125,9 @@ def handle(ctx: Context, req, resp) -> IKOutcome:
         raw = raw.reshape(N, K, 7)
         what = "goal header.frame_id"
     pq, ok, reason = check_poses(raw, position_only=req.position_only)
-    if N == 1 and K == 1 and ONE_GOAL_PATH and collision is None:
+    if N == 1 and K == 1 and ONE_GOAL_PATH:
         return _one(ctx, req, resp, robot, tips, raw, pq, bool(ok[0, 0]), int(reason[0, 0]),
-                    frames, what, seed, solver, cfg, w, group)
+                    frames, what, seed, solver, cfg, w, group, collision, world)
     pq = to_base(robot, pq, frames, seed, what)
     ok_p = ok.all(axis=1)
     messages: dict[int, str] = {}
@@ -196,20 +197,27 @@ def _chain_solver(robot: LoadedRobot, tip: str, cfg, w):
 
 
 def _one(ctx: Context, req, resp, robot: LoadedRobot, tips: list[str], raw, pq, ok: bool,
-         reason: int, frames, what: str, seed, solver: str, cfg, w, group) -> IKOutcome:
-    """:func:`handle` of one goal (raw and checked ``pq`` (1, 1, 7)) for one tip."""
+         reason: int, frames, what: str, seed, solver: str, cfg, w, group, collision=None,
+         world=None) -> IKOutcome:
+    """:func:`handle` of one goal (raw and checked ``pq`` (1, 1, 7)) for one tip (with
+    ``collision`` and ``world``: collision-aware)."""
     pq = to_base(robot, pq, frames, seed, what)
     messages: dict[int, str] = {}
     solve_time = 0.0
+    clear = math.nan
     if ok:
         one = _chain_solver(robot, tips[0], cfg, w) if (
-            group is None and solver == "dls" and ctx.xp is np and ctx.inline) else None
+            collision is None and group is None and solver == "dls" and ctx.xp is np
+            and ctx.inline) else None
         if one is not None:  # a prepared one-goal solver: the answer solve_pose gives (tested)
             res = one.solve(pq[0, 0], seed)
         else:
             res = api.solve_pose(robot.model, ctx.xp.asarray(pq), tips=tips, weights=w,
                                  seeds=seed, config=cfg, solver=solver,
-                                 should_stop=ctx.should_stop, group=group)
+                                 should_stop=ctx.should_stop, group=group, world=world,
+                                 collision=collision)
+            if collision is not None and res.clearance is not None:
+                clear = float(res.clearance[0])
         q = np.asarray(to_numpy(res.q), dtype=np.float64).reshape(1, -1)
         status = int(res.status[0])
         pe, re = float(res.position_error[0]), float(res.orientation_error[0])
@@ -226,9 +234,14 @@ def _one(ctx: Context, req, resp, robot: LoadedRobot, tips: list[str], raw, pq, 
     resp.position_errors = array.array("d", (pe,))
     resp.orientation_errors = array.array("d", (re,))
     resp.iterations = array.array("I", (iters,))
+    if collision is not None and hasattr(resp, "clearances"):
+        resp.clearances = array.array("d", (clear,))
+        resp.world_version = int(world.version)
     st = np.array([status], dtype=np.int32)
     code = codes.SUCCESS if status == codes.SUCCESS else overall_code(st)
     resp.error_code.val = code
     resp.message = "" if status == codes.SUCCESS else summary(st, messages)
     return IKOutcome(robot=robot, tips=tips, targets=pq, q=q, status=st, code=code,
-                     solve_time=solve_time)
+                     solve_time=solve_time,
+                     clearance=None if collision is None else np.array([clear]),
+                     world=world, collision=collision)

@@ -54,7 +54,29 @@ def register(w) -> bool:
         w.stats.record(kind, codes.SUCCESS, n, n)
         return resp
 
-    w.service(GetPositionIK, moveit_compat.SOLVE_IK, answer_ik)
+    def small(req) -> bool:
+        """One pose for a group's tip (what srv_kinematics_plugin asks), its solvers built: a
+        fraction of a millisecond, answered on the executor thread (no hand-off)."""
+        ik = req.ik_request
+        robot = w.robot()
+        s = w.settings()
+        if robot is None or len(ik.pose_stamped_vector) > 1 or len(ik.ik_link_names) > 1:
+            return False
+        if ik.avoid_collisions and not robot.collision_prepared():
+            return False
+        if ik.group_name:
+            try:
+                g = robot.group(ik.group_name)
+            except Exception:  # noqa: BLE001 - answered (INVALID_GROUP_NAME) by a worker
+                return False
+            if g.tip is None or (ik.ik_link_name and ik.ik_link_name != g.tip):
+                return False
+        elif ik.ik_link_name and ik.ik_link_name != robot.default_tip:
+            return False
+        return (s.solver == "dls" and s.num_seeds <= compute_ik.INLINE_SEEDS
+                and s.max_iterations <= compute_ik.INLINE_ITERATIONS)
+
+    w.service(GetPositionIK, moveit_compat.SOLVE_IK, answer_ik, inline=small)
     w.service(GetPositionFK, moveit_compat.SOLVE_FK, answer_fk)
     w.node.get_logger().info(
         "moveit_msgs found: also serving "
