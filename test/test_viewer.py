@@ -284,6 +284,48 @@ def test_meshes_are_found_as_the_collision_model_finds_them(tmp_path):
         v.close()
 
 
+def test_the_mesh_path_reaches_the_collision_model_and_warnings_reach_the_page(tmp_path):
+    """--mesh-path finds the collision meshes as it finds the visuals (the links get their
+    spheres); a collision mesh that is nowhere is said on the page, and collision avoidance
+    refuses to answer rather than ignore that link."""
+    import trimesh
+
+    from ros2_ik.viewer.cli import build_parser, make_viewer
+
+    (tmp_path / "my_robot" / "meshes").mkdir(parents=True)
+    trimesh.creation.box(extents=(0.1, 0.1, 0.4)).export(tmp_path / "my_robot" / "meshes" /
+                                                       "arm.stl")
+    link = ('<link name="arm"><visual><geometry><mesh filename="package://my_robot/meshes/'
+            '{v}"/></geometry></visual><collision><origin xyz="0 0 0.2"/><geometry><mesh '
+            'filename="package://my_robot/meshes/{f}"/></geometry></collision></link>')
+    joint = ('<joint name="j" type="revolute"><parent link="base"/><child link="arm"/><axis '
+             'xyz="0 1 0"/><limit lower="-1" upper="1" effort="1" velocity="1"/></joint>')
+    # found; the collision mesh gone but the visual one there (used, and said); both gone
+    for k, (f, vis) in enumerate((("arm.stl", "arm.stl"), ("gone.stl", "arm.stl"),
+                                  ("gone.stl", "gone_too.stl"))):
+        path = tmp_path / f"r_{k}.urdf"
+        path.write_text(f'<robot name="r"><link name="base"/>{link.format(f=f, v=vis)}{joint}'
+                        '</robot>')
+        args = build_parser().parse_args(["--urdf", str(path), "--mesh-path", str(tmp_path),
+                                          "--port", "0"])
+        v = make_viewer(args)
+        try:
+            cm = v.solver.collision_model()
+            if k == 0:
+                assert cm.link_names == ("arm",) and not cm.missing and not v.warnings_text
+            elif k == 1:
+                assert cm.link_names == ("arm",) and not cm.missing
+                assert "gone.stl" in v.warnings_text and "<visual>" in v.warnings_text
+            else:
+                assert [link for link, _ in cm.missing] == ["arm"]
+                assert "gone.stl" in v.warnings_text and "--mesh-path" in v.warnings_text
+                v.avoid.value = True
+                ans = v.set_goal("arm", _pose(v.model, v.model.neutral_q(), "arm"))
+                assert not ans.success and "no spheres" in ans.message
+        finally:
+            v.close()
+
+
 def test_command_serves_the_page_and_stops_on_ctrl_c():
     """ros2_ik_viewer as a user starts it: it says where the page is, the page is served, and
     Ctrl-C ends it cleanly."""

@@ -3,12 +3,15 @@
 
     ros2_ik_collision_pairs --robot panda                 # a bundled robot
     ros2_ik_collision_pairs --urdf robot.urdf [--srdf robot.srdf] [--samples 10000]
-                            [--mesh-path DIR ...] [--spheres spheres.yaml] [--write OUT.srdf]
+                            [--mesh-path DIR ...] [--spheres spheres.yaml] [--margin 0.01]
+                            [--write OUT.srdf]
 
 Samples random configurations within the joint limits on the robot's collision model
 (:mod:`ros2_ik.model.collision`) and prints one entry per pair: "Adjacent" (a link and the
-nearest link with geometry above it, or rigidly attached links), "Always" (overlapping in at
-least 95 % of the samples: in contact by construction) and "Never" (no overlap in any sample).
+nearest link with geometry above it, or rigidly attached links), "Always" (closer than
+``--margin`` in at least 95 % of the samples: in contact by construction, or never apart by
+the clearance a collision-aware answer must keep, so checking them would fail every answer)
+and "Never" (no overlap in any sample).
 With ``--write`` the entries are added to the SRDF given (or to an empty one) and written out;
 the node and the library then skip those pairs. Exit 2 with a message on bad input.
 """
@@ -42,6 +45,9 @@ def main(argv=None) -> int:
     ap.add_argument("--mesh-path", action="append", default=[], metavar="DIR",
                     help="where package:// and relative mesh files are looked for")
     ap.add_argument("--spheres", help="a spheres YAML file (the collision model's spheres)")
+    ap.add_argument("--margin", type=float, default=0.01,
+                    help="a pair closer than this [m] in 95 %% of the samples is 'Always' (the "
+                         "node's collision.margin; default 0.01; 0: only overlapping pairs)")
     ap.add_argument("--write", metavar="OUT", help="write the SRDF with the entries added here")
     args = ap.parse_args(argv)
     try:
@@ -58,8 +64,14 @@ def main(argv=None) -> int:
         if args.spheres:
             with open(args.spheres, encoding="utf-8") as f:
                 spheres = f.read()
-        cm = collision_model(model, spheres=spheres, search_path=args.mesh_path)
-        pairs = sample_disabled_pairs(model, cm, args.samples, args.seed)
+        cm = collision_model(model, spheres=spheres, search_path=args.mesh_path,
+                             srdf=srdf_text if srdf_text else None, accept_missing=True)
+        if cm.missing:
+            from ..model.collision import missing_message  # noqa: PLC0415
+
+            raise IKError(missing_message(cm.missing).replace("search_path= in the library",
+                                                              "--mesh-path"))
+        pairs = sample_disabled_pairs(model, cm, args.samples, args.seed, within=args.margin)
         known = set()
         if srdf_text:
             for a, b, _ in parse_srdf(srdf_text).disabled_collisions:

@@ -41,7 +41,8 @@ from ..kinematics.se3 import pq_to_pose
 from ..model import MAX_BATCH, Model
 from ..validate import as_float_array, check_names, describe
 
-__all__ = ["IKSolver", "BACKENDS", "prepared_solver", "check_targets", "compiled_status"]
+__all__ = ["IKSolver", "BACKENDS", "prepared_solver", "check_targets", "compiled_status",
+           "world_warnings"]
 
 BACKENDS = ("auto", "host", "cuda", "reference")
 #: most moving joints (Jacobian columns) a compiled solver is generated for: its normal
@@ -125,6 +126,9 @@ class IKSolver:
         self.xp = xp
         self.collision = None
         self._objective = None
+        self._touch_seen = None
+        #: what the last world given makes unsolvable (links touching an obstacle everywhere)
+        self.world_warnings: list = []
         if self.config.avoid_collisions:
             from ..ik.collision import default_collision_model  # noqa: PLC0415
             from ..model.collision import CollisionModel  # noqa: PLC0415
@@ -272,6 +276,16 @@ class IKSolver:
         if self.collision is None and len(world):
             raise InvalidInputError("a world was given but collision avoidance is off; build "
                                     "the solver with IKConfig(avoid_collisions=True)")
+        if len(world) and self._touch_seen is not world:
+            self._touch_seen = world
+            self.world_warnings = world_warnings(self.model, self.collision, world,
+                                                 self.config.collision_margin)
+            for text in self.world_warnings:
+                import warnings  # noqa: PLC0415
+
+                from ..model.collision import CollisionWarning  # noqa: PLC0415
+
+                warnings.warn(text, CollisionWarning, stacklevel=4)
         return world
 
     def collision_objective(self, world=None):
@@ -325,6 +339,18 @@ class IKSolver:
                       self.collision_objective(world))
         RESULT_COST.record(P, m.nq, time.perf_counter() - t_out)
         return r
+
+
+def world_warnings(model, collision, world, margin: float) -> list:
+    """Words for the links that touch an obstacle of ``world`` in nearly every configuration
+    (:func:`ros2_ik.ik.collision.always_touching`): no clear answer exists while they do."""
+    from ..ik.collision import always_touching  # noqa: PLC0415
+
+    return [f"link {link!r} comes within the margin ({margin:g} m) of obstacle {oid!r} in "
+            f"{100 * frac:.0f} % of random configurations: answers with this world will collide "
+            "(is the obstacle where the robot stands? move it, allow that link to touch it, or "
+            "give the link tighter spheres)"
+            for link, oid, frac in always_touching(model, collision, world, margin=margin)]
 
 
 def _host_weights(weights, P, T):

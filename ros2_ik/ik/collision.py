@@ -610,21 +610,22 @@ def link_pair_distances(model: Model, cm: CollisionModel, q, reach: float = 0.0)
 
 def sample_disabled_pairs(model: Model, cm: CollisionModel, samples: int = 10_000,
                           rng_seed: int = 0, batch: int = 1000,
-                          always: float = 0.95) -> list:
+                          always: float = 0.95, within: float = 0.0) -> list:
     """The link pairs to disable, as MoveIt's setup assistant finds them: ``[(link, link,
     reason)]`` with reason "Adjacent" (the collision model's structural pairs), "Always" (their
-    spheres overlap in at least ``always`` of ``samples`` random configurations within the
-    limits: parts that are in contact by construction, or spheres that bulge) or "Never" (no
-    overlap in any sample), in the collision model's order. A "Never" pair was never seen to
-    collide."""
+    spheres come nearer than ``within`` (0: overlap) in at least ``always`` of ``samples``
+    random configurations within the limits: parts in contact by construction, or never apart
+    by the margin) or "Never" (no overlap in any sample), in the collision model's order. A
+    "Never" pair was never seen to collide."""
     if not 1 <= int(samples) <= 10_000_000:
         raise InvalidInputError(f"samples must be in [1, 1e7], got {samples}")
     hits = _pair_hits(model, cm, samples, rng_seed, batch)
+    near = hits if within <= 0 else _pair_hits(model, cm, samples, rng_seed, batch, within)
     out = [(a, b, why) for a, b, why in cm.disabled if why == "Adjacent"]
-    for (a, b), h in zip(cm.pairs.tolist(), hits):
-        if h == 0:
+    for (a, b), h, n in zip(cm.pairs.tolist(), hits, near):
+        if h == 0 and n < always * samples:
             out.append((cm.link_names[a], cm.link_names[b], "Never"))
-        elif h >= always * samples:
+        elif n >= always * samples:
             out.append((cm.link_names[a], cm.link_names[b], "Always"))
     return out
 
@@ -646,30 +647,31 @@ def _pair_hits(model, cm, samples, rng_seed, batch=1000, within: float = 0.0) ->
 def always_touching(model: Model, cm: CollisionModel, world: World, *, margin: float = 0.0,
                     samples: int = 200, rng_seed: int = 0, always: float = 0.95) -> list:
     """``[(link, obstacle id, fraction)]``: moving links whose spheres come within ``margin``
-    of an obstacle in at least ``always`` of ``samples`` random configurations (a robot whose
-    base link's neighbour reaches through the table it stands on): a solve with that world
-    would find no clear answer."""
-    if not len(world):
+    of an obstacle in at least ``always`` of ``samples`` random configurations (a robot on a
+    table whose shoulder's spheres reach through it): a solve with that world would find no
+    clear answer. Links whose bounding sphere is often clear of an obstacle are not looked at
+    more closely (cheap for a world of many obstacles)."""
+    if not len(world) or not cm.num_spheres:
         return []
     q = model.random_q(np.random.default_rng(rng_seed), samples)
     T = fk(model, q, check=False)
+    tb = _tables(cm)
+    packed = world.packed()
+    skip = allowed_mask(cm, world)
+    lb = _place(np, T[:, tb.anchor], tb.lb_c)  # (N, C, 3)
     out = []
     for c in range(len(cm.link_names)):
         if cm.static[c]:
             continue
-        for o, ob in enumerate(world):
-            w1 = World([ob])
-            obj = CollisionObjective(model, cm, w1, margin=0.0, activation=0.0,
-                                     self_collisions=False)
-            if obj.skip[0, c]:
-                continue
-            acc = _Acc(np, T, model.nv_active, False)
-            tb = _tables(cm)
-            lb = _place(np, T[:, tb.anchor], tb.lb_c)
-            obj._world_link(np, T, tb, lb, c, margin, acc, None)
-            frac = float(np.mean(acc.clear < margin))
+        d, _ = sdf(packed, lb[:, c])  # (N, O): the bound's centre
+        often = np.mean(d - tb.lb_r[c] < margin, axis=0) >= always
+        for o in np.nonzero(often & ~skip[:, c])[0]:
+            sl = cm.spheres_of(c)
+            cen = _place(np, T[:, int(tb.anchor[c])][:, None], cm.center[sl])  # (N, s, 3)
+            ds, _ = sdf_rows(packed[o], cen)
+            frac = float(np.mean((ds - cm.radius[sl]).min(axis=1) < margin))
             if frac >= always:
-                out.append((cm.link_names[c], ob.id, frac))
+                out.append((cm.link_names[c], world.ids[o], frac))
     return out
 
 

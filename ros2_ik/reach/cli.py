@@ -79,6 +79,11 @@ def build_parser() -> argparse.ArgumentParser:
                                                    "them), e.g. the table the robot stands on")
     c.add_argument("--no-collisions", action="store_true", help="reach without any collision "
                                                                 "check")
+    c.add_argument("--mesh-path", default="", metavar="DIRS",
+                   help="':'-separated directories where package:// and relative collision "
+                        "meshes are looked for (also the URDF's folder and $ROS2_IK_MESH_PATH)")
+    c.add_argument("--srdf", default=None, metavar="FILE",
+                   help="the robot's SRDF: its disabled pairs and sphere approximations")
     c.add_argument("--margin", type=float, default=d.ik.collision_margin, metavar="M",
                    help="clearance an answer keeps [m] (default %(default)g)")
     s.add_argument("--backend", default="numpy", choices=("numpy", "cupy", "auto"),
@@ -150,7 +155,33 @@ def _study_from_args(args):
                   avoid_collisions=not args.no_collisions, collision_margin=args.margin)
     config = StudyConfig(ik=ik, solver=args.solver, shard_size=args.shard_size,
                          prune=not args.no_prune, backend=args.backend, world=world)
-    return Study(model, targets, args.tip, config)
+    collision = None
+    if not args.no_collisions:  # meshes found as every entry point finds them
+        from ..ik.collision import default_collision_model  # noqa: PLC0415
+        from ..model.collision import missing_message  # noqa: PLC0415
+
+        dirs = [p for p in args.mesh_path.split(":") if p]
+        if args.urdf:
+            dirs.append(os.path.dirname(os.path.abspath(args.urdf)))
+        srdf = None
+        if args.srdf:
+            try:
+                with open(args.srdf, encoding="utf-8") as f:
+                    srdf = f.read()
+            except OSError as exc:
+                raise InvalidInputError(f"--srdf {args.srdf!r}: {exc.strerror}") from None
+        import warnings  # noqa: PLC0415
+
+        with warnings.catch_warnings():  # (its warnings are printed below)
+            warnings.simplefilter("ignore")
+            collision = default_collision_model(model, srdf, within=args.margin,
+                                                search_path=tuple(dirs))
+        if collision.missing:
+            raise InvalidInputError(missing_message(collision.missing).replace(
+                "search_path= in the library, the node's collision.mesh_path parameter, ", ""))
+        for w in collision.warnings:
+            print(f"{PROG}: warning: {w}", file=sys.stderr)
+    return Study(model, targets, args.tip, config, collision)
 
 
 class _Stop:

@@ -153,6 +153,9 @@ class Study:
     targets: Targets
     tip: str | None = None
     config: StudyConfig = field(default_factory=StudyConfig)
+    #: the robot's collision model (default: :func:`ros2_ik.ik.collision.default_collision_model`
+    #: of the model, its meshes found in the ament index and ``$ROS2_IK_MESH_PATH``)
+    collision: object = None
 
     def __post_init__(self):
         tip = self.tip if self.tip is not None else self.model.default_tip()
@@ -175,7 +178,9 @@ class Study:
         if self.config.ik.avoid_collisions:  # built here, sent to every worker as it is
             from ..ik.collision import default_collision_model  # noqa: PLC0415
 
-            collision = default_collision_model(self.model)
+            collision = self.collision or default_collision_model(
+                self.model, within=self.config.ik.collision_margin)
+            collision.check_complete()  # links without spheres: refused, naming them
         return ShardSpec(self.model, self.tip, self.config, self.model.neutral_q(), bound,
                          chain_coordinates(self.model, self.tip), collision)
 

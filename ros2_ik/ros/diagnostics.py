@@ -37,6 +37,7 @@ class _Snapshot:
     scene: object
     scene_error: str
     scene_errors: int
+    scene_warnings: tuple
 
 
 class Stats:
@@ -56,6 +57,7 @@ class Stats:
         self.scene = None
         self.scene_error = ""
         self.scene_errors = 0
+        self.scene_warnings: tuple = ()
         self._rate_t = time.monotonic()
         self._rate_n = 0
 
@@ -80,14 +82,17 @@ class Stats:
             self.collision_warnings = tuple(w[:300] for w in warnings)[:20]
             self.collision_missing = missing[:1000]
 
-    def set_scene(self, scene, error: str) -> None:
-        """The planning scene in use, and the last message that could not be applied ('' once
-        one was applied since)."""
+    def set_scene(self, scene, error: str, warnings=None) -> None:
+        """The planning scene in use, the last message that could not be applied ('' once one
+        was applied since), and what the scene makes unsolvable (``warnings``; None: as
+        before)."""
         with self._lock:
             self.scene = scene
             if error:
                 self.scene_errors += 1
             self.scene_error = error[:1000]
+            if warnings is not None:
+                self.scene_warnings = tuple(w[:300] for w in warnings)[:10]
 
     def snapshot(self) -> _Snapshot:
         with self._lock:
@@ -98,7 +103,7 @@ class Stats:
             return _Snapshot(self.requests, self.problems, self.solved, self.errors,
                              self.last_error, self.last_code, rate, self.model_error,
                              self.collision_warnings, self.collision_missing, self.scene,
-                             self.scene_error, self.scene_errors)
+                             self.scene_error, self.scene_errors, self.scene_warnings)
 
 
 def diagnostic_status(node_name: str, stats: Stats, robot, backend: str,
@@ -146,6 +151,8 @@ def diagnostic_status(node_name: str, stats: Stats, robot, backend: str,
     values["scene_errors"] = str(snap.scene_errors)
     for k, text in enumerate(snap.collision_warnings):
         values[f"collision_warning_{k}"] = text
+    for k, text in enumerate(snap.scene_warnings):
+        values[f"scene_warning_{k}"] = text
     if snap.collision_missing:
         values["collision_missing"] = snap.collision_missing
     st.values = [KeyValue(key=k, value=v) for k, v in values.items()]
@@ -163,6 +170,10 @@ def diagnostic_status(node_name: str, stats: Stats, robot, backend: str,
     elif sc is not None and sc.unsupported:
         st.level = DiagnosticStatus.ERROR
         st.message = "the planning scene holds what cannot be checked (see scene_unsupported)"
+    elif snap.scene_warnings:
+        st.level = DiagnosticStatus.WARN
+        st.message = ("the planning scene leaves some links no clear configuration (see "
+                      "scene_warning_*)")
     elif snap.collision_warnings:
         st.level = DiagnosticStatus.WARN
         st.message = (f"serving {robot.name if robot is not None else 'no model'}; the "

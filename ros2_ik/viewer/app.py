@@ -149,7 +149,8 @@ class Viewer:
         import viser  # noqa: PLC0415 - the optional extra 'viewer'
 
         self.model = model
-        self.solver = solver or CoreSolver(model, world=world, collision=collision)
+        self.solver = solver or CoreSolver(model, world=world, collision=collision,
+                                           mesh_path=mesh_path)
         self.world = world
         self.tips = list(tips) if tips else [model.default_tip()]
         for t in self.tips:
@@ -218,6 +219,11 @@ class Viewer:
         gui.add_markdown(f"**ros2_ik** · {self.model.name} · {self.model.nq} joints · "
                          f"answers from {self.solver.label}")
         self.status_md = gui.add_markdown("drag a goal to solve")
+        warned = getattr(self.solver, "collision_warnings", lambda: [])()
+        #: the collision model's warnings as the page shows them ('' when there are none)
+        self.warnings_text = ("**collision model:** " + " · ".join(warned)) if warned else ""
+        if warned:
+            self.warnings_md = gui.add_markdown(self.warnings_text)
         self.avoid = gui.add_checkbox("avoid collisions", False,
                                       hint="solve clear of the robot itself and the world")
         self.show_seed = gui.add_checkbox("show seed", False,

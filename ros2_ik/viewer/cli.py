@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import signal
+from pathlib import Path
 import sys
 import threading
 
@@ -78,14 +79,17 @@ def make_viewer(args):
         with open(args.urdf, encoding="utf-8") as f:
             urdf = f.read()
         model = Model.from_urdf(urdf)
+        args.mesh_path = ":".join(p for p in (args.mesh_path, str(Path(args.urdf).parent)) if p)
     else:
         name = args.robot or "panda"
         urdf = robots.urdf_string(name)
         model = load_robot(name)
-    if solver is None:
-        solver = CoreSolver(model, world=world)
     tips = [t.strip() for t in args.tips.split(",") if t.strip()] or None
     mesh_path = [p for p in args.mesh_path.split(":") if p]
+    if solver is None:  # (the collision model finds its meshes where the visuals are found)
+        solver = CoreSolver(model, world=world, mesh_path=mesh_path)
+    else:
+        solver.mesh_path = tuple(mesh_path)
     return Viewer(model, urdf, solver=solver, tips=tips, world=world, reach_dir=args.reach,
                   mesh_path=mesh_path, host=args.host, port=args.port,
                   avoid_collisions=args.collisions)

@@ -61,21 +61,47 @@ class CoreSolver:
 
     label = "core (this process)"
 
-    def __init__(self, model, *, world=None, collision=None):
+    def __init__(self, model, *, world=None, collision=None, mesh_path=()):
         self.model = model
         self.world = world
         self.collision = collision
+        self.mesh_path = tuple(mesh_path)
 
     def collision_model(self):
-        """The robot's collision model: the one given, else the default (built once)."""
+        """The robot's collision model: the one given, else the default (built once, its
+        meshes looked for as the viewer's visuals are: ``mesh_path``)."""
         if self.collision is None:
+            import warnings  # noqa: PLC0415
+
             from ..ik.collision import default_collision_model  # noqa: PLC0415
 
-            self.collision = default_collision_model(self.model)
+            with warnings.catch_warnings():  # (shown on the page: collision_warnings)
+                warnings.simplefilter("ignore")
+                self.collision = default_collision_model(
+                    self.model, within=IKConfig().collision_margin,
+                    **({"search_path": self.mesh_path} if self.mesh_path else {}))
         return self.collision
 
+    def collision_warnings(self) -> list:
+        """What the collision model could not use or left out, in words (for the page)."""
+        from ..model.collision import missing_message  # noqa: PLC0415
+
+        cm = self.collision_model()
+        out = list(cm.warnings)
+        if cm.missing:
+            out.insert(0, missing_message(cm.missing).replace(
+                "search_path= in the library, the node's collision.mesh_path parameter, ", ""))
+        return out
+
     def _collision(self, config: IKConfig):
-        return self.collision_model() if config.avoid_collisions else None
+        if not config.avoid_collisions:
+            return None
+        cm = self.collision_model()
+        if cm.missing and not cm.accept_missing:  # the answer could not keep its promise
+            from ..model.collision import CollisionGeometryError, missing_message  # noqa: PLC0415
+
+            raise CollisionGeometryError(missing_message(cm.missing))
+        return cm
 
     def solve(self, goals: dict, seed: np.ndarray, config: IKConfig) -> Answer:
         tips = list(goals)
@@ -149,14 +175,21 @@ class NodeSolver:
         self._thread.start()
         self.model = None
         self._collision_model = None
+        self.mesh_path: tuple = ()  # where the viewer found the meshes (set by its command)
 
     def collision_model(self):
         """The default collision model of the node's robot (built once), for display: the
         node checks its own (``collision.spheres_file`` may give another)."""
         if self._collision_model is None:
+            import warnings  # noqa: PLC0415
+
             from ..ik.collision import default_collision_model  # noqa: PLC0415
 
-            self._collision_model = default_collision_model(self.model)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                self._collision_model = default_collision_model(
+                    self.model, within=IKConfig().collision_margin,
+                    **({"search_path": self.mesh_path} if self.mesh_path else {}))
         return self._collision_model
 
     def _spin(self):

@@ -184,7 +184,17 @@ def build_study(robot, goal, settings, backend: str = "numpy") -> Study:
     config = StudyConfig(ik=cfg, solver=settings.solver,
                          shard_size=int(goal.shard_size) or DEFAULT_SHARD,
                          backend="auto" if backend == "cupy" else "numpy")
-    return Study(robot.model, targets, tip, config)
+    collision = None
+    if cfg.avoid_collisions:  # the node's collision model (its meshes, spheres file, SRDF)
+        collision = robot.collision_model(settings.collision_spheres_file,
+                                          settings.collision_mesh_path,
+                                          settings.collision_margin)
+        if collision.missing and not collision.accept_missing:
+            from ...model.collision import missing_message  # noqa: PLC0415
+
+            raise RequestError(codes.COLLISION_CHECKING_UNAVAILABLE,
+                               missing_message(collision.missing))
+    return Study(robot.model, targets, tip, config, collision)
 
 
 def cloud_fields() -> list:

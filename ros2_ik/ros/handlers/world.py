@@ -107,7 +107,7 @@ class SceneState:
                     self.w.log("info", t)
                 if new is not self.scene:
                     self.scene = new
-                    self.w.stats.set_scene(new, "")
+                    self.w.stats.set_scene(new, "", self._touching(robot, new))
                     self.w.log("info", f"planning scene version {new.version}: "
                                        f"{len(new.world)} obstacles, {len(new.attached)} attached "
                                        f"objects ({what})")
@@ -116,6 +116,25 @@ class SceneState:
                     self.on_change(new)
             if done is not None:
                 done(err)
+
+    def _touching(self, robot, scene) -> list:
+        """What the scene's world makes unsolvable for the robot (links that touch an obstacle
+        in every configuration), logged as warnings."""
+        if robot is None or not len(scene.world):
+            return []
+        from ...api.solver import world_warnings  # noqa: PLC0415
+
+        s = self.w.settings()
+        try:
+            cm, world = robot.scene_collisions(
+                robot.collision_model(s.collision_spheres_file, s.collision_mesh_path,
+                                      s.collision_margin), scene)
+            out = world_warnings(robot.model, cm, world, s.collision_margin)
+        except Exception:  # noqa: BLE001 - (a model without geometry: requests say so)
+            return []
+        for text in out:
+            self.w.log("warning", f"planning scene version {scene.version}: {text}")
+        return out
 
     def _error(self, text: str) -> None:
         self.w.stats.set_scene(self.scene, text)
