@@ -4,7 +4,10 @@
 
 1. single goal, the node's default options (32 seeds): median round trip of a one-goal
    ComputeIK call (compact and friendly form) through the node vs the bare prepared solve
-   (``ChainSolver``) and the bare ``solve_pose`` call with the same goal and options; beside it,
+   (``ChainSolver``) and the bare ``solve_pose`` call with the same goal and options; the same
+   goal with collision avoidance (ComputeIK ``collisions=1``, and MoveIt's GetPositionIK with
+   and without ``avoid_collisions``, built as srv_kinematics_plugin builds it) vs the bare
+   collision-aware solve (``IKSolver`` with the robot's collision model); beside it,
    from the same client in turn: the simplest rclpy ComputeIK server around the same prepared
    solve (bench/bare_ik_server.py), a Trigger that answers at once (rclpy's and the
    middleware's floor), and two no-work calls on the node (an empty ComputeJacobian, rclpy's
@@ -87,6 +90,33 @@ def _round_trips(domain: int, tmpdir: str, calls: int, rounds: int, targets) -> 
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+def _moveit_request(model, tip):
+    """``pq (1, 7), avoid -> GetPositionIK.Request`` as srv_kinematics_plugin builds it (group,
+    its tip, the pose in the base frame, the current state), or None without moveit_msgs."""
+    try:
+        from moveit_msgs.srv import GetPositionIK
+    except ImportError:
+        return None
+    srdf = model.memo_peek("model.srdf", "bundled")  # (the bundled robot's SRDF)
+    group = next(iter(srdf.group_names if srdf is not None else ()), "")
+
+    def build(pq, avoid):
+        req = GetPositionIK.Request()
+        ik = req.ik_request
+        ik.group_name = group
+        ik.ik_link_name = tip
+        ik.avoid_collisions = bool(avoid)
+        ik.pose_stamped.header.frame_id = model.base
+        p, o = ik.pose_stamped.pose.position, ik.pose_stamped.pose.orientation
+        p.x, p.y, p.z = map(float, pq[0, :3])
+        o.x, o.y, o.z, o.w = map(float, pq[0, 3:])
+        ik.robot_state.joint_state.name = list(model.q_names)
+        ik.robot_state.joint_state.position = [float(v) for v in model.neutral_q()]
+        ik.timeout.sec = 1
+        return req
+    return build
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--robot", default="panda")
@@ -144,6 +174,18 @@ def main(argv=None) -> int:
                                                 config=cfg1),
                              args.calls)
         r = client.call(client.ik, req_c)
+        # collision-aware: the robot's collision model (bundled SRDF spheres and pairs), the
+        # node's margin, no obstacles
+        from ros2_ik import IKSolver
+        from ros2_ik.ik.collision import default_collision_model
+        s0 = Settings.from_values({})
+        cfg_c = ik_config(Settings.from_values({"timeout": 60.0}), avoid_collisions=True)
+        cm = default_collision_model(model, model.memo_peek("model.srdf", "bundled"),
+                                     within=s0.collision_margin)
+        coll_solver = IKSolver(model, [tip], cfg_c, collision=cm)
+        bare_c = _median_call(lambda: coll_solver.solve(T1[:, None], seeds=seed), args.calls)
+        rc = client.call(client.ik, ik_request(pq1, compact_response=True, collisions=1))
+        moveit = _moveit_request(model, tip)
         # the baseline: the simplest rclpy ComputeIK server around the same prepared solve, in
         # its own process
         import subprocess
@@ -171,8 +213,12 @@ def main(argv=None) -> int:
             # here, and every round trip 1-3 ms slower), so they go before the timing.
             client.node.destroy_client(bare_cli)
             client.close()
+            reqs = [("ik_compact", req_c), ("ik_pose", req_f),
+                    ("ik_coll", ik_request(pq1, compact_response=True, collisions=1))]
+            if moveit is not None:
+                reqs += [("moveit_coll", moveit(pq1, True)), ("moveit_free", moveit(pq1, False))]
             files = {}
-            for name, msg in (("ik_compact", req_c), ("ik_pose", req_f)):
+            for name, msg in reqs:
                 files[name] = os.path.join(tmp.name, name)
                 with open(files[name], "wb") as f:
                     f.write(serialize_message(msg))
@@ -181,6 +227,10 @@ def main(argv=None) -> int:
                 ("node_ik_pose", "/ros2_ik/compute_ik", "ComputeIK", files["ik_pose"]),
                 ("node_jac", "/ros2_ik/compute_jacobian", "ComputeJacobian", ""),
                 ("node_params", "/ros2_ik/get_parameters", "GetParameters", ""),
+                ("node_ik_coll", "/ros2_ik/compute_ik", "ComputeIK", files["ik_coll"]),
+                *([("moveit_coll", "/ros2_ik/solve_ik", "GetPositionIK", files["moveit_coll"]),
+                   ("moveit_free", "/ros2_ik/solve_ik", "GetPositionIK", files["moveit_free"])]
+                  if moveit is not None else []),
                 ("bare_ik", "/bare_ik/compute_ik", "ComputeIK", files["ik_compact"]),
                 ("trigger", "/bare_ik/trigger", "Trigger", "")])
         finally:
@@ -206,6 +256,18 @@ def main(argv=None) -> int:
               f"{'verified by FK' if bare_ok else 'NOT within tolerance'}; "
               "bench/bare_ik_server.py): node - bare server = "
               f"{1e3 * (med['node_ik'] - med['bare_ik']):+.3f} ms, what the node adds")
+        print(f"   bare collision-aware solve (IKSolver, {cm.num_spheres} spheres, "
+              f"{len(cm.pairs)} pairs) {1e3 * bare_c:8.3f} ms")
+        print(f"   node ComputeIK, collisions=1      {1e3 * med['node_ik_coll']:8.3f} ms   "
+              f"(status {codes.name_of(rc.status[0])}; round trip - bare solve = "
+              f"{1e3 * (med['node_ik_coll'] - bare_c):+.3f} ms)")
+        if moveit is not None:
+            print(f"   node solve_ik (MoveIt GetPositionIK), avoid_collisions  "
+                  f"{1e3 * med['moveit_coll']:8.3f} ms;  without  "
+                  f"{1e3 * med['moveit_free']:8.3f} ms   (ratio "
+                  f"{med['moveit_coll'] / med['moveit_free']:.2f})")
+        else:
+            print("   (moveit_msgs not importable: no GetPositionIK round trips)")
         print(f"   node ComputeJacobian, empty request (no work)  {1e3 * med['node_jac']:8.3f} ms")
         print(f"   node get_parameters, empty request (rclpy's own service on the node's executor)"
               f"  {1e3 * med['node_params']:8.3f} ms")

@@ -10,7 +10,7 @@ calling thread.
 
 PLAN.json: ``{"domain": int, "calls": int, "rounds": int, "targets": [{"name", "service",
 "type" ("ComputeIK" | "ComputeJacobian" | "GetParameters" |
-"Trigger"), "request" (a file holding the
+"Trigger" | "GetPositionIK"), "request" (a file holding the
 serialized request, or "" for an empty one)}]}``. Every target is waited for, called 30 times
 to warm up, then ``calls`` times per round; the rounds go over the targets in turn, so that a
 slow spell of the machine falls on all of them alike. Prints one JSON line: per target, every
@@ -34,7 +34,8 @@ from rclpy.serialization import deserialize_message
 TYPES = {"ComputeIK": ("ros2_ik_interfaces.srv", "ComputeIK"),
          "ComputeJacobian": ("ros2_ik_interfaces.srv", "ComputeJacobian"),
          "GetParameters": ("rcl_interfaces.srv", "GetParameters"),
-         "Trigger": ("std_srvs.srv", "Trigger")}
+         "Trigger": ("std_srvs.srv", "Trigger"),
+         "GetPositionIK": ("moveit_msgs.srv", "GetPositionIK")}
 
 
 def _type(name: str):

@@ -225,3 +225,20 @@ def test_an_attached_object_is_kept_clear_of_the_world(ros):
     ros.attached.publish(det)
     vals = _diag(ros, lambda v: v.get("scene_attached_objects") == "none")
     assert int(vals["scene_obstacles"]) >= len(SCENE) + 1  # the bar is back in the world
+
+
+def test_an_obstacle_the_robot_always_touches_is_a_warning(ros):
+    """A box around the robot's shoulder (the robot standing in it): answers with it cannot be
+    clear, and the node says so (log and diagnostics) when the scene is applied, naming the
+    link and the object; removing the object clears the warning."""
+    ros.objects.publish(_object("pedestal", SolidPrimitive.BOX, (0.3, 0.3, 0.3),
+                                (0.0, 0.0, 0.3)))
+    vals = _diag(ros, lambda v: any("pedestal" in x for k, x in v.items()
+                                    if k.startswith("scene_warning_")))
+    text = [x for k, x in vals.items() if k.startswith("scene_warning_") and "pedestal" in x]
+    assert any("'panda_link1'" in t for t in text), text
+    assert ros.node.wait_for_log("of obstacle 'pedestal'", 10)
+    ros.objects.publish(_object("pedestal", SolidPrimitive.BOX, (0.3, 0.3, 0.3),
+                                (0.0, 0.0, 0.3), op=CollisionObject.REMOVE))
+    _diag(ros, lambda v: "scene_obstacles" in v and not any(
+        k.startswith("scene_warning_") for k in v))

@@ -337,14 +337,26 @@ class CollisionModel:
 
 
 def missing_message(missing) -> str:
-    """The words of a collision model's :attr:`~CollisionModel.missing` links."""
-    shown = "; ".join(f"link {link!r}: {why}" for link, why in missing[:8])
+    """The words of a collision model's :attr:`~CollisionModel.missing` links: what is wrong,
+    which links and what to do first (a diagnostics value cut short keeps them), then each
+    link's reason (where the meshes were looked for said once)."""
+    import re  # noqa: PLC0415
+
+    links = ", ".join(link for link, _ in missing[:20]) + (
+        f" and {len(missing) - 20} more" if len(missing) > 20 else "")
+    whys = [why for _, why in missing[:8]]
+    looked = {m.group(0) for why in whys for m in [re.search(r" \(looked in .*\)$", why)] if m}
+    tail = ""
+    if len(looked) == 1:
+        tail = looked.pop()
+        whys = [why.removesuffix(tail) for why in whys]
+    shown = "; ".join(f"link {link!r}: {why}" for (link, _), why in zip(missing[:8], whys))
     more = f" (and {len(missing) - 8} more)" if len(missing) > 8 else ""
-    return (f"{len(missing)} link(s) with collision geometry have no spheres, so collision "
-            f"avoidance cannot keep its promise: {shown}{more}. Give the directory that holds "
-            "the meshes (search_path= in the library, the node's collision.mesh_path parameter, "
+    return (f"{len(missing)} link(s) with collision geometry have no spheres ({links}), so "
+            "collision avoidance cannot keep its promise. Give the directory that holds the "
+            "meshes (search_path= in the library, the node's collision.mesh_path parameter, "
             "--mesh-path on the command line, or $ROS2_IK_MESH_PATH), or the links' spheres in "
-            "the SRDF (<link_sphere_approximation>) or a spheres YAML file")
+            f"the SRDF (<link_sphere_approximation>) or a spheres YAML file. {shown}{more}{tail}")
 
 
 def _number(v, what: str) -> float:
@@ -617,8 +629,11 @@ def _build(model: Model, srdf, spheres, search_path, extra_disabled, overshoot, 
     notes: list[str] = []
     warns: list[str] = []
 
-    def warn(text):
-        warns.append(text)
+    def warn(text, keep=True):
+        # keep=False: said as a Python warning only (a missing mesh is in ``missing``, which
+        # the node reports as an error, not also as a warning)
+        if keep:
+            warns.append(text)
         _warnings.warn(text, CollisionWarning, stacklevel=5)
 
     if isinstance(spheres, str):
@@ -688,7 +703,8 @@ def _build(model: Model, srdf, spheres, search_path, extra_disabled, overshoot, 
                     missing.append((link, "; ".join(problems)))
                     warn(f"link {link!r}: {'; '.join(problems)}; the link has no spheres from "
                          "it: give the meshes' directory in the search path "
-                         "(collision.mesh_path on the node) or its spheres in the SRDF")
+                         "(collision.mesh_path on the node) or its spheres in the SRDF",
+                         keep=False)
                     if not shapes:
                         continue
             placed = [Shape(s.vertices @ T[:3, :3].T + T[:3, 3], s.faces,

@@ -80,7 +80,7 @@ class Stats:
         """The collision model in use: its warnings, and the links without spheres (words)."""
         with self._lock:
             self.collision_warnings = tuple(w[:300] for w in warnings)[:20]
-            self.collision_missing = missing[:1000]
+            self.collision_missing = missing[:4000]
 
     def set_scene(self, scene, error: str, warnings=None) -> None:
         """The planning scene in use, the last message that could not be applied ('' once one

@@ -90,7 +90,8 @@ def prepare_collisions(robot: LoadedRobot, settings: Settings, xp) -> None:
         if g.tip is not None:
             prepared_solver(g.restrict(model), [g.tip], cfg, settings.solver, "auto", xp,
                             collision=cm)
-    robot.mark_collision_prepared()
+    robot.mark_collision_prepared(settings.collision_spheres_file,
+                                  settings.collision_mesh_path, settings.collision_margin)
 
 
 class ModelSource:
@@ -340,6 +341,29 @@ class ModelSource:
         except Exception as exc:  # noqa: BLE001 - a request asking for collisions says why
             self._say("warning",
                       f"collision-aware solver of {robot.name!r} not prepared: {exc}")
+
+    def refresh_collisions(self) -> None:
+        """The collision settings changed (spheres file, mesh path, margin): the collision
+        model and solvers of the model in use built for them in the background (a sphere fit
+        and a compiler run are not for the executor thread); requests meanwhile are answered
+        by workers."""
+        robot = self.robot
+        if robot is None or self._closed:
+            return
+        settings, xp = self._settings(), self._xp()
+
+        def run():
+            try:
+                with self._scope:
+                    prepare_collisions(robot, settings, xp)
+            except Exception as exc:  # noqa: BLE001 - a request asking for collisions says why
+                self._say("warning",
+                          f"collision-aware solver of {robot.name!r} not prepared: {exc}")
+
+        t = threading.Thread(target=run, daemon=True, name="ros2_ik-collision")
+        with self._lock:
+            self._threads = [x for x in self._threads if x.is_alive()] + [t]
+        t.start()
 
     def _parsed(self, gen: int) -> None:
         if self._parsing == gen:

@@ -212,6 +212,8 @@ class KinematicsNode(Node):
         if "backend" in names:
             self._xp, self._backend = self._select_backend(self._settings.backend)
         self._source.apply_change()
+        if names & {"collision.spheres_file", "collision.mesh_path", "collision.margin"}:
+            self._source.refresh_collisions()
         if self._handle is not None and names & {"interactive.tips", "interactive.group"}:
             self._handle.reset(self._source.robot, force=True)
         if "diagnostics.period" in names:

@@ -145,14 +145,20 @@ class LoadedRobot:
             self.reporter(self, cm, mesh_path)
         return cm
 
-    def mark_collision_prepared(self) -> None:
-        """Its collision-aware solvers are built (:func:`.model_source.prepare_collisions`)."""
-        self._collision["prepared"] = True
+    def mark_collision_prepared(self, spheres_file: str, mesh_path: str,
+                                margin: float) -> None:
+        """Its collision-aware solvers for these collision settings are built
+        (:func:`.model_source.prepare_collisions`)."""
+        with self._groups_lock:
+            self._collision[("prepared", spheres_file, mesh_path, float(margin))] = True
 
-    def collision_prepared(self) -> bool:
-        """Whether its collision-aware solvers are built: a collision-aware one-goal request
-        then takes well under a millisecond (no compiler run on the executor thread)."""
-        return bool(self._collision.get("prepared"))
+    def collision_prepared(self, settings) -> bool:
+        """Whether its collision-aware solvers for the node's collision settings (spheres
+        file, mesh path, margin) are built: a collision-aware one-goal request then takes well
+        under a millisecond (no sphere fit, no compiler run on the executor thread)."""
+        return bool(self._collision.get(("prepared", settings.collision_spheres_file,
+                                         settings.collision_mesh_path,
+                                         float(settings.collision_margin))))
 
     def scene_collisions(self, cm, scene):
         """(collision model, world) of a solve: ``cm`` with the planning scene's attached

@@ -53,7 +53,7 @@ def small(w, req) -> bool:
     avoid = {0: s.collision_enabled, 1: True}.get(int(getattr(req, "collisions", 0)), False)
     return (robot is not None and len(req.goals) + len(req.compact_goals) // 7 <= 1
             # (a collision solver not yet built is a compiler run: a worker's job)
-            and (not avoid or robot.collision_prepared())
+            and (not avoid or robot.collision_prepared(s))
             and (not req.tip_links or list(req.tip_links) == [robot.default_tip])
             and not getattr(req, "group_name", "") and (req.solver or s.solver) == "dls"
             and (req.num_seeds or s.num_seeds) <= INLINE_SEEDS

@@ -62,7 +62,7 @@ def register(w) -> bool:
         s = w.settings()
         if robot is None or len(ik.pose_stamped_vector) > 1 or len(ik.ik_link_names) > 1:
             return False
-        if ik.avoid_collisions and not robot.collision_prepared():
+        if ik.avoid_collisions and not robot.collision_prepared(s):
             return False
         if ik.group_name:
             try:
