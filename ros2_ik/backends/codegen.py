@@ -297,23 +297,28 @@ class _Emit:
 # ------------------------------------------------------------------ FK / residual / Jacobian
 
 def _emit_fk_tip(e: _Emit, ch: Chain, t: int, qv, *, keep_joint_frames: bool,
-                 sincos: bool = False):
+                 sincos: bool = False, export_trig: bool = False):
     """FK along tip t's chain into R[9] (row-major) and pv[3]. ``qv(i)`` names q coordinate i.
     With ``keep_joint_frames`` the joints' world axes z{j}_a and origins pj{j}_a are set, else
     only what the chain needs. With ``sincos`` (the solve
     kernels) a joint's sine and cosine come from one ``r2ik_sincos(x, s, c)`` call: CUDA's
     ``sincos`` on a GPU, on the host :mod:`.sincos`'s recipe); without (the frames kernels)
-    from ``sin`` and ``cos``."""
+    from ``sin`` and ``cos``; with ``export_trig`` each revolute joint's pair also goes to
+    ``esn{j}`` / ``ecs{j}`` (for the collision terms: :func:`_trig_exports`)."""
+    jj = [0]
 
     def sin_cos(val):
         if sincos:
             e(f"S c, sn_; r2ik_sincos({val}, sn_, c);")
+            if export_trig:
+                e(f"esn{jj[0]} = sn_; ecs{jj[0]} = c;")
             return "sn_"
         e(f"const S c = cos({val});")
         return f"sin({val})"
     e("R[0] = S(1); R[1] = S(0); R[2] = S(0); R[3] = S(0); R[4] = S(1); R[5] = S(0); "
       "R[6] = S(0); R[7] = S(0); R[8] = S(1); pv[0] = S(0); pv[1] = S(0); pv[2] = S(0);")
     for j in range(ch.starts[t], ch.starts[t + 1]):
+        jj[0] = j
         A = ch.pre[j]
         e(f"// joint {j}: link {ch.model.link_names[ch.link[j]]}")
         for a in range(3):
@@ -453,8 +458,21 @@ def _qvars(ch: Chain):
 def _ternary(c: str, a: str, b: str) -> str:
     return f"r2ik_sel({c}, {a}, {b})"
 
+def _trig_exports(ch: Chain) -> list:
+    """The chain joints whose sine and cosine the evaluation hands to the collision terms:
+    ``[(j, (q index, mult, offset))]`` (revolute joints; the first of a joint shared by tips)."""
+    out, seen = [], set()
+    for j in range(len(ch.qi)):
+        key = (int(ch.qi[j]), float(ch.mult[j]), float(ch.off[j]))
+        if not ch.prismatic[j] and key not in seen:
+            seen.add(key)
+            out.append((j, key))
+    return out
+
+
 def _emit_evaluate(e: _Emit, ch: Chain, name: str, *, frames: bool, sel=_ternary,
-                   log: str = "r2ik_so3_log<S>", sincos: bool = False):
+                   log: str = "r2ik_so3_log<S>", sincos: bool = False,
+                   export_trig: bool = False):
     """``S name(q..., tgt, w, r, frames...)`` -> cost; errors into pe/re (as
     ``ik.residuals.evaluate`` with pose objectives). The joint frames and tip positions are
     macros' by-reference arguments.
@@ -469,13 +487,20 @@ def _emit_evaluate(e: _Emit, ch: Chain, name: str, *, frames: bool, sel=_ternary
         for j in range(len(ch.qi)):
             args += [f"S& z{j}_{a}" for a in range(3)] + [f"S& pj{j}_{a}" for a in range(3)]
         args += [f"S& pt{t}_{a}" for t in range(T) for a in range(3)]
+    exported = {j for j, _ in _trig_exports(ch)} if export_trig else set()
+    if export_trig:
+        args += [f"S& esn{j}, S& ecs{j}" for j in sorted(exported)]
     e("template <typename S>")
     with e.block(f"R2IK_FN S {name}({', '.join(args)})"):
+        if export_trig:  # (a joint shared by tips writes its pair once more: the same values)
+            e(" ".join(f"S esn{j}, ecs{j};" for j in range(len(ch.qi))
+                       if not ch.prismatic[j] and j not in exported))
         e("S R[9], pv[3], er[3];")
         e("S pe_max = S(0), re_max = S(0);")
         for t in range(T):
             e(f"// ---- tip {t}: {ch.model.link_names[ch.tips[t]]}")
-            _emit_fk_tip(e, ch, t, qv, keep_joint_frames=frames, sincos=sincos)
+            _emit_fk_tip(e, ch, t, qv, keep_joint_frames=frames, sincos=sincos,
+                         export_trig=export_trig)
             o = 6 * t
             e(f"{{ const S* Tt = tgt + {16 * t}; const S* wt = w + {6 * t};")
             e("  const S d0 = pv[0] - Tt[3], d1 = pv[1] - Tt[7], d2 = pv[2] - Tt[11];")
@@ -580,7 +605,8 @@ def _emit_common(e: _Emit, ch: Chain, check: bool = True):
     frames), errors only, and the residual Jacobian; with a collision model its terms (and,
     with ``check``, the float64 exact check the select kernel runs)."""
     _emit_so3_log(e)
-    _emit_evaluate(e, ch, "r2ik_eval", frames=True, sincos=True)
+    _emit_evaluate(e, ch, "r2ik_eval", frames=True, sincos=True,
+                   export_trig=ch.coll is not None)
     _emit_evaluate(e, ch, "r2ik_errors", frames=False, sincos=True)
     _emit_jacobian(e, ch, "r2ik_jac_residual")
     if ch.coll is not None:
@@ -895,11 +921,20 @@ def _emit_lm_rows(e: _Emit, ch: Chain, d: Dialect):
                             _emit_clip_sel(e, d, "v", i, lo, hi, around)
                         e(f"q{i} = r2ik_sel(initm, q{i}, v);")
             e("V pe2, re2;")
+            trig = ""
+            if coll:  # the joints' sines and cosines: computed once, for both
+                from .codegen_collision import emit_trig  # noqa: PLC0415
+
+                ex = _trig_exports(ch)
+                e("V " + ", ".join(f"esn{j}, ecs{j}" for j, _ in ex) + ";" if ex else "")
+                trig = "".join(f", esn{j}, ecs{j}" for j, _ in ex)
             e(f"{'V' if coll else 'const V'} cost2 = r2ik_eval<V>({_q_args(ch)}, tg, wv, r2, "
-              f"pe2, re2, {_frame_args(ch)});")
+              f"pe2, re2, {_frame_args(ch)}{trig});")
             if coll:
+                emit_trig(e, ch.coll, "V", lambda i: f"q{i}", "trg",
+                          {key: (f"esn{j}", f"ecs{j}") for j, key in ex})
                 e(f"cost2 = cost2 + r2ik_coll<V>({_q_args(ch)}, obs, n_obs, self_on, V(marg), "
-                  "V(act), V(wgt), clr2, Hc2, gc2);")
+                  "V(act), V(wgt), clr2, Hc2, gc2, trg);")
             e("// accepted (or initial) lanes take the trial; the others go back. The reference")
             e("// is the seed's cost in a lane's first nonmono iterations (ik/lm.py)")
             e(f"bool nmb[{L}];")
@@ -1316,9 +1351,12 @@ def _emit_coll_terms_kernel(e: _Emit, ch: Chain):
         e("if (b >= B) return;")
         e(f"const double* q = q_all + b * {nq};")
         e(f"S H[{nc * nc}], g[{nc}], clear;")
+        from .codegen_collision import emit_trig  # noqa: PLC0415
+
+        emit_trig(e, ch.coll, "S", lambda i: f"S(q[{i}])", "trg", {})
         e(f"const S cost = r2ik_coll<S>({', '.join(f'S(q[{i}])' for i in used)}, obs, n_obs, "
           "opt->self_collisions != 0, S(opt->collision_margin), S(opt->collision_activation), "
-          "S(opt->collision_weight), clear, H, g);")
+          "S(opt->collision_weight), clear, H, g, trg);")
         e("double d64; long long which;")
         e(f"r2ik_coll_min({', '.join(f'q[{i}]' for i in used)}, obs, n_obs, "
           "opt->self_collisions != 0, opt->collision_margin, opt->collision_activation, d64, "

@@ -42,7 +42,7 @@ import numpy as np
 from ..errors import InvalidInputError
 from ..model import Model
 from ..model.chain import ONE_DOF
-from ..model.collision import GROUP, CollisionModel
+from ..model.collision import CollisionModel
 from ..model.joint_types import JointType
 from ..world import PACKED, SHAPE_CODES
 from .ctext import lin as _lin
@@ -261,6 +261,40 @@ R2IK_FN S r2ik_sdf(const double* ob, const S px, const S py, const S pz, S& gx, 
   return d;
 }
 
+// the signed distance alone (r2ik_sdf's value, the same operations): the bounds and the check
+template <typename S>
+R2IK_FN S r2ik_dist(const double* ob, const S px, const S py, const S pz) {
+  const int kind = (int)ob[0];
+  const S dx = px - S(ob[10]), dy = py - S(ob[11]), dz = pz - S(ob[12]);
+  const S lz = S(ob[3]) * dx + S(ob[6]) * dy + S(ob[9]) * dz;
+  if (kind == SHAPE_HALFSPACE) return lz;
+  const S lx = S(ob[1]) * dx + S(ob[4]) * dy + S(ob[7]) * dz;
+  const S ly = S(ob[2]) * dx + S(ob[5]) * dy + S(ob[8]) * dz;
+  const S a = S(ob[13]), b = S(ob[14]), c = S(ob[15]);
+  const S zero = S(0), one = S(1);
+  const S sz = r2ik_sel(lz < zero, -one, one);
+  if (kind == SHAPE_SPHERE) return sqrt(lx * lx + ly * ly + lz * lz) - a;
+  if (kind == SHAPE_BOX) {
+    const S sx = r2ik_sel(lx < zero, -one, one), sy = r2ik_sel(ly < zero, -one, one);
+    const S qx = lx * sx - a, qy = ly * sy - b, qz = lz * sz - c;
+    const S mx = r2ik_sel(qx > zero, qx, zero), my = r2ik_sel(qy > zero, qy, zero);
+    const S mz = r2ik_sel(qz > zero, qz, zero);
+    const S out = sqrt(mx * mx + my * my + mz * mz);
+    const S qyz = r2ik_sel(qy > qz, qy, qz);
+    const S qm = r2ik_sel(qx > qyz, qx, qyz);
+    return out + r2ik_sel(qm < zero, qm, zero);
+  }
+  if (kind == SHAPE_CYLINDER) {
+    const S q1 = sqrt(lx * lx + ly * ly) - a, q2 = lz * sz - b;
+    const S m1 = r2ik_sel(q1 > zero, q1, zero), m2 = r2ik_sel(q2 > zero, q2, zero);
+    const S qm = r2ik_sel(q1 > q2, q1, q2);
+    return sqrt(m1 * m1 + m2 * m2) + r2ik_sel(qm < zero, qm, zero);
+  }
+  const S zc = r2ik_sel(lz > b, b, r2ik_sel(lz < -b, -b, lz));  // capsule
+  const S vz = lz - zc;
+  return sqrt(lx * lx + ly * ly + vz * vz) - a;
+}
+
 // the penalty of a clearance x (distance - margin) with activation eta, and its derivative
 // (ros2_ik.ik.collision.penalty)
 template <typename S>
@@ -275,9 +309,33 @@ R2IK_FN void r2ik_pen(const S x, const S eta, S& v, S& dv) {
 """
 
 
+def _node_val(nd, qv) -> str:
+    """The joint value of a node (its coordinate, scaled and offset for a mimic joint)."""
+    val = qv(nd.qi)
+    if nd.mult != 1.0 or nd.off != 0.0:
+        val = f"({val} * {_lit(nd.mult)} + {_lit(nd.off)})"
+    return val
+
+
+def emit_trig(e, cc: CollisionChain, S: str, qv, name: str, known: dict) -> None:
+    """``S name[2 * nodes]``: each revolute node's sine and cosine for ``r2ik_coll`` (its
+    ``trig`` argument): the pair of ``known`` ({(q index, mult, offset): (sine, cosine)}, what
+    the evaluation computed for the same value), else ``r2ik_sincos``'s (the same function)."""
+    e(f"{S} {name}[{max(1, 2 * len(cc.nodes))}];")
+    for k, nd in enumerate(cc.nodes):
+        if nd.prismatic:
+            continue
+        got = known.get((int(nd.qi), float(nd.mult), float(nd.off)))
+        if got is not None:
+            e(f"{name}[{2 * k}] = {got[0]}; {name}[{2 * k + 1}] = {got[1]};")
+        else:
+            e(f"r2ik_sincos({_node_val(nd, qv)}, {name}[{2 * k}], {name}[{2 * k + 1}]);")
+
+
 def _emit_nodes(e, cc: CollisionChain, qv, sincos: bool):
     """Each node's frame after its joint (nR{k}_{0..8} row-major, np{k}_{0..2}), its world
-    axis nz{k}_* and joint origin nj{k}_* (before a prismatic joint's travel)."""
+    axis nz{k}_* and joint origin nj{k}_* (before a prismatic joint's travel). ``sincos``: a
+    revolute joint's sine and cosine from ``trig`` (:func:`emit_trig`), else ``sin``/``cos``."""
     for k, nd in enumerate(cc.nodes):
         pre = nd.pre
         e(f"// node {k}: joint into link {k}")
@@ -302,9 +360,7 @@ def _emit_nodes(e, cc: CollisionChain, qv, sincos: bool):
         for a in range(3):
             s = _lin([(ax[b], f"A{k}_{a}{b}") for b in range(3)])
             e(f"const S nz{k}_{a} = {s if s is not None else 'S(0)'};")
-        val = qv(nd.qi)
-        if nd.mult != 1.0 or nd.off != 0.0:
-            val = f"({val} * {_lit(nd.mult)} + {_lit(nd.off)})"
+        val = _node_val(nd, qv)
         if nd.prismatic:
             e(f"const S nv{k} = {val};")
             for a in range(3):
@@ -317,7 +373,7 @@ def _emit_nodes(e, cc: CollisionChain, qv, sincos: bool):
             e(f"const S np{k}_{a} = nj{k}_{a};")
         e(f"S nc{k}, ns{k};")
         if sincos:
-            e(f"r2ik_sincos({val}, ns{k}, nc{k});")
+            e(f"ns{k} = trig[{2 * k}]; nc{k} = trig[{2 * k + 1}];")
         else:
             e(f"nc{k} = cos({val}); ns{k} = sin({val});")
         x, y, z = ax
@@ -415,7 +471,10 @@ def _emit_bound(e, check: bool, d: str):
 
 
 def _emit_self(e, cc: CollisionChain, nc: int, check: bool, any_):
-    """The self pairs: link pair, group pair, sphere pair (see the module docstring)."""
+    """The self pairs: link pair, group pair, sphere pair (see the module docstring). Below
+    the link pair's bound the distances are taken in link b's node frame: link a's groups and
+    spheres are placed there (one relative transform per link pair), link b's are the data as
+    they are (no placement); the nearest pair's row goes back to the base frame."""
     with e.block("for (int pi = 0; pi < NPR && self_on; ++pi)"):
         e("const double* A = LK + R2IK_LW * (int)PR[2 * pi];")
         e("const double* B = LK + R2IK_LW * (int)PR[2 * pi + 1];")
@@ -424,19 +483,27 @@ def _emit_self(e, cc: CollisionChain, nc: int, check: bool, any_):
         _link_bound(e, "ia", "na", "A", "la")
         _link_bound(e, "ib", "nb", "B", "lb")
         _emit_cull(e, check, any_, "la", "lb", "A[7] + B[7]", "hl")
+        e("// node a in node b's frame: Rr = Rb^T Ra, pr = Rb^T (pa - pb)")
+        e("const S* Ra = fR[na]; const S* Rb = fR[nb];")
+        e("const S ex_ = fp[na][0] - fp[nb][0], ey_ = fp[na][1] - fp[nb][1], "
+          "ez_ = fp[na][2] - fp[nb][2];")
+        e("S rR[9], rp[3];")
+        for i in range(3):
+            for j in range(3):
+                e(f"rR[{3 * i + j}] = Rb[{i}] * Ra[{j}] + Rb[{3 + i}] * Ra[{3 + j}] + "
+                  f"Rb[{6 + i}] * Ra[{6 + j}];")
+            e(f"rp[{i}] = Rb[{i}] * ex_ + Rb[{3 + i}] * ey_ + Rb[{6 + i}] * ez_;")
+        e("// link b's bound in its node frame")
+        e("const S lbnx = S(B[4]), lbny = S(B[5]), lbnz = S(B[6]);")
         with e.block("for (int ga = (int)A[1]; ga < (int)A[2]; ++ga)"):
             e("const double* GA = GR + R2IK_GW * ga;")
-            _place(e, "na", "(GA + 2)", "ga")
-            _emit_cull(e, check, any_, "ga", "lb", "GA[5] + B[7]", "ha")
+            _place_rel(e, "(GA + 2)", "ga")
+            _emit_cull(e, check, any_, "ga", "lbn", "GA[5] + B[7]", "ha")
             with e.block("for (int gb = (int)B[1]; gb < (int)B[2]; ++gb)"):
                 e("const double* GB = GR + R2IK_GW * gb;")
-                _place(e, "nb", "(GB + 2)", "gb")
+                e("const S gbx = S(GB[2]), gby = S(GB[3]), gbz = S(GB[4]);")
                 _emit_cull(e, check, any_, "ga", "gb", "GA[5] + GB[5]", "hg")
                 e("const int b0 = (int)GB[0], b1 = (int)GB[1];")
-                e(f"S bsx[{GROUP}], bsy[{GROUP}], bsz[{GROUP}];  // group b's spheres, placed")
-                with e.block("for (int j = b0; j < b1; ++j)"):
-                    _place(e, "nb", "(SP + 4 * j)", "t")
-                    e("bsx[j - b0] = tx; bsy[j - b0] = ty; bsz[j - b0] = tz;")
                 if not check:  # the group pair's nearest sphere pair gives its row
                     e("S bd_ = thr, bdist_ = S(1), bdx_ = S(0), bdy_ = S(0), bdz_ = S(1), "
                       "bpx_ = S(0), bpy_ = S(0), bpz_ = S(0), bqx_ = S(0), bqy_ = S(0), "
@@ -447,7 +514,7 @@ def _emit_self(e, cc: CollisionChain, nc: int, check: bool, any_):
                 with e.block("for (int i = (int)GA[0]; i < (int)GA[1]; ++i)"):
                     if not check:
                         e(f"if (!{any_('fd_ < S(0.5)')}) break;  // every lane has its pair")
-                    _place(e, "na", "(SP + 4 * i)", "pa")
+                    _place_rel(e, "(SP + 4 * i)", "pa")
                     e("const double ra = SP[4 * i + 3];")
                     if check:
                         _emit_cull(e, check, any_, "pa", "gb", "ra + GB[5]", "hs")
@@ -457,11 +524,14 @@ def _emit_self(e, cc: CollisionChain, nc: int, check: bool, any_):
                         e("const S hs2 = hsx * hsx + hsy * hsy + hsz * hsz;")
                         e(f"if (!{any_('(fd_ < S(0.5)) & (hs2 < hslim * hslim)')}) continue;")
                     with e.block("for (int j = b0; j < b1; ++j)"):
-                        e("const S dx = pax - bsx[j - b0], dy = pay - bsy[j - b0], "
-                          "dz = paz - bsz[j - b0];")
+                        e("const double* SB = SP + 4 * j;")
+                        e("const S qbx = S(SB[0]), qby = S(SB[1]), qbz = S(SB[2]);")
+                        e("const S dx = pax - qbx, dy = pay - qby, dz = paz - qbz;")
                         e("const S d2 = dx * dx + dy * dy + dz * dz;")
-                        e("const double rr = ra + SP[4 * j + 3];")
-                        if check:
+                        e("const double rr = ra + SB[3];")
+                        if check:  # only a pair that may be nearer than the smallest yet
+                            e("const double reach = clear + rr;")
+                            e("if (reach <= 0.0 || d2 > reach * reach * (1.0 + 1e-9)) continue;")
                             e("const S d = sqrt(d2) - S(rr);")
                             e("if (d < clear) { clear = d; which = (long long)i * NS + j; }")
                         else:
@@ -478,28 +548,41 @@ def _emit_self(e, cc: CollisionChain, nc: int, check: bool, any_):
                               "bdy_); bdz_ = r2ik_sel(nearer, dz, bdz_);")
                             e("bpx_ = r2ik_sel(nearer, pax, bpx_); bpy_ = r2ik_sel(nearer, pay, "
                               "bpy_); bpz_ = r2ik_sel(nearer, paz, bpz_);")
-                            e("bqx_ = r2ik_sel(nearer, bsx[j - b0], bqx_); bqy_ = r2ik_sel("
-                              "nearer, bsy[j - b0], bqy_); bqz_ = r2ik_sel(nearer, bsz[j - b0], "
-                              "bqz_);")
+                            e("bqx_ = r2ik_sel(nearer, qbx, bqx_); bqy_ = r2ik_sel(nearer, qby, "
+                              "bqy_); bqz_ = r2ik_sel(nearer, qbz, bqz_);")
                 if not check:
                     with e.block(f"if ({any_('bd_ < thr')})"):
                         _emit_self_penalty(e, cc, nc, any_)
 
 
+def _place_rel(e, ptr: str, out: str):
+    """``out``x/y/z = the point ``ptr[0..2]`` of node a in node b's frame (``rR``, ``rp``)."""
+    for a, x in enumerate("xyz"):
+        e(f"const S {out}{x} = rp[{a}] + rR[{3 * a}] * S({ptr}[0]) + rR[{3 * a + 1}] * "
+          f"S({ptr}[1]) + rR[{3 * a + 2}] * S({ptr}[2]);")
+
+
 def _emit_self_penalty(e, cc: CollisionChain, nc: int, any_):
     """The penalty row of a group pair's nearest sphere pair (distance ``bd_``, centres
-    ``bp_`` on node ``na`` and ``bq_`` on ``nb``, difference ``bd?_``): :func:`_emit_penalty`."""
+    ``bp_`` (of link a) and ``bq_`` (of link b), difference ``bd?_``, all in node b's frame,
+    turned into the base frame here): :func:`_emit_penalty`."""
     e("const S d = r2ik_sel(bd_ < thr, bd_, S(1e30));  // a lane with no pair adds nothing")
 
     def rows():
         _emit_row(e, cc, "na", "pa", "n", "+")
         _emit_row(e, cc, "nb", "pb", "n", "-")
-    _emit_penalty(e, nc, any_, (
-        "const S nx = r2ik_sel(bdist_ > S(1e-12), bdx_ / bdist_, S(0)), "
-        "ny = r2ik_sel(bdist_ > S(1e-12), bdy_ / bdist_, S(0)), "
-        "nz = r2ik_sel(bdist_ > S(1e-12), bdz_ / bdist_, S(1));",
-        "const S pax = bpx_, pay = bpy_, paz = bpz_, pbx = bqx_, pby = bqy_, pbz = bqz_;"),
-        rows)
+    setup = [
+        "const S ux = r2ik_sel(bdist_ > S(1e-12), bdx_ / bdist_, S(0)), "
+        "uy = r2ik_sel(bdist_ > S(1e-12), bdy_ / bdist_, S(0)), "
+        "uz = r2ik_sel(bdist_ > S(1e-12), bdz_ / bdist_, S(1));"]
+    for a, x in enumerate("xyz"):
+        setup.append(f"const S n{x} = Rb[{3 * a}] * ux + Rb[{3 * a + 1}] * uy + "
+                     f"Rb[{3 * a + 2}] * uz;")
+    for p, q in (("pa", "bp"), ("pb", "bq")):
+        for a, x in enumerate("xyz"):
+            setup.append(f"const S {p}{x} = fp[nb][{a}] + Rb[{3 * a}] * {q}x_ + "
+                         f"Rb[{3 * a + 1}] * {q}y_ + Rb[{3 * a + 2}] * {q}z_;")
+    _emit_penalty(e, nc, any_, tuple(setup), rows)
 
 
 def _link_bound(e, c: str, node: str, ptr: str, out: str):
@@ -544,8 +627,7 @@ def _emit_world(e, cc: CollisionChain, nc: int, check: bool, any_):
                 e(f"const S {var}far = sqrt({var}q2) - S(orad + {rad});")
                 _emit_bound(e, check, f"{var}far")
             e("continue;")
-        e(f"const S {var} = r2ik_sdf<S>(ob, {prefix}x, {prefix}y, {prefix}z, gx, gy, gz) - "
-          f"S({rad});")
+        e(f"const S {var} = r2ik_dist<S>(ob, {prefix}x, {prefix}y, {prefix}z) - S({rad});")
         with e.block(f"if (!{any_(f'{var} < thr')})"):
             _emit_bound(e, check, var)
             e("continue;")
@@ -554,12 +636,13 @@ def _emit_world(e, cc: CollisionChain, nc: int, check: bool, any_):
         e("const double* ob = obs + 16 * o;")
         e("const double orad = ORAD[o];  // its bounding sphere (-1: a half-space)")
         e("const S ox = S(ob[10]), oy = S(ob[11]), oz = S(ob[12]);")
-        if not check:  # the whole robot's bound first (the check takes it link by link)
-            e("const S rqx = rbx - ox, rqy = rby - oy, rqz = rbz - oz;")
-            e("const S rlim = thr + S(orad) + rbr;")
+        if not check:  # the whole robot's box first (the check takes it link by link)
+            e("const S rqx = r2ik_sel(ox < lox, lox - ox, r2ik_sel(ox > hix, ox - hix, S(0)));")
+            e("const S rqy = r2ik_sel(oy < loy, loy - oy, r2ik_sel(oy > hiy, oy - hiy, S(0)));")
+            e("const S rqz = r2ik_sel(oz < loz, loz - oz, r2ik_sel(oz > hiz, oz - hiz, S(0)));")
+            e("const S rlim = thr + S(orad);")
             e(f"if (orad >= 0.0 && !{any_('rqx * rqx + rqy * rqy + rqz * rqz < rlim * rlim')}) "
               "continue;")
-        e("S gx, gy, gz;")
         with e.block("for (int c = 0; c < NL; ++c)"):
             e("const double* L = LK + R2IK_LW * c;")
             e("if (L[3] != 0.0 || SKP[o * NL + c] != 0.0) continue;  // rigid with the base, "
@@ -572,8 +655,7 @@ def _emit_world(e, cc: CollisionChain, nc: int, check: bool, any_):
                 _place(e, "nd", "(GI + 2)", "gg")
                 bound("gg", "GI[5]", "gd")
                 if not check:  # the group's nearest sphere gives its row
-                    e("S wd_ = thr, wgx_ = S(0), wgy_ = S(0), wgz_ = S(1), wpx_ = S(0), "
-                      "wpy_ = S(0), wpz_ = S(0);")
+                    e("S wd_ = thr, wpx_ = S(0), wpy_ = S(0), wpz_ = S(0);")
                     e("// fw_: nothing more to look for in this lane (a sphere that penetrates, or "
                       "the group is apart)")
                     e("S fw_ = r2ik_sel(gd < thr, S(0), S(1));")
@@ -596,7 +678,7 @@ def _emit_world(e, cc: CollisionChain, nc: int, check: bool, any_):
                         e("const S sreach = S(orad + rs) + wd_;")
                         e(f"if (orad >= 0.0 && !{any_('(fw_ < S(0.5)) & (sq2 < sreach * sreach)')})"
                           " continue;")
-                    e("const S d = r2ik_sdf<S>(ob, pcx, pcy, pcz, gx, gy, gz) - S(rs);")
+                    e("const S d = r2ik_dist<S>(ob, pcx, pcy, pcz) - S(rs);")
                     if check:
                         e("if (d < clear) { clear = d; which = (long long)NS * NS + "
                           "(long long)s * n_obs + o; }")
@@ -605,8 +687,6 @@ def _emit_world(e, cc: CollisionChain, nc: int, check: bool, any_):
                         e("const auto nearer = (fw_ < S(0.5)) & (d < wd_);")
                         e("fw_ = r2ik_sel(nearer & (d < S(0)), S(1), fw_);")
                         e("wd_ = r2ik_sel(nearer, d, wd_);")
-                        e("wgx_ = r2ik_sel(nearer, gx, wgx_); wgy_ = r2ik_sel(nearer, gy, wgy_); "
-                          "wgz_ = r2ik_sel(nearer, gz, wgz_);")
                         e("wpx_ = r2ik_sel(nearer, pcx, wpx_); wpy_ = r2ik_sel(nearer, pcy, "
                           "wpy_); wpz_ = r2ik_sel(nearer, pcz, wpz_);")
                 if not check:
@@ -614,8 +694,10 @@ def _emit_world(e, cc: CollisionChain, nc: int, check: bool, any_):
                         e("const S d = r2ik_sel(wd_ < thr, wd_, S(1e30));  // (no sphere: "
                           "nothing)")
                         _emit_penalty(e, nc, any_, (
-                            "const S gwx = wgx_, gwy = wgy_, gwz = wgz_;",
-                            "const S pwx = wpx_, pwy = wpy_, pwz = wpz_;"),
+                            "const S pwx = wpx_, pwy = wpy_, pwz = wpz_;",
+                            "// the nearest sphere's gradient (where it was found: the same "
+                            "values)",
+                            "S gwx, gwy, gwz; r2ik_sdf<S>(ob, pwx, pwy, pwz, gwx, gwy, gwz);"),
                             lambda: _emit_row(e, cc, "nd", "pw", "gw", "+"))
 
 
@@ -641,11 +723,13 @@ def _emit_body(e, cc: CollisionChain, nc: int, check: bool, any_):
     _emit_self(e, cc, nc, check, any_)
     with e.block("if (n_obs > 0)"):
         if not check:
-            e("// a sphere around every moving link's bound (none beyond LBMAX links)")
-            e("S rbx = S(0), rby = S(0), rbz = S(0), rbr = S(1e30);")
+            e("// the box around every moving link's bound (none beyond LBMAX links: "
+              "unbounded)")
+            e("S lox = S(-1e30), loy = S(-1e30), loz = S(-1e30), hix = S(1e30), "
+              "hiy = S(1e30), hiz = S(1e30);")
             with e.block(f"if (NL <= {LBMAX})"):
-                e("S lox = S(1e30), loy = S(1e30), loz = S(1e30), hix = S(-1e30), "
-                  "hiy = S(-1e30), hiz = S(-1e30);")
+                e("lox = S(1e30); loy = S(1e30); loz = S(1e30); hix = S(-1e30); "
+                  "hiy = S(-1e30); hiz = S(-1e30);")
                 with e.block("for (int c = 0; c < NL; ++c)"):
                     e("if (LK[R2IK_LW * c + 3] != 0.0) continue;")
                     e("const S r = S(LK[R2IK_LW * c + 7]);")
@@ -655,10 +739,6 @@ def _emit_body(e, cc: CollisionChain, nc: int, check: bool, any_):
                       "hiy = r2ik_sel(kby[c] + r > hiy, kby[c] + r, hiy);")
                     e("loz = r2ik_sel(kbz[c] - r < loz, kbz[c] - r, loz); "
                       "hiz = r2ik_sel(kbz[c] + r > hiz, kbz[c] + r, hiz);")
-                e("rbx = S(0.5) * (lox + hix); rby = S(0.5) * (loy + hiy); "
-                  "rbz = S(0.5) * (loz + hiz);")
-                e("const S ex = hix - lox, ey = hiy - loy, ez = hiz - loz;")
-                e("rbr = S(0.5) * sqrt(ex * ex + ey * ey + ez * ez);  // the box's half diagonal")
         _emit_world(e, cc, nc, check, any_)
 
 
@@ -682,7 +762,8 @@ R2IK_FN void r2ik_rank1(S* H, S* g, const S* jr, const S rv) {{
     common = "const double* R2IK_RESTRICT obs, const long long n_obs, const bool self_on"
     e("template <typename S>")
     with e.block(f"R2IK_FN S r2ik_coll({qargs}, {common}, const S margin, const S act, "
-                 "const S wgt, S& clear, S* R2IK_RESTRICT H, S* R2IK_RESTRICT g)"):
+                 "const S wgt, S& clear, S* R2IK_RESTRICT H, S* R2IK_RESTRICT g, "
+                 "const S* R2IK_RESTRICT trig)"):
         e(f"for (int i = 0; i < {nc * nc}; ++i) H[i] = S(0);")
         e(f"for (int i = 0; i < {nc}; ++i) g[i] = S(0);")
         e("S cost = S(0);")
