@@ -41,7 +41,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "test"))
 import numpy as np
 
 from common import banner, timeit
-from ros2_ik import load_robot
+from ros2_ik import load_robot, robots
 from ros2_ik.kinematics import fk_frames, pose_error, pose_to_pq
 from ros2_ik.ros.robot import default_tip_of
 from ros2_ik.ros.params import Settings, ik_config
@@ -90,15 +90,17 @@ def _round_trips(domain: int, tmpdir: str, calls: int, rounds: int, targets) -> 
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def _moveit_request(model, tip):
+def _moveit_request(model, tip, robot):
     """``pq (1, 7), avoid -> GetPositionIK.Request`` as srv_kinematics_plugin builds it (group,
     its tip, the pose in the base frame, the current state), or None without moveit_msgs."""
     try:
         from moveit_msgs.srv import GetPositionIK
     except ImportError:
         return None
-    srdf = model.memo_peek("model.srdf", "bundled")  # (the bundled robot's SRDF)
-    group = next(iter(srdf.group_names if srdf is not None else ()), "")
+    from ros2_ik.model import parse_srdf
+
+    text = robots.srdf_string(robot)  # (the bundled robot's SRDF)
+    group = next(iter(parse_srdf(text).group_names if text else ()), "")
 
     def build(pq, avoid):
         req = GetPositionIK.Request()
@@ -163,7 +165,14 @@ def main(argv=None) -> int:
         node.wait_for_log("]: ready: ", 240)
 
         # ---- 1. single goal, the node's default options
-        q1 = model.random_q(rng, 1)
+        # a goal whose known answer keeps 3 cm clear of the robot itself, so that the
+        # collision-aware rows time a solve that succeeds (not a search that cannot)
+        from ros2_ik.ik.collision import clearance, default_collision_model
+        s0 = Settings.from_values({})
+        cm = default_collision_model(model, robots.srdf_string(args.robot),
+                                     within=s0.collision_margin)
+        Q = model.random_q(rng, 200)
+        q1 = Q[np.nonzero(clearance(model, cm, Q)[0] >= 0.03)[0][:1]]
         T1 = np.asarray(fk_frames(model, q1, [tip]))[:, 0]
         pq1 = pose_to_pq(T1)
         req_c = ik_request(pq1, compact_response=True)
@@ -177,15 +186,11 @@ def main(argv=None) -> int:
         # collision-aware: the robot's collision model (bundled SRDF spheres and pairs), the
         # node's margin, no obstacles
         from ros2_ik import IKSolver
-        from ros2_ik.ik.collision import default_collision_model
-        s0 = Settings.from_values({})
         cfg_c = ik_config(Settings.from_values({"timeout": 60.0}), avoid_collisions=True)
-        cm = default_collision_model(model, model.memo_peek("model.srdf", "bundled"),
-                                     within=s0.collision_margin)
         coll_solver = IKSolver(model, [tip], cfg_c, collision=cm)
         bare_c = _median_call(lambda: coll_solver.solve(T1[:, None], seeds=seed), args.calls)
         rc = client.call(client.ik, ik_request(pq1, compact_response=True, collisions=1))
-        moveit = _moveit_request(model, tip)
+        moveit = _moveit_request(model, tip, args.robot)
         # the baseline: the simplest rclpy ComputeIK server around the same prepared solve, in
         # its own process
         import subprocess
