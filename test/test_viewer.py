@@ -1,7 +1,10 @@
 """The browser viewer (``ros2_ik_viewer``) through its Python API, the API the page's gizmos
 call: answers verified by FK here (independently of the viewer's own check), unreachable goals,
 several tips, collision avoidance against a world, a trajectory seed, a reach map, bad input,
-and the viewer attached to a running node. The browser itself: ``test_viewer_browser.py``."""
+and the viewer attached to a running node. What it opens on: a solved answer clear of the robot
+itself and the world (the bundled robots and example-robot-data's UR5, with and without its
+meshes, on a table with a box), or "no answer yet" with nothing drawn as the answer; an
+unsolved result is never drawn as the answer. The browser itself: ``test_viewer_browser.py``."""
 
 from __future__ import annotations
 
@@ -44,6 +47,37 @@ def _color(ball):
     return tuple(int(c) for c in ball.color)
 
 
+#: a table (half-space at z = 0, the robot standing on it) and a box beside the robot
+TABLE_AND_BOX = World().add(
+    Obstacle.make("table", "halfspace", (), [0, 0, 0, 0, 0, 0, 1]),
+    Obstacle.make("box", "box", (0.2, 0.3, 0.3), [0.55, 0.3, 0.15, 0, 0, 0, 1]))
+
+
+def _drawn_at(view, model, q) -> bool:
+    """Whether every link of a robot drawn on the page stands where FK puts it at ``q``."""
+    return all(np.allclose(f.position, _pose(model, q, link)[:3, 3], atol=1e-6)
+               for link, f in view.frames.items())
+
+
+def _assert_opened_on_a_clear_answer(v, cm, world):
+    """The viewer's opening: a solved answer (FK here), within the limits, clear of the robot
+    itself and the world by the margin (``cm``, built here), drawn solid; no attempt drawn."""
+    m, cfg = v.model, v.config
+    sol = v.solution
+    assert sol is not None and sol.success and v.answer is sol, v.status_md.content
+    assert sol.status == "CONVERGED" and "no answer yet" not in v.status_md.content
+    q = sol.q
+    assert np.all(q >= m.lower - 1e-9) and np.all(q <= m.upper + 1e-9)
+    for pe, oe in _errors(m, q, {t: v.goals[t] for t in v.tips}):  # the goals at its tips
+        assert pe <= cfg.position_tolerance and oe <= cfg.orientation_tolerance
+    c = float(clearance(m, cm, q[None], world)[0][0])
+    assert c >= cfg.collision_margin, c
+    assert v.robot.visible and not v.attempt_robot.visible and not v.attempt_label.visible
+    assert _drawn_at(v.robot, m, q)
+    np.testing.assert_array_equal(v.q, q)
+    assert all(_color(b) == COLORS["ok"] for b in v.balls.values())
+
+
 @pytest.fixture
 def panda_viewer():
     v = _viewer()
@@ -82,12 +116,18 @@ def test_an_unreachable_goal_is_red_and_the_robot_stays(panda_viewer):
     v = panda_viewer
     tip = v.tips[0]
     q0 = v.q.copy()
+    opened = v.solution
     far = np.eye(4)
     far[:3, 3] = (3.0, 0.0, 0.4)
     ans = v.set_goal(tip, far)
     assert not ans.success and ans.status != "CONVERGED"
     assert _color(v.balls[tip]) == COLORS["failed"]
     np.testing.assert_array_equal(v.q, q0)  # the next solve starts from the last good answer
+    # the robot still shows the last answer; the attempt is drawn apart, and said to be one
+    assert v.solution is opened and v.robot.visible and _drawn_at(v.robot, v.model, q0)
+    assert v.attempt_robot.visible and _drawn_at(v.attempt_robot, v.model, ans.q)
+    assert v.attempt_label.visible and "last attempt" in v.attempt_label.text
+    assert "last attempt" in v.status_md.content and "no answer yet" not in v.status_md.content
     with pytest.raises(ValueError, match="tips"):
         v.set_goal("no_such_link", far)
     bad = far.copy()
@@ -165,6 +205,129 @@ def test_collision_avoidance_against_a_world():
         v.close()
 
 
+@pytest.mark.parametrize("name", robots.names())
+def test_it_opens_on_a_solved_answer_clear_of_itself_and_the_world(name):
+    """Every bundled robot on a table with a box, collision avoidance on: the viewer opens on
+    a configuration clear of both (the bundled UR's mid-range configuration lies on the table:
+    another is taken), its goals at its tips, solved."""
+    m = load_robot(name)
+    cm = default_collision_model(m, within=IKConfig().collision_margin)
+    mid = float(clearance(m, cm, m.neutral_q()[None], TABLE_AND_BOX)[0][0])
+    v = Viewer(m, robots.urdf_string(name), port=0, world=TABLE_AND_BOX, avoid_collisions=True)
+    try:
+        _assert_opened_on_a_clear_answer(v, cm, TABLE_AND_BOX)
+        if name == "ur":
+            assert mid < 0  # the issue's case: the mid-range configuration is not clear
+        if mid < IKConfig().collision_margin:
+            assert "the mid-range one is not" in v.status_md.content
+            assert not np.array_equal(v.solution.q, m.neutral_q())
+    finally:
+        v.close()
+
+
+def test_with_no_clear_configuration_no_answer_is_drawn():
+    """A world that holds the whole robot: no configuration is clear, the page says "no answer
+    yet" and draws none; an attempt that fails is drawn apart; an answer found without
+    avoidance is dropped when avoidance finds none and it collides."""
+    m = load_robot("panda")
+    world = World().add(Obstacle.make("crate", "box", (4.0, 4.0, 4.0), [0, 0, 0, 0, 0, 0, 1]))
+    v = Viewer(m, robots.urdf_string("panda"), port=0, world=world, avoid_collisions=True)
+    try:
+        tip = v.tips[0]
+        assert v.solution is None and v.answer is None and v.answers == 0
+        assert v.status_md.content.startswith("**no answer yet**")
+        assert "no configuration" in v.status_md.content
+        assert not v.robot.visible and not v.attempt_robot.visible
+        T = _pose(m, m.neutral_q(), tip)
+        ans = v.set_goal(tip, T)
+        assert not ans.success and v.solution is None
+        assert not v.robot.visible and v.attempt_robot.visible and v.attempt_label.visible
+        assert "no answer yet" in v.status_md.content
+        v.avoid.value = False  # re-solved without avoidance: an answer, drawn
+        assert v.wait_answers(2, 60) and v.answer.success and v.solution is v.answer
+        assert v.robot.visible and not v.attempt_robot.visible
+        n = v.answers
+        v.avoid.value = True  # with avoidance again: none, and the last one collides
+        assert v.wait_answers(n + 1, 60) and not v.answer.success
+        assert v.solution is None and not v.robot.visible
+        assert "no answer yet" in v.status_md.content
+    finally:
+        v.close()
+
+
+def _ur5():
+    """example-robot-data's UR5: (URDF text, the directory its package:// meshes are under)."""
+    from importlib import metadata
+    from pathlib import Path
+
+    try:
+        dist = metadata.distribution("example-robot-data")
+    except metadata.PackageNotFoundError:
+        pytest.skip("example-robot-data is not installed; run make setup")
+    share = Path(dist.locate_file("")) / "cmeel.prefix" / "share"
+    urdf = share / "example-robot-data/robots/ur_description/urdf/ur5_robot.urdf"
+    return urdf.read_text(), share
+
+
+@pytest.mark.parametrize("avoid", [True, False], ids=["avoid", "no-avoid"])
+def test_a_ur5_from_its_urdf_opens_clear_of_the_table_and_the_box(avoid):
+    """The issue's robot: example-robot-data's UR5 with its meshes, on a table with a box. Its
+    mid-range configuration lies on the table and through the box; the viewer opens on one
+    clear of both (judged on the collision model built here from its meshes), solved, with
+    avoidance on or off; an unreachable goal then leaves that answer drawn."""
+    from ros2_ik.model import Model
+
+    text, share = _ur5()
+    m = Model.from_urdf(text, base="base_link", tips=["tool0"])
+    cm = default_collision_model(m, within=IKConfig().collision_margin, search_path=[str(share)])
+    assert not cm.missing
+    assert float(clearance(m, cm, m.neutral_q()[None], TABLE_AND_BOX)[0][0]) < 0
+    v = Viewer(m, text, port=0, world=TABLE_AND_BOX, mesh_path=[str(share)],
+               avoid_collisions=avoid)
+    try:
+        assert len(v.robot.frames) >= 6  # its meshes are drawn
+        _assert_opened_on_a_clear_answer(v, cm, TABLE_AND_BOX)
+        opened = v.solution.q.copy()
+        far = np.eye(4)
+        far[:3, 3] = (3.0, 0.0, 0.4)
+        ans = v.set_goal("tool0", far)
+        assert not ans.success and v.solution is not None and v.robot.visible
+        np.testing.assert_array_equal(v.solution.q, opened)
+        assert _drawn_at(v.robot, m, opened) and _drawn_at(v.attempt_robot, m, ans.q)
+    finally:
+        v.close()
+
+
+def test_a_ur5_without_its_meshes(monkeypatch):
+    """The UR5's URDF with its meshes nowhere to be found: without avoidance it opens on a
+    configuration whose link origins keep the margin from the table and the box, solved; with
+    avoidance the collision model cannot keep its promise: "no answer yet", nothing drawn as
+    the answer, and the reason on the page."""
+    from ros2_ik.ik.collision import sdf
+    from ros2_ik.kinematics import fk
+    from ros2_ik.model import Model
+
+    monkeypatch.delenv("ROS2_IK_MESH_PATH", raising=False)
+    text, _ = _ur5()
+    m = Model.from_urdf(text, base="base_link", tips=["tool0"])
+    v = Viewer(m, text, port=0, world=TABLE_AND_BOX)
+    try:
+        assert v.solution is not None and v.solution.success, v.status_md.content
+        moving = [m.link_index(n) for n in ("upper_arm_link", "forearm_link", "wrist_1_link",
+                                            "wrist_2_link", "wrist_3_link", "tool0")]
+        P = np.asarray(fk(m, v.solution.q[None]))[0, moving, :3, 3]
+        assert np.asarray(sdf(TABLE_AND_BOX.packed(), P)[0]).min() >= IKConfig().collision_margin
+    finally:
+        v.close()
+    v = Viewer(m, text, port=0, world=TABLE_AND_BOX, avoid_collisions=True)
+    try:
+        assert v.solution is None and v.answer is not None and not v.answer.success
+        assert v.status_md.content.startswith("**no answer yet**")
+        assert "no spheres" in v.status_md.content and not v.robot.visible
+    finally:
+        v.close()
+
+
 def test_trajectory_seed_and_reach_map(panda_viewer, tmp_path):
     v = panda_viewer
     m, tip = v.model, v.tips[0]
@@ -183,6 +346,12 @@ def test_trajectory_seed_and_reach_map(panda_viewer, tmp_path):
     link = next(iter(v.robot.frames))
     np.testing.assert_allclose(v.robot.frames[link].position, _pose(m, traj[5], link)[:3, 3],
                                atol=1e-6)
+    # a node that was not solved is drawn apart, as an attempt, never on the robot
+    v.trajectory_ok[6] = False
+    v.scrub.value = 6
+    v._scrub()
+    assert not v.robot.visible and v.attempt_robot.visible
+    assert _drawn_at(v.attempt_robot, m, traj[6]) and "node 6" in v.attempt_label.text
 
     from ros2_ik.reach import Sphere, Study, StudyConfig, grid_targets, run_study
 

@@ -2,6 +2,12 @@
 tip, the live answer with its status and errors, the seed it started from, a trajectory seed
 played back, a reach-study map, and the collision model and world.
 
+The robot drawn solid is always a solved answer: the viewer opens on a configuration within the
+limits and clear of the robot itself and the world (:func:`opening_configuration`, checked on the
+collision model), its tips' goals at that configuration, solved; a solve that fails leaves the
+last answer where it is and draws its own result apart, see-through red and labelled "last
+attempt" (with no answer yet, that is all that is drawn).
+
 Built on viser (a 3D viewer served to a browser over a websocket, made for robotics; PyRoki's
 and cuRobo v2's viewers use it) and yourdfpy (the URDF's visual meshes). Every link is placed by
 ros2_ik's own FK (one source of truth for poses: floating, planar and mimic joints included);
@@ -20,14 +26,17 @@ import numpy as np
 
 from ..ik import IKConfig
 from ..kinematics import fk, fk_frames, matrix_to_quat, quat_to_matrix
+from ..model.joint_types import JointType
 from .solvers import Answer, CoreSolver, check_answer
 
-__all__ = ["Viewer", "COLORS"]
+__all__ = ["Viewer", "COLORS", "opening_configuration"]
 
 #: goal / status colours (RGB 0-255): solved, only colliding answers, not solved, not yet
 COLORS = {"ok": (40, 200, 60), "collision": (255, 140, 0), "failed": (230, 30, 30),
           "none": (170, 170, 170)}
 SEED_COLOR = (120, 140, 255)
+#: the last attempt when it was not solved (see-through, apart from the answer)
+ATTEMPT_COLOR = (230, 30, 30)
 
 
 def _wxyz(R) -> tuple:
@@ -49,6 +58,62 @@ def _status_color(answer: Answer | None):
     if answer.success:
         return COLORS["ok"]
     return COLORS["collision"] if answer.status == "IN_COLLISION" else COLORS["failed"]
+
+
+def _bare_links(model, collision) -> list:
+    """Links of ``model`` that some joint moves but that carry no sphere of ``collision`` (their
+    geometry could not be found, or they declare none): their origins are checked instead."""
+    have = {int(v) for v in np.asarray(collision.links)[np.asarray(collision.sphere_link)]}
+    return [l for l in range(1, model.num_links) if l not in have and any(
+        model.joint_type[a] != JointType.FIXED for a in model.ancestors(l))]
+
+
+def opening_configuration(model, collision, world=None, *, clear: float, samples: int = 2048,
+                          rng_seed: int = 0):
+    """Where the viewer opens: a configuration within the limits whose collision model keeps
+    ``clear`` [m] from the robot itself and from ``world`` (and, for moving links without
+    spheres, whose origins keep it from ``world``): the mid-range configuration when it does,
+    else the first of ``samples`` random ones taken ever further from it (a fixed draw: the
+    same on every run). Returns ``(q (nq,), text)``, ``q`` None when none is clear; ``text``
+    says what was found, in words."""
+    from ..ik.collision import clearance, sdf  # noqa: PLC0415
+
+    q0 = model.neutral_q()
+    R = model.random_q(np.random.default_rng(rng_seed), samples)
+    Q = q0 + np.linspace(0.0, 1.0, samples + 1)[1:, None] * (R - q0)  # between two in limits
+    for st in model.floating_q_starts:
+        quat = Q[:, st + 3:st + 7]
+        n = np.linalg.norm(quat, axis=1, keepdims=True)
+        Q[:, st + 3:st + 7] = np.where(n > 1e-6, quat / np.maximum(n, 1e-12), R[:, st + 3:st + 7])
+    Q = np.vstack([q0[None], Q])
+    bare = _bare_links(model, collision) if world is not None and len(world) else []
+    what = "the robot itself and the world" if world is not None and len(world) else \
+        "the robot itself"
+    best, nearest = -np.inf, ""
+    for lo in range(0, len(Q), 256):
+        chunk = Q[lo:lo + 256]
+        d, k, describe = clearance(model, collision, chunk, world, reach=clear)
+        d = np.asarray(d, dtype=np.float64)
+        dp = np.full(len(chunk), np.inf)
+        if bare:
+            P = np.asarray(fk(model, chunk, check=False))[:, bare][..., :3, 3]  # (B, n, 3)
+            dp = np.asarray(sdf(world.packed(), P)[0]).min(axis=(1, 2))
+        ok = np.nonzero(np.minimum(d, dp) >= clear)[0]
+        if len(ok):
+            i = int(ok[0])
+            where = "the mid-range configuration" if lo + i == 0 else \
+                f"configuration {lo + i} of {len(Q)} tried (the mid-range one is not)"
+            how = " (links without spheres: by their origins)" if bare and collision.missing \
+                else ""
+            return chunk[i].copy(), (f"{where}, clear of {what} by {1e3 * clear:g} mm on the "
+                                     f"collision model{how}")
+        j = int(np.argmax(np.minimum(d, dp)))
+        if min(d[j], dp[j]) > best:
+            best = float(min(d[j], dp[j]))
+            nearest = describe(int(k[j])) if d[j] <= dp[j] else "a link's origin and the world"
+    return None, (f"no configuration within the limits was found clear of {what} by "
+                  f"{1e3 * clear:g} mm ({len(Q)} tried; the clearest: {1e3 * best:.1f} mm, "
+                  f"{nearest})")
 
 
 def load_visuals(urdf_text: str, mesh_path=()) -> dict:
@@ -91,6 +156,7 @@ class RobotView:
     def __init__(self, server, root: str, model, visuals: dict, color=None, opacity=None):
         self.server, self.model, self.root = server, model, root
         self.frames = {}
+        self._visible = True
         for link, items in visuals.items():
             try:
                 model.link_index(link)
@@ -120,12 +186,14 @@ class RobotView:
 
     @property
     def visible(self) -> bool:
-        return all(f.visible for f in self.frames.values())
+        """Whether it is drawn (as set; a robot with no visual found draws nothing either way)."""
+        return self._visible
 
     @visible.setter
     def visible(self, on: bool) -> None:
+        self._visible = bool(on)
         for f in self.frames.values():
-            f.visible = bool(on)
+            f.visible = self._visible
 
 
 class Viewer:
@@ -141,11 +209,19 @@ class Viewer:
             "avoid collisions" is on).
         reach_dir: a reach study's output folder (``voxels.npz``), shown as a point cloud.
         host, port: where the page is served (port 0: a free one; see :attr:`url`).
+        open_timeout: [s] how long the constructor waits for the opening answer (a robot's
+            first solve may build its compiled kernels); one that comes later is shown then.
+
+    It opens on :func:`opening_configuration` (the goals at its tips, solved): :attr:`solution`
+    is that answer, or None with "no answer yet" on the page when no clear configuration is
+    found or the solve fails. :attr:`answer` is the last solve's result, solved or not;
+    :attr:`q` the configuration the next solve starts from (the last answer's).
     """
 
     def __init__(self, model, urdf_text: str, *, solver=None, tips=None, config=None,
                  world=None, collision=None, reach_dir=None, mesh_path=(),
-                 host: str = "127.0.0.1", port: int = 8080, avoid_collisions: bool = False):
+                 host: str = "127.0.0.1", port: int = 8080, avoid_collisions: bool = False,
+                 open_timeout: float = 120.0):
         import viser  # noqa: PLC0415 - the optional extra 'viewer'
 
         self.model = model
@@ -158,8 +234,11 @@ class Viewer:
         self.config = config or IKConfig(num_seeds=32, timeout=0.2)
         self.server = viser.ViserServer(host=host, port=port, verbose=False)
         self.host, self.port = host, self.server.get_port()
-        self.q = model.neutral_q()
-        self.answer: Answer | None = None
+        self.q = model.neutral_q()          # where the next solve starts
+        self.answer: Answer | None = None   # the last solve's result, solved or not
+        #: the answer drawn (solid): the last solved one; None: no answer yet
+        self.solution: Answer | None = None
+        self._solution_avoided = False      # solved with collision avoidance on
         self.answers = 0                    # solves answered so far
         self.trajectory: np.ndarray | None = None
         self._lock = threading.Lock()
@@ -177,9 +256,17 @@ class Viewer:
         self.robot = RobotView(self.server, "/robot", model, visuals)
         self.seed_robot = RobotView(self.server, "/seed", model, visuals, color=SEED_COLOR,
                                     opacity=0.35)
-        self.robot.show(self.q)
-        self.seed_robot.show(self.q)
-        self.seed_robot.visible = False
+        #: the last attempt when it was not solved (never the answer), labelled so
+        self.attempt_robot = RobotView(self.server, "/attempt", model, visuals,
+                                       color=ATTEMPT_COLOR, opacity=0.3)
+        self.attempt_label = s.add_label("/attempt_label", "last attempt (not solved)")
+        start, self.opening = self._opening_configuration()
+        if start is not None:
+            self.q = start
+        for view in (self.robot, self.seed_robot, self.attempt_robot):
+            view.show(self.q)
+            view.visible = False  # the answer shows once it is solved
+        self.attempt_label.visible = False
         T0 = np.asarray(fk_frames(model, self.q[None], self.tips))[0]
         self.goals = {t: T0[k] for k, t in enumerate(self.tips)}
         self.gizmos = {}
@@ -194,10 +281,26 @@ class Viewer:
         self._draw_world()
         self.frame_camera()
         self._spheres = []
-        self._build_gui()
+        self._build_gui(avoid_collisions)
         if reach_dir:
             self.show_reach(reach_dir)
-        self.avoid.value = bool(avoid_collisions)
+        if start is None:
+            self.status_md.content = f"**no answer yet** · {self.opening}; drag a goal to solve"
+        else:
+            self.request(dict(self.goals))
+            self.wait_answers(1, open_timeout)
+
+    def _opening_configuration(self):
+        """(q or None, text): :func:`opening_configuration` on the solver's collision model,
+        clear by the margin and the activation band (no penalty at the start)."""
+        cfg = self.config
+        try:
+            cm = self.solver.collision_model()
+            return opening_configuration(self.model, cm, self.world,
+                                         clear=cfg.collision_margin + cfg.collision_activation)
+        except Exception as exc:  # noqa: BLE001 - said on the page; the mid-range one is tried
+            return self.model.neutral_q(), (f"the mid-range configuration (not checked for "
+                                            f"collisions: {type(exc).__name__}: {exc})")
 
     # ------------------------------------------------------------------ page
     def frame_camera(self) -> None:
@@ -214,7 +317,7 @@ class Viewer:
     def url(self) -> str:
         return f"http://{self.host}:{self.port}"
 
-    def _build_gui(self) -> None:
+    def _build_gui(self, avoid_collisions: bool = False) -> None:
         gui = self.server.gui
         gui.add_markdown(f"**ros2_ik** · {self.model.name} · {self.model.nq} joints · "
                          f"answers from {self.solver.label}")
@@ -224,7 +327,7 @@ class Viewer:
         self.warnings_text = ("**collision model:** " + " · ".join(warned)) if warned else ""
         if warned:
             self.warnings_md = gui.add_markdown(self.warnings_text)
-        self.avoid = gui.add_checkbox("avoid collisions", False,
+        self.avoid = gui.add_checkbox("avoid collisions", bool(avoid_collisions),
                                       hint="solve clear of the robot itself and the world")
         self.show_seed = gui.add_checkbox("show seed", False,
                                           hint="the configuration the last solve started from")
@@ -292,40 +395,90 @@ class Viewer:
                     self._busy = False
                     self._cond.notify_all()
                     return
-            cfg = self._config()
-            try:
-                ans = self.solver.solve(goals, self.q.copy(), cfg)
-            except Exception as exc:  # noqa: BLE001 - shown on the page, the viewer goes on
-                ans = Answer(q=self.q.copy(), seed=self.q.copy(), status="ERROR",
-                             success=False, position_error=float("nan"),
-                             orientation_error=float("nan"),
-                             message=f"{type(exc).__name__}: {exc}", goals=goals)
-            if ans.success:  # checked here again, by our own FK, before it is shown as solved
-                pe, oe = check_answer(self.model, ans.q, goals)
-                if pe > cfg.position_tolerance * (1 + 1e-6) or \
-                        oe > cfg.orientation_tolerance * (1 + 1e-6):
-                    ans.success, ans.status = False, "NOT_VERIFIED"
-                    ans.message = f"FK here: position {pe:.2e} m, orientation {oe:.2e} rad"
-            self._show(ans)
-            with self._cond:
-                self.answer = ans
-                if ans.success:
-                    self.q = ans.q.copy()
-                self.answers += 1
-                self._cond.notify_all()
+            self._answer(goals)
+
+    def _answer(self, goals: dict) -> None:
+        """Solve ``goals``, check the result, draw it, and keep it (the solution if solved)."""
+        cfg = self._config()
+        try:
+            ans = self.solver.solve(goals, self.q.copy(), cfg)
+        except Exception as exc:  # noqa: BLE001 - shown on the page, the viewer goes on
+            ans = Answer(q=self.q.copy(), seed=self.q.copy(), status="ERROR",
+                         success=False, position_error=float("nan"),
+                         orientation_error=float("nan"),
+                         message=f"{type(exc).__name__}: {exc}", goals=goals)
+        if ans.success:  # checked here again, by our own FK, before it is shown as solved
+            pe, oe = check_answer(self.model, ans.q, goals)
+            if pe > cfg.position_tolerance * (1 + 1e-6) or \
+                    oe > cfg.orientation_tolerance * (1 + 1e-6):
+                ans.success, ans.status = False, "NOT_VERIFIED"
+                ans.message = f"FK here: position {pe:.2e} m, orientation {oe:.2e} rad"
+        solution, avoided = self.solution, self._solution_avoided
+        if ans.success:
+            solution, avoided = ans, cfg.avoid_collisions
+        elif cfg.avoid_collisions and solution is not None and not avoided and \
+                not self._clear(solution.q, cfg):
+            solution = None  # found without avoidance, and it collides: no answer now
+        first = self.answers == 0
+        self._show(ans, solution, self.opening if first else "")
+        with self._cond:
+            self.answer = ans
+            self.solution, self._solution_avoided = solution, avoided
+            if ans.success:
+                self.q = ans.q.copy()
+            self.answers += 1
+            self._cond.notify_all()
+
+    def _clear(self, q, cfg: IKConfig) -> bool:
+        """Whether ``q`` keeps the margin from the robot itself and the world on the collision
+        model (False when that cannot be told)."""
+        from ..ik.collision import clearance  # noqa: PLC0415
+
+        try:
+            d = clearance(self.model, self.solver.collision_model(), np.asarray(q)[None],
+                          self.world, reach=cfg.collision_margin)[0]
+        except Exception:  # noqa: BLE001
+            return False
+        return bool(d[0] >= cfg.collision_margin)
 
     def _config(self) -> IKConfig:
         return dataclasses.replace(self.config, avoid_collisions=bool(self.avoid.value))
 
-    def _show(self, ans: Answer) -> None:
-        self.robot.show(ans.q)
+    def _show(self, ans: Answer, solution: Answer | None, opening: str = "") -> None:
+        """Draw the solution (solid; nothing when there is none) and, when ``ans`` was not
+        solved, ``ans`` apart as the last attempt."""
+        self._draw(solution.q if solution is not None else None,
+                   None if ans.success else ans.q, f"last attempt: {ans.status} (not an answer)")
         self.seed_robot.show(ans.seed)
         color = _status_color(ans)
         for tip, ball in self.balls.items():
             ball.color = color
-        self.status_md.content = ans.summary()
+        text = ans.summary()
+        if not ans.success:
+            text += ("\n\nThe last attempt (not an answer) is drawn see-through red; "
+                     + ("the robot shows the last answer." if solution is not None else
+                        "nothing is drawn as the answer."))
+        if ans.success and opening:
+            text += f"\n\nOpened on {opening}."
+        self.status_md.content = text if solution is not None or ans.success else \
+            "**no answer yet** · last attempt: " + text
         if self.show_spheres.value:
-            self._draw_spheres()
+            self._draw_spheres(solution)
+
+    def _draw(self, q_answer, q_attempt, label: str = "") -> None:
+        """The answer's configuration on the solid robot (hidden when None) and an unsolved one
+        on the see-through red robot with its label (hidden when None)."""
+        if q_answer is not None:
+            self.robot.show(q_answer)
+        self.robot.visible = q_answer is not None
+        if q_attempt is not None:
+            self.attempt_robot.show(q_attempt)
+            tip = np.asarray(fk_frames(self.model, np.asarray(q_attempt)[None],
+                                       self.tips[:1]))[0, 0]
+            self.attempt_label.position = tip[:3, 3]
+            self.attempt_label.text = label
+        self.attempt_robot.visible = q_attempt is not None
+        self.attempt_label.visible = q_attempt is not None
 
     def _show_seed(self) -> None:
         self.seed_robot.visible = bool(self.show_seed.value)
@@ -361,13 +514,13 @@ class Viewer:
         if self._player is not None:
             self._player.join(timeout=2)
         self._play_stop = threading.Event()
-        stop, traj = self._play_stop, self.trajectory
+        stop, traj, ok = self._play_stop, self.trajectory, self.trajectory_ok
 
         def run():
             for k in range(len(traj)):
                 if stop.is_set() or self._closed:
                     return
-                self.robot.show(traj[k])
+                self._draw_node(traj, ok, k)
                 self.scrub.value = k
                 time.sleep(1 / 30)
         self._player = threading.Thread(target=run, daemon=True, name="ros2_ik-viewer-play")
@@ -376,7 +529,14 @@ class Viewer:
     def _scrub(self) -> None:
         if self.trajectory is not None:
             k = int(np.clip(self.scrub.value, 0, len(self.trajectory) - 1))
-            self.robot.show(self.trajectory[k])
+            self._draw_node(self.trajectory, self.trajectory_ok, k)
+
+    def _draw_node(self, traj, ok, k: int) -> None:
+        """Trajectory node ``k`` on the robot when it was solved, else apart as an attempt."""
+        if ok[k]:
+            self._draw(traj[k], None)
+        else:
+            self._draw(None, traj[k], f"trajectory node {k}: not solved")
 
     # ------------------------------------------------------------------ reach, collisions
     def show_reach(self, reach_dir) -> int:
@@ -411,16 +571,21 @@ class Viewer:
             elif ob.shape == "halfspace":  # its boundary, a thin slab
                 s.add_box(name, grey, dimensions=(4.0, 4.0, 0.002), **kw)
 
-    def _draw_spheres(self) -> None:
+    def _draw_spheres(self, solution: Answer | None | str = "drawn") -> None:
+        """The collision model's spheres at ``solution`` (default: the one drawn; none for
+        None)."""
+        solution = self.solution if isinstance(solution, str) else solution
         for h in self._spheres:
             h.remove()
         self._spheres = []
         if not self.show_spheres.value:
             return
+        if solution is None:  # the spheres of the answer: none yet
+            return
         cm = self.solver.collision_model()
         from ..ik.collision import sphere_centers  # noqa: PLC0415
 
-        T = np.asarray(fk(self.model, self.q[None]))
+        T = np.asarray(fk(self.model, solution.q[None]))
         c = np.asarray(sphere_centers(self.model, cm, T))[0]
         for k in range(cm.num_spheres):
             self._spheres.append(self.server.scene.add_icosphere(
