@@ -23,11 +23,13 @@ from typing import Iterable
 
 import numpy as np
 
-from .errors import InputTypeError, InvalidInputError, ShapeError
+from .errors import InputTypeError, InvalidInputError, ShapeError, UnknownLinkError
 
 __all__ = ["as_float_array", "check_memory", "MEMORY_BUDGET", "check_number", "check_int",
            "check_names", "check_name", "describe", "MAX_TIMEOUT", "QUAT_NORM_TOL",
-           "ROTATION_TOL", "check_poses", "describe_bad_pose", "bad_rotations"]
+           "ROTATION_TOL", "check_poses", "describe_bad_pose", "bad_rotations", "check_flag",
+           "check_callable", "check_choice", "check_model", "check_path", "link_index",
+           "link_indices", "naming"]
 
 #: Largest ``timeout`` accepted [s] (about 11.6 days): larger values overflow the monotonic
 #: clock's nanosecond deadline. Use ``None`` for "no limit".
@@ -164,6 +166,81 @@ def check_names(value, name: str, *, allow_empty: bool = False, kind: str = "lin
     if not out and not allow_empty:
         raise InvalidInputError(f"{name} is empty; give at least one {kind} name")
     return out
+
+
+def check_flag(value, name: str) -> bool:
+    """True or False (a Python or NumPy bool; not 0, 1, None or a string)."""
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    raise InputTypeError(f"{name} must be True or False, got {describe(value)}")
+
+
+def check_callable(value, name: str, what: str = "a callable") -> None:
+    """None or a callable (``what`` says what it is called as, for the message)."""
+    if value is not None and not callable(value):
+        raise InputTypeError(f"{name} must be {what}, or None, got {describe(value)}")
+
+
+def check_choice(value, name: str, choices) -> str:
+    """One of the strings ``choices``."""
+    if not isinstance(value, str):
+        raise InputTypeError(f"{name} must be one of {tuple(choices)} (a str), got "
+                             f"{describe(value)}")
+    if value not in choices:
+        raise InvalidInputError(f"{name} must be one of {tuple(choices)}, got {value!r}")
+    return value
+
+
+_MODEL: list = []  # ros2_ik.model.Model, imported on first use
+
+
+def check_model(value, name: str = "model"):
+    """A :class:`ros2_ik.model.Model`."""
+    if not _MODEL:
+        from .model.tree import Model  # noqa: PLC0415 - the model package imports this module
+
+        _MODEL.append(Model)
+    if not isinstance(value, _MODEL[0]):
+        raise InputTypeError(f"{name} must be a ros2_ik Model (ros2_ik.load_robot(name) or "
+                             f"Model.from_urdf(text)), got {describe(value)}")
+    return value
+
+
+def check_path(value, name: str, *, allow_none: bool = True):
+    """None (where allowed), a str or an ``os.PathLike``."""
+    import os  # noqa: PLC0415
+
+    if (value is None and allow_none) or isinstance(value, (str, os.PathLike)):
+        return value
+    raise InputTypeError(f"{name} must be a path (str or pathlib.Path)"
+                         f"{' or None' if allow_none else ''}, got {describe(value)}")
+
+
+def naming(err: UnknownLinkError, name: str) -> UnknownLinkError:
+    """``err`` (a link, joint or robot name not found) with the argument ``name`` that held it
+    at the front of its message."""
+    text = err.args[0] if err.args else str(err)
+    if not text.startswith(f"{name}: "):
+        err.args = (f"{name}: {text}",) + tuple(err.args[1:])
+    return err
+
+
+def link_index(model, value, name: str) -> int:
+    """The index of link ``value`` of ``model``; errors name the argument ``name``
+    (:class:`InputTypeError` for what is not a str, :class:`UnknownLinkError` listing the valid
+    names)."""
+    check_name(value, name)
+    try:
+        return model.link_index(value)
+    except UnknownLinkError as exc:
+        raise naming(exc, name) from None
+
+
+def link_indices(model, value, name: str, *, allow_empty: bool = False) -> list[int]:
+    """The indices of one link name or a list of them (:func:`check_names`, :func:`link_index`
+    rules)."""
+    return [link_index(model, n, name) for n in check_names(value, name,
+                                                            allow_empty=allow_empty)]
 
 
 # ---------------------------------------------------------------------- poses

@@ -14,12 +14,12 @@ import time
 import numpy as np
 
 from ..errors import InvalidInputError, ShapeError
-from ..ik.checks import apply_group, check_call_options
+from ..ik.checks import apply_group, check_call_options, check_collision
 from ..ik.config import IKConfig, IKResult, Status
 from ..ik.objectives import _weights
 from ..kinematics.se3 import pq_to_pose
 from ..model import Model
-from ..validate import as_float_array
+from ..validate import as_float_array, check_model, link_index
 from ..backends.result import result_of
 from .solver import IKSolver
 
@@ -46,14 +46,16 @@ class ChainSolver:
 
     def __init__(self, model: Model, tip: str | None = None, config: IKConfig | None = None,
                  weights=(1, 1, 1, 1, 1, 1), group=None, backend: str = "auto", collision=None):
+        check_model(model)
         if group is not None:  # only the group's joints move; its chain tip is the default
             model, tip = apply_group(model, group, tip)
         self.model = model
-        self.tip = tip or (model.tips[0] if model.tips else None)
+        self.tip = tip if tip is not None else (model.tips[0] if model.tips else None)
         if self.tip is None:
             raise InvalidInputError("no tip link given and the model has no default tip")
-        model.link_index(self.tip)
-        self.config = config or IKConfig()
+        link_index(model, self.tip, "tip")
+        self.config = check_call_options(config, "dls", None)
+        check_collision(collision)
         self.weights = np.array(_weights(weights, 1, np)[0], dtype=np.float64)
         self._solver = IKSolver(model, [self.tip], self.config, backend=backend,
                                 collision=collision)

@@ -14,13 +14,14 @@ import logging
 
 import numpy as np
 
-from ..errors import BackendUnavailableError
+from ..errors import BackendUnavailableError, IKError
 from ..kinematics import fk as _fk
 from ..kinematics import fk_frames as _fk_frames
 from ..kinematics import jacobian as _jacobian
 from ..kinematics.fk import check_result_memory
 from ..model import MAX_BATCH, MAX_VALUE, Model
 from ..model.chain import chain_table
+from ..validate import check_flag, check_model, link_indices
 
 __all__ = ["Kinematics", "fk", "fk_frames", "jacobian"]
 
@@ -103,6 +104,8 @@ class Kinematics:
 
     def fk(self, q, check: bool = True):
         """Poses (B, F, 4, 4) of the frames, in the base frame."""
+        if check is not True and check is not False:
+            check = check_flag(check, "check")
         if self._fk1 is not None:
             T = self._fk1(q, MAX_VALUE if check else -1.0)
             if T is not None:
@@ -151,15 +154,28 @@ def _prepared(model: Model, frames) -> Kinematics:
 def fk(model: Model, q, *, check: bool = True):
     """Poses of every link in the base frame, (B, L, 4, 4) (see :func:`ros2_ik.kinematics.fk`).
     """
+    check_model(model)
+    if check is not True and check is not False:
+        check = check_flag(check, "check")
     if type(q) is np.ndarray and q.dtype == _F64 and model.num_links <= MAX_JOINTS:
         return _prepared(model, tuple(model.link_names)).fk(q, check)
     return _fk(model, q, check=check)
 
 
+def _kinematics(model: Model, frames, name: str) -> Kinematics:
+    """The prepared :class:`Kinematics` of ``frames``; errors name the argument ``name``."""
+    check_model(model)
+    try:
+        return _prepared(model, frames)
+    except IKError:
+        link_indices(model, frames, name)  # the same checks, naming the argument
+        raise
+
+
 def fk_frames(model: Model, q, frames):
     """Poses (B, F, 4, 4) of the named frames (links) in the base frame (see
     :func:`ros2_ik.kinematics.fk_frames`)."""
-    return _prepared(model, frames).fk(q)
+    return _kinematics(model, frames, "frames").fk(q)
 
 
 def jacobian(model: Model, q, link, *, reference: str | None = None,
@@ -167,6 +183,7 @@ def jacobian(model: Model, q, link, *, reference: str | None = None,
     """Geometric Jacobian of ``link`` (B, 6, nv_active), or (B, F, 6, nv_active) for a list of
     links (see :func:`ros2_ik.kinematics.jacobian` for the conventions and options)."""
     if reference is None and expressed_in in (None, "world") and method == "analytic":
-        return _prepared(model, link).jacobian(q)
+        return _kinematics(model, link, "link").jacobian(q)
+    check_model(model)
     return _jacobian(model, q, link, reference=reference, expressed_in=expressed_in,
                      method=method)

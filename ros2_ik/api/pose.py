@@ -13,11 +13,11 @@ from typing import Callable, Sequence
 from ..backend import get_xp
 from ..errors import InvalidInputError
 from ..ik.batch import reference_solve
-from ..ik.checks import apply_group, check_call_options
+from ..ik.checks import apply_group, check_call_options, check_collision, check_start_time
 from ..ik.config import IKConfig, IKResult
 from ..ik.objectives import Objective, OrientationObjective, PoseObjective, PositionObjective
 from ..model import Model
-from ..validate import check_names
+from ..validate import check_model, check_names, link_index
 from .solver import check_targets, prepared_solver
 
 __all__ = ["solve_pose", "solve_ik"]
@@ -57,6 +57,7 @@ def solve_pose(model: Model, targets, *, tips: Sequence[str] | str | None = None
         with collision avoidance, by the exact distances of its ``clearance``).
     """
     t_call = time.perf_counter()  # the timeout counts from here
+    check_model(model)
     if group is not None:
         if regularizers:
             raise InvalidInputError("regularizers are built for one model; a group solve "
@@ -64,8 +65,9 @@ def solve_pose(model: Model, targets, *, tips: Sequence[str] | str | None = None
         model, tips = apply_group(model, group, tips)
     tips = check_names(model.tips if tips is None else tips, "tips")
     for tip in tips:
-        model.link_index(tip)  # UnknownLinkError listing the valid names
-    cfg = check_call_options(config, solver, should_stop)
+        link_index(model, tip, "tips")  # UnknownLinkError listing the valid names
+    cfg = check_call_options(config, solver, should_stop, backend)
+    check_collision(collision)
     xp = get_xp(targets)
     if regularizers:
         t = check_targets(targets, tips, xp)
@@ -96,12 +98,13 @@ def solve_ik(model: Model, objectives: Sequence[Objective], *, seeds=None,
     them (a compiled backend where it covers the request); anything else by the reference
     (:func:`ros2_ik.ik.batch.reference_solve`, whose docstring has the arguments).
     """
-    t0 = time.perf_counter() if start_time is None else float(start_time)
+    t0 = time.perf_counter() if start_time is None else float(check_start_time(start_time))
+    check_model(model)
+    cfg = check_call_options(config, solver, should_stop, backend)
     objs = [objectives] if isinstance(objectives, Objective) else objectives
     if (isinstance(objs, (list, tuple)) and objs and not regularizers
             and all(type(o) in _POSE_TYPES for o in objs)
             and len({o.num_problems for o in objs}) == 1 and backend != "reference"):
-        cfg = check_call_options(config, solver, should_stop)
         xp = get_xp(objs[0].targets)
         tips = [o.link_name for o in objs]
         t_prep = time.perf_counter()

@@ -10,8 +10,10 @@ from __future__ import annotations
 import sys
 import time
 
+from ..errors import UnknownRobotError
 from ..ik.config import IKConfig
 from ..model import parse_srdf
+from ..validate import check_flag, check_names, naming
 from .kinematics import Kinematics
 from .solver import IKSolver, compiled_status
 
@@ -37,7 +39,12 @@ def prebuild(names=None, *, verbose: bool = False) -> float:
     from ..model import load_robot  # noqa: PLC0415
 
     t0 = time.perf_counter()
-    for name in names or robots.names():
+    names = robots.names() if names is None else check_names(names, "names", kind="robot")
+    for name in names:  # each checked before any build
+        if name not in robots.ROBOTS:
+            raise naming(UnknownRobotError(name, robots.names()), "names")
+    check_flag(verbose, "verbose")
+    for name in names:
         m = load_robot(name)
         jobs = {(m, tuple(m.tips))} | {(m, (t,)) for t in m.tips}
         srdf = robots.srdf_string(name)

@@ -33,13 +33,13 @@ from ..backend import get_xp
 from ..errors import BackendUnavailableError, InputTypeError, InvalidInputError, ShapeError
 from ..ik.batch import RESULT_COST, reference_solve
 from ..backends.result import result_of
-from ..ik.checks import SOLVERS, check_call_options, check_seed_shape
+from ..ik.checks import SOLVERS, check_call_options, check_seed_shape, check_start_time
 from ..ik.config import IKConfig, IKResult, SolveMode
 from ..ik.objectives import PoseObjective, _weights
 from ..ik.seeds import movable_coordinates, restart_seeds
 from ..kinematics.se3 import pq_to_pose
 from ..model import MAX_BATCH, Model
-from ..validate import as_float_array, check_names, describe
+from ..validate import MAX_TIMEOUT, as_float_array, check_names, check_number, describe
 
 __all__ = ["IKSolver", "BACKENDS", "prepared_solver", "check_targets", "compiled_status",
            "world_warnings"]
@@ -247,12 +247,15 @@ class IKSolver:
             :class:`IKResult`; every success verified by FK against the tolerances and limits
             (and, with collision avoidance, by the exact distances: ``clearance``).
         """
-        t0 = time.perf_counter() if start_time is None else float(start_time)
+        t0 = time.perf_counter() if start_time is None else float(check_start_time(start_time))
         check_call_options(self.config, self.solver, should_stop)
         t = check_targets(targets, self.tips, get_xp(targets))
         cfg = self.config
-        if timeout is not ... and timeout != cfg.timeout:
-            cfg = _with_timeout(cfg, timeout)
+        if timeout is not ... and timeout is not cfg.timeout:
+            timeout = check_number(timeout, "timeout", low=0.0, high=MAX_TIMEOUT,
+                                   allow_none=True)
+            if timeout != cfg.timeout:
+                cfg = _with_timeout(cfg, timeout)
         world = self._check_world(world)
         if self._impl is None:
             per_tip = getattr(weights, "ndim", 0) == 3  # (P, T, 6): solve_ik's objectives
@@ -362,13 +365,16 @@ def _host_weights(weights, P, T):
             hit = None
         if hit is not None:
             return hit
-    raw = np.asarray(weights, dtype=np.float64)
-    if raw.ndim == 3:  # (P, T, 6): one set per tip (solve_ik's objectives, checked there)
+    raw = as_float_array(weights, "weights", f"shape (6,), ({P}, 6) or ({P}, {T}, 6)",
+                         np).astype(np.float64, copy=False)
+    if raw.ndim == 3:  # (P, T, 6): one set per tip (solve_ik's objectives)
         if raw.shape != (P, T, 6):
             raise ShapeError(f"weights must have shape (6,), ({P}, 6) or ({P}, {T}, 6), got "
                              f"{raw.shape}")
+        if not bool(np.all(np.isfinite(raw) & (raw >= 0))):
+            raise InvalidInputError("weights must be finite and >= 0 (0 frees an axis)")
         return np.ascontiguousarray(raw)
-    w = np.asarray(_weights(weights, P, np), dtype=np.float64)  # checks, (P, 6)
+    w = np.asarray(_weights(raw, P, np), dtype=np.float64)  # checks, (P, 6)
     if raw.shape == (6,):
         shared = np.ascontiguousarray(np.broadcast_to(raw, (T, 6)))
         if type(weights) is tuple and len(_CHECKED) < 64:

@@ -22,10 +22,11 @@ from typing import Callable, Sequence
 import numpy as np
 
 from ..errors import InputTypeError, InvalidInputError, ShapeError
-from ..validate import (MEMORY_BUDGET, as_float_array, bad_rotations, check_memory, check_name,
-                        check_poses, describe)
+from ..validate import (MEMORY_BUDGET, as_float_array, bad_rotations, check_memory, check_model,
+                        check_name, check_poses, describe, link_index)
 from ..ik.batch import RESULT_COST
-from ..ik.checks import apply_group, check_call_options
+from ..ik.checks import apply_group, check_call_options, check_collision
+from ..ik.objectives import _weights
 from ..ik.config import IKConfig, SolveMode, Status
 from ..ik.seeds import seed_distance
 from ..kinematics.se3 import matrix_to_quat, pq_to_pose, quat_to_matrix, slerp
@@ -53,6 +54,8 @@ class TrajectoryResult:
     cancelled: bool = False
     messages: list = field(default_factory=list)
     solve_time: float = 0.0
+    #: the backend that answered (see :attr:`ros2_ik.ik.IKResult.backend`)
+    backend: str = ""
     _targets: np.ndarray | None = field(default=None, repr=False)
     _interp: Callable | None = field(default=None, repr=False)
 
@@ -185,6 +188,7 @@ def trajectory_seed(model: Model, keyframes, node_indices: Sequence[int], *,
             is IN_COLLISION).
     """
     t0 = time.perf_counter()
+    check_model(model)
     if not isinstance(mode, str) or mode not in MODES:
         raise InvalidInputError(f"unknown trajectory mode {describe(mode)}: mode must be one "
                                 f"of {MODES}")
@@ -193,11 +197,13 @@ def trajectory_seed(model: Model, keyframes, node_indices: Sequence[int], *,
     tip = (model.tips[0] if model.tips else None) if tip is None else check_name(tip, "tip")
     if tip is None:
         raise InvalidInputError("no tip link given and the model has no default tip")
-    model.link_index(tip)  # raises UnknownLinkError naming the valid links
-    cfg = check_call_options(config or IKConfig(solve_mode=SolveMode.DISTANCE), solver,
-                             should_stop)
+    link_index(model, tip, "tip")  # raises UnknownLinkError naming the valid links
+    cfg = check_call_options(IKConfig(solve_mode=SolveMode.DISTANCE) if config is None
+                             else config, solver, should_stop, backend)
     if progress is not None and not callable(progress):
         raise InputTypeError(f"progress must be a callable or None, got {describe(progress)}")
+    check_collision(collision)
+    _weights(weights, 1, np)  # checked now: a call that times out before its first chunk too
     K = _keyframes(keyframes)
     n = _node_indices(node_indices, K.shape[0])
     N = int(n[-1]) + 1
@@ -291,4 +297,4 @@ def trajectory_seed(model: Model, keyframes, node_indices: Sequence[int], *,
                             orientation_error=re, _interp=all_targets, jumps=jumps,
                             max_joint_jump=float(jumps.max()) if jumps.size else 0.0,
                             cancelled=cancelled, messages=messages,
-                            solve_time=time.perf_counter() - t0)
+                            solve_time=time.perf_counter() - t0, backend=ik.backend)

@@ -3,23 +3,26 @@ name, ``should_stop``), the seeds (shape, then values per problem) and a plannin
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..backend import to_numpy
 from ..errors import InputTypeError, InvalidInputError, ShapeError
 from ..model import MAX_VALUE, Group, Model
-from ..validate import as_float_array, describe
+from ..validate import as_float_array, check_choice, check_number, describe
 from .config import IKConfig
 
 __all__ = ["SOLVERS", "SEED_LIMIT_SLACK", "check_call_options", "check_seed_shape",
-           "check_seeds", "apply_group"]
+           "check_seeds", "apply_group", "check_collision", "check_start_time"]
 
 SOLVERS = ("dls", "ccd", "ccd+dls")
 SEED_LIMIT_SLACK = 1e-6  # a seed this far outside a limit is clipped; further out is invalid
 
 
-def check_call_options(config, solver, should_stop) -> IKConfig:
-    """The options every solve takes, checked at the top of the call; returns the config."""
+def check_call_options(config, solver, should_stop, backend=None) -> IKConfig:
+    """The options every solve takes, checked at the top of the call; returns the config.
+    ``backend`` (where the call takes one) must be one of ``api.solver.BACKENDS``."""
     if config is None:
         config = IKConfig()
     elif not isinstance(config, IKConfig):
@@ -30,7 +33,31 @@ def check_call_options(config, solver, should_stop) -> IKConfig:
     if should_stop is not None and not callable(should_stop):
         raise InputTypeError(f"should_stop must be a callable returning bool, or None, got "
                              f"{describe(should_stop)}")
+    if backend is not None and backend not in _BACKENDS:  # (an unhashable one is not in it)
+        check_choice(backend, "backend", _BACKENDS)
     return config
+
+
+_BACKENDS = ("auto", "host", "cuda", "reference")  # api.solver.BACKENDS (a test keeps them)
+
+
+def check_collision(collision) -> None:
+    """``collision``: None or a :class:`~ros2_ik.model.collision.CollisionModel` (checked
+    whether or not collision avoidance is on: a wrong one is a mistake either way)."""
+    if collision is None:
+        return
+    from ..model.collision import CollisionModel  # noqa: PLC0415
+
+    if not isinstance(collision, CollisionModel):
+        raise InputTypeError(f"collision must be a CollisionModel (ros2_ik.model.collision."
+                             f"collision_model(model, ...)) or None, got {describe(collision)}")
+
+
+def check_start_time(start_time) -> float | None:
+    """``start_time``: None or a ``time.perf_counter()`` reading [s] (a finite number)."""
+    if start_time is None or (type(start_time) is float and math.isfinite(start_time)):
+        return start_time
+    return check_number(start_time, "start_time")
 
 
 def check_seed_shape(model: Model, seeds, P: int, xp):

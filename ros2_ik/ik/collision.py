@@ -700,7 +700,10 @@ def default_collision_model(model: Model, srdf=None, *, within: float = 0.0,
 
     from ..model.collision import CollisionWarning, collision_model  # noqa: PLC0415
 
-    within = float(within)
+    from ..validate import check_model, check_number  # noqa: PLC0415
+
+    check_model(model)
+    within = check_number(within, "within", low=0.0, high=1.0)
 
     def build():
         cm = collision_model(model, **kwargs) if srdf is None else collision_model(

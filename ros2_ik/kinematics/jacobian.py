@@ -28,7 +28,8 @@ import numpy as np
 
 from ..backend import const, get_xp
 from ..errors import InvalidInputError, ShapeError
-from ..validate import as_float_array, check_memory, check_names, check_number
+from .. import validate
+from ..validate import as_float_array, check_memory, check_names, check_number, describe
 from .fk import chunked_rows
 from ..model import JointType, Model
 from .fk import fk, integrate
@@ -124,9 +125,16 @@ def _express(J, R):
     return xp.concatenate([Rt @ J[..., :3, :], Rt @ J[..., 3:, :]], axis=-2)
 
 
-def _check_express(expressed_in, reference):
-    if expressed_in not in _EXPRESS:
-        raise InvalidInputError(f"expressed_in must be one of {_EXPRESS}, got {expressed_in!r}")
+def _check_express(expressed_in, reference, model=None, link=None):
+    """``expressed_in`` one of :data:`_EXPRESS`; with ``model``, ``link`` and ``reference``
+    links of it (errors naming the argument)."""
+    if not isinstance(expressed_in, str) or expressed_in not in _EXPRESS:
+        raise InvalidInputError(f"expressed_in must be one of {_EXPRESS}, got "
+                                f"{describe(expressed_in)}")
+    if model is not None:
+        validate.link_index(model, link, "link")
+        if reference is not None:
+            validate.link_index(model, reference, "reference")
 
 
 def _relative(model, T, Jfull, ia, ib, expressed_in):
@@ -175,7 +183,7 @@ def jacobian(model: Model, q, link: str, *, reference: str | None = None,
         return get_xp(q).stack(parts, axis=1)
     if expressed_in is None:
         expressed_in = "world" if reference is None else "reference"
-    _check_express(expressed_in, reference)
+    _check_express(expressed_in, reference, model, link)
     if method == "numerical":
         return numerical_jacobian(model, q, link, reference=reference, expressed_in=expressed_in)
     if method != "analytic":
@@ -223,7 +231,7 @@ def numerical_jacobian(model: Model, q, link: str, *, reference: str | None = No
     """
     if expressed_in is None:
         expressed_in = "world" if reference is None else "reference"
-    _check_express(expressed_in, reference)
+    _check_express(expressed_in, reference, model, link)
     check_number(eps, "eps", low=0.0, low_open=True, high=1.0)
     if wrt not in ("v", "q"):
         raise InvalidInputError(f"wrt must be 'v' or 'q', got {wrt!r}")

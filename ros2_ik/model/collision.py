@@ -45,12 +45,15 @@ Scene changes (MoveIt's attached objects, padding, allowed collisions) give new 
 
 from __future__ import annotations
 
+import os
 import warnings as _warnings
+from collections.abc import Iterable
 from dataclasses import dataclass, fields, replace
 
 import numpy as np
 
-from ..errors import IKError, InputTypeError, InvalidInputError, UnknownLinkError
+from ..errors import IKError, InputTypeError, InvalidInputError, UnknownJointError, UnknownLinkError
+from ..validate import check_flag, check_model, describe, naming
 from .joint_types import JointType
 from .meshes import element_shape, resolve_mesh, search_path as _search_path
 from .spheres import OVERSHOOT, Shape, fit_link
@@ -500,16 +503,45 @@ def collision_model(model: Model, *, srdf=None, spheres=None, search_path=(), di
             check_complete`).
     The default (no arguments; a bundled robot's SRDF, :func:`ros2_ik.model.load_robot`) is
     kept with the model."""
-    if not (isinstance(overshoot, (int, float)) and 0.0015 < overshoot <= 0.5):
-        raise InvalidInputError(f"overshoot must be in (0.0015, 0.5] m, got {overshoot!r}")
-    args = (srdf, spheres, tuple(_search_path(search_path)), tuple(disabled), float(overshoot),
-            None if held is None else tuple(sorted(dict(held).items())), bool(accept_missing))
+    check_model(model)
+    if isinstance(overshoot, bool) or not (isinstance(overshoot, (int, float))
+                                           and 0.0015 < overshoot <= 0.5):
+        raise InvalidInputError(f"overshoot must be in (0.0015, 0.5] m, got "
+                                f"{describe(overshoot)}")
+    search_path, disabled, held = _check_args(search_path, disabled, held)
+    args = (srdf, spheres, tuple(_search_path(search_path)), disabled, float(overshoot),
+            held, check_flag(accept_missing, "accept_missing"))
     if srdf is None and spheres is None and not search_path and not disabled and \
             overshoot == OVERSHOOT and held is None and not accept_missing:
         bundled = model.memo_peek("model.srdf", "bundled")
         return model.memo("model.collision", ("default",) + args[2:],
                           lambda: _build(model, bundled, *args[1:]))
     return _build(model, *args)
+
+
+def _check_args(search_path, disabled, held):
+    """:func:`collision_model`'s ``search_path`` (a path, a ':'-separated string or a list of
+    them), ``disabled`` (pairs of link names) and ``held`` (None or ``{joint: value}``), the
+    last two as tuples."""
+    if not isinstance(search_path, (str, os.PathLike)):
+        if not isinstance(search_path, (list, tuple)) or not all(
+                isinstance(d, (str, os.PathLike)) for d in search_path):
+            raise InputTypeError(f"search_path must be a directory, a ':'-separated string of "
+                                 f"them or a list of them, got {describe(search_path)}")
+    if isinstance(disabled, (str, bytes)) or not isinstance(disabled, Iterable):
+        raise InputTypeError(f"disabled must be a list of (link, link) pairs, got "
+                             f"{describe(disabled)}")
+    disabled = tuple(tuple(p) if isinstance(p, (list, tuple)) else p for p in disabled)
+    for p in disabled:
+        if not (isinstance(p, tuple) and len(p) == 2 and all(isinstance(n, str) for n in p)):
+            raise InputTypeError(f"disabled must hold (link, link) pairs of link names, got "
+                                 f"an element {describe(p)}")
+    if held is not None:
+        if not isinstance(held, dict) or not all(isinstance(j, str) for j in held):
+            raise InputTypeError(f"held must be a dict {{joint name: value [m or rad]}} or None, "
+                                 f"got {describe(held)}")
+        held = tuple(sorted(held.items()))
+    return search_path, disabled, held
 
 
 def _full_tree(model: Model) -> Model:
@@ -656,7 +688,10 @@ def _build(model: Model, srdf, spheres, search_path, extra_disabled, overshoot, 
     full = _full_tree(model)
     held = dict(held or ())
     for j, v in held.items():
-        full.joint_index(j)  # UnknownJointError naming the joints
+        try:
+            full.joint_index(j)  # UnknownJointError naming the joints
+        except UnknownJointError as exc:
+            raise naming(exc, "held") from None
         if full.q_start[full.joint_index(j)] < 0:
             raise InvalidInputError(f"held joint {j!r} has no coordinate (fixed or mimic)")
         _number(v, f"held value of joint {j!r}")

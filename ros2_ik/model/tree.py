@@ -31,7 +31,7 @@ import numpy as np
 from ..backend import get_xp
 from ..errors import (InputTypeError, InvalidInputError, ShapeError, UnknownJointError,
                       UnknownLinkError)
-from ..validate import check_int, check_memory, check_name, check_names, describe
+from ..validate import check_int, check_memory, check_name, check_names, describe, naming
 from .joint_types import JointType
 from .tables import ModelTables, build_tables
 from .urdf import MAX_VALUE, JointDesc, RobotDesc, parse_urdf
@@ -92,7 +92,7 @@ def _check_build_args(desc: RobotDesc, base, tips, frozen):
         tips = check_names(tips, "tips", allow_empty=True)
     frozen = check_names(frozen, "frozen", allow_empty=True, kind="joint")
     if base not in desc.links:
-        raise UnknownLinkError(base, desc.links)
+        raise naming(UnknownLinkError(base, desc.links), "base")
     if isinstance(tips, str):
         tips = [tips]
     return base, tips, frozen
@@ -111,7 +111,7 @@ def _path_to_base(desc: RobotDesc, by_child: dict[str, JointDesc], base: str,
     """The links from ``tip`` up to (excluding) ``base``, child first; ``tip`` must be below
     ``base``."""
     if tip not in desc.links:
-        raise UnknownLinkError(tip, desc.links)
+        raise naming(UnknownLinkError(tip, desc.links), "tips")
     path, cur = [], tip
     while cur != base:
         path.append(cur)
@@ -175,7 +175,7 @@ def _check_frozen(frozen: list[str], jindex: dict[str, int],
     frozen = frozenset(frozen)
     for n in frozen:
         if n not in jindex:
-            raise UnknownJointError(n, [j.name for j in jdesc[1:]])
+            raise naming(UnknownJointError(n, [j.name for j in jdesc[1:]]), "frozen")
     return frozen
 
 

@@ -21,6 +21,8 @@ from typing import Callable, Iterator
 
 import numpy as np
 
+from ..errors import InputTypeError
+from ..validate import check_callable, check_flag, check_path, describe
 from .store import StudyStore, model_digest
 from .study import COLUMNS, OUT_OF_REACH, ShardSpec, Study, solve_shard, voxel_table
 
@@ -125,7 +127,18 @@ def run_study(study: Study, out_dir=None, *, executor=None, progress: Progress |
     finished so far stay (in ``out_dir``) and the result has ``complete=False``.
     """
     t0 = time.perf_counter()
-    executor = executor or LocalExecutor()
+    if not isinstance(study, Study):
+        raise InputTypeError(f"study must be a ros2_ik.reach.Study, got {describe(study)}")
+    check_path(out_dir, "out_dir")
+    if executor is None:
+        executor = LocalExecutor()
+    elif not (callable(getattr(executor, "run", None)) and callable(getattr(executor, "close",
+                                                                              None))):
+        raise InputTypeError(f"executor must be an executor (LocalExecutor(), RayExecutor(...): "
+                             f"with run() and close()) or None, got {describe(executor)}")
+    check_callable(progress, "progress")
+    check_callable(should_stop, "should_stop", "a callable returning bool")
+    overwrite, plots = check_flag(overwrite, "overwrite"), check_flag(plots, "plots")
     n_shards = study.num_shards
     store = None
     done: dict[int, dict] = {}

@@ -36,11 +36,12 @@ from typing import Callable
 
 import numpy as np
 
-from ..errors import InvalidInputError
+from ..errors import InputTypeError, InvalidInputError, ShapeError
 from ..api import fk_frames, jacobian, solve_pose
 from ..ik import SOLVERS, IKConfig, Status
 from ..model import JointType, Model
-from ..validate import check_int
+from ..validate import (as_float_array, check_choice, check_finite, check_flag, check_int,
+                        check_model, describe, link_index)
 from ..world import World
 from .targets import Targets
 
@@ -96,27 +97,23 @@ class StudyConfig:
     world: World | None = None
 
     def __post_init__(self):
+        if not isinstance(self.ik, IKConfig):
+            raise InputTypeError(f"ik must be an IKConfig, got {describe(self.ik)}")
         if self.world is not None:
             if not isinstance(self.world, World):
-                raise InvalidInputError(f"world must be a ros2_ik.world.World, got "
-                                        f"{type(self.world).__name__}")
+                raise InputTypeError(f"world must be a ros2_ik.world.World, got "
+                                     f"{describe(self.world)}")
             if len(self.world) and not self.ik.avoid_collisions:
                 raise InvalidInputError("a world was given but the study's IKConfig has "
                                         "avoid_collisions=False")
-        if not isinstance(self.ik, IKConfig):
-            raise InvalidInputError(f"ik must be an IKConfig, got {type(self.ik).__name__}")
         if self.ik.timeout is not None:
             raise InvalidInputError("a study's IKConfig must have timeout=None: a time limit "
                                     "would make results depend on the machine's load")
-        if self.solver not in SOLVERS:
-            raise InvalidInputError(f"solver must be one of {list(SOLVERS)}, got "
-                                    f"{self.solver!r}")
+        check_choice(self.solver, "solver", SOLVERS)
         object.__setattr__(self, "shard_size", check_int(self.shard_size, "shard_size", low=1,
                                                          high=10_000_000))
-        if self.backend not in ("numpy", "cupy", "auto"):
-            raise InvalidInputError(f"backend must be 'numpy', 'cupy' or 'auto', got "
-                                    f"{self.backend!r}")
-        object.__setattr__(self, "prune", bool(self.prune))
+        check_choice(self.backend, "backend", ("numpy", "cupy", "auto"))
+        object.__setattr__(self, "prune", check_flag(self.prune, "prune"))
 
     def identity(self) -> dict:
         """What a resumed study must share with the run it resumes: everything that decides
@@ -158,8 +155,15 @@ class Study:
     collision: object = None
 
     def __post_init__(self):
+        check_model(self.model)
+        if not isinstance(self.targets, Targets):
+            raise InputTypeError(f"targets must be ros2_ik.reach Targets (grid_targets(...), "
+                                 f"from_poses(...), load_targets(...)), got "
+                                 f"{describe(self.targets)}")
+        if not isinstance(self.config, StudyConfig):
+            raise InputTypeError(f"config must be a StudyConfig, got {describe(self.config)}")
         tip = self.tip if self.tip is not None else self.model.default_tip()
-        self.model.link_index(tip)  # UnknownLinkError listing the valid links
+        link_index(self.model, tip, "tip")  # UnknownLinkError listing the valid links
         object.__setattr__(self, "tip", tip)
         if len(self.targets) == 0:
             raise InvalidInputError("a study needs at least one target")
@@ -252,7 +256,8 @@ def reach_bound(model: Model, tip: str) -> ReachBound | None:
     joint that is prismatic, planar or floating, an unbounded prismatic joint or a prismatic
     mimic joint.
     """
-    path = [int(l) for l in model.ancestors(model.link_index(tip))][::-1]  # base side first
+    check_model(model)
+    path = [int(l) for l in model.ancestors(link_index(model, tip, "tip"))][::-1]  # base first
     moving = [l for l in path if model.joint_type[l] != JointType.FIXED]
     if not moving or model.joint_type[moving[0]] not in _REVOLUTE:
         return None
@@ -344,17 +349,41 @@ def _axis_point_bound(model: Model, moving: list[int], T: np.ndarray) -> ReachBo
 
 def manipulability(J: np.ndarray) -> np.ndarray:
     """Yoshikawa's measure ``sqrt(det(J J^T))`` of Jacobians (B, 6, n) -> (B,)."""
+    J = as_float_array(J, "J", "shape (B, 6, n)", np)
+    if J.ndim != 3 or J.shape[1] != 6 or J.shape[0] == 0 or J.shape[2] == 0:
+        raise ShapeError(f"J must be Jacobians of shape (B, 6, n) (B, n >= 1), got "
+                         f"{tuple(J.shape)}")
+    check_finite(J, "J")
     return np.sqrt(np.clip(np.linalg.det(J @ np.swapaxes(J, 1, 2)), 0.0, None))
 
 
 def limit_margin(model: Model, q: np.ndarray, coords: np.ndarray) -> np.ndarray:
     """``min_j 2 min(q_j - lo_j, hi_j - q_j) / (hi_j - lo_j)`` over ``coords`` (B,); 1 when
     none is bounded."""
+    q = check_model(model).check_q(q)
+    coords = _coordinate_indices(coords, model.nq)
     if len(coords) == 0:
         return np.ones(q.shape[0])
     lo, hi = model.lower[coords], model.upper[coords]
     qc = q[:, coords]
     return np.min(2.0 * np.minimum(qc - lo, hi - qc) / (hi - lo), axis=1)
+
+
+def _coordinate_indices(coords, nq: int) -> np.ndarray:
+    """``coords`` as (m,) int64 indices of coordinates (each in [0, nq))."""
+    if isinstance(coords, np.ndarray) and coords.dtype.kind in "iu" and coords.ndim == 1:
+        c = coords
+    else:
+        c = as_float_array(coords, "coords", f"shape (m,) of indices in [0, {nq})", np)
+        if c.ndim != 1:
+            raise ShapeError(f"coords must have shape (m,) (coordinate indices), got "
+                             f"{tuple(c.shape)}")
+        if c.size and not bool(np.all(c == np.round(c))):
+            raise InvalidInputError(f"coords must be integer indices, got {c.tolist()[:10]}")
+    if c.size and (int(c.min()) < 0 or int(c.max()) >= nq):
+        raise InvalidInputError(f"coords must be coordinate indices in [0, {nq}), got "
+                                f"{c.tolist()[:10]}")
+    return c.astype(np.int64)
 
 
 # ---------------------------------------------------------------------- one shard

@@ -28,8 +28,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import InvalidInputError, ShapeError
-from ..validate import check_int, check_number
+from ..errors import InputTypeError, InvalidInputError, ShapeError
+from ..validate import as_float_array, check_int, check_number, describe
 
 __all__ = ["Targets", "Box", "Sphere", "fibonacci_directions", "tool_orientations",
            "grid_points", "grid_targets", "load_targets", "from_poses", "MAX_TARGETS"]
@@ -214,25 +214,29 @@ def from_poses(poses, resolution: float, description: str = "") -> Targets:
     from ..kinematics import pose_to_pq  # noqa: PLC0415
 
     res = check_number(resolution, "resolution", low=0.0, low_open=True, high=1e3)
-    p = np.asarray(poses, dtype=np.float64)
+    if not isinstance(description, str):
+        raise InputTypeError(f"description must be a str, got {describe(description)}")
+    p = as_float_array(poses, "poses", "shape (N, 7) or (N, 4, 4)", np).astype(np.float64,
+                                                                              copy=False)
     if p.ndim == 3 and p.shape[1:] == (4, 4):
         p = np.asarray(pose_to_pq(p))
     if p.ndim != 2 or p.shape[1] != 7:
-        raise ShapeError(f"target poses must have shape (N, 7) [x y z qx qy qz qw] or "
+        raise ShapeError(f"poses must have shape (N, 7) [x y z qx qy qz qw] or "
                          f"(N, 4, 4), got {p.shape}")
     if p.shape[0] == 0:
-        raise InvalidInputError("no target poses given")
+        raise InvalidInputError("poses is empty: no target poses given")
     if p.shape[0] > MAX_TARGETS:
         raise InvalidInputError(f"{p.shape[0]} targets exceeds {MAX_TARGETS}; split the study")
     bad = ~np.isfinite(p).all(axis=1)
     if bad.any():
-        raise InvalidInputError(f"target {int(np.argmax(bad))} has a NaN or infinite value: "
+        raise InvalidInputError(f"poses: target {int(np.argmax(bad))} has a NaN or infinite "
+                                f"value: "
                                 f"{p[np.argmax(bad)].tolist()}; fix or remove it")
     norm = np.linalg.norm(p[:, 3:], axis=1)
     off = np.abs(norm - 1.0) > 1e-3
     if off.any():
         i = int(np.argmax(off))
-        raise InvalidInputError(f"target {i}: quaternion {p[i, 3:].tolist()} has norm "
+        raise InvalidInputError(f"poses: target {i}: quaternion {p[i, 3:].tolist()} has norm "
                                 f"{norm[i]:.6g}, not 1 (+-1e-3); give unit quaternions in ROS "
                                 "order (qx qy qz qw)")
     p = p.copy()
@@ -329,7 +333,7 @@ def _fmt(v) -> str:
 
 
 def _vec3(v, name: str) -> np.ndarray:
-    a = np.asarray(v, dtype=np.float64) if not isinstance(v, str) else np.zeros(0)
+    a = as_float_array(v, name, "3 finite numbers [m]", np).astype(np.float64, copy=False)
     if a.shape != (3,) or not np.isfinite(a).all():
-        raise InvalidInputError(f"{name} must be 3 finite numbers [m], got {v!r}")
+        raise InvalidInputError(f"{name} must be 3 finite numbers [m], got {describe(v)}")
     return a

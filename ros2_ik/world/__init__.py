@@ -29,13 +29,14 @@ between a link and an object: a part a gripper holds against, a table a mobile b
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from ..errors import InputTypeError, InvalidInputError, ShapeError
 from ..kinematics.se3 import matrix_to_quat, pq_to_pose
-from ..validate import bad_rotations, describe
+from ..validate import as_float_array, bad_rotations, check_int, describe
 
 __all__ = ["World", "Obstacle", "SHAPES", "SHAPE_CODES", "MAX_OBSTACLES", "MAX_SIZE", "PACKED",
            "world_from_yaml"]
@@ -44,6 +45,8 @@ SHAPES = ("sphere", "box", "cylinder", "capsule", "halfspace")
 #: the shape codes of :meth:`World.packed` (and of the generated kernels)
 SHAPE_CODES = {s: i for i, s in enumerate(SHAPES)}
 _SIZES = {"sphere": 1, "box": 3, "cylinder": 2, "capsule": 2, "halfspace": 0}
+_SIZE_NAMES = {"sphere": "(radius,)", "box": "(x, y, z)", "cylinder": "(radius, length)",
+               "capsule": "(radius, length)", "halfspace": "()"}
 #: most obstacles one world holds (each is checked against every link at every iteration)
 MAX_OBSTACLES = 10_000
 #: largest obstacle size and position [m]
@@ -73,14 +76,10 @@ class Obstacle:
         if shape not in SHAPES:
             raise InvalidInputError(f"obstacle {id!r}: unknown shape {describe(shape)}; use one "
                                     f"of {list(SHAPES)}")
-        try:
-            sz = tuple(float(v) for v in (np.ravel(size) if size is not None else ()))
-        except (TypeError, ValueError):
-            raise InvalidInputError(f"obstacle {id!r}: size must be numbers, got "
-                                    f"{describe(size)}") from None
+        sz = () if size is None else tuple(np.ravel(as_float_array(
+            size, f"obstacle {id!r}: size", f"shape {_SIZE_NAMES[shape]}", np)).tolist())
         n = _SIZES[shape]
-        names = {"sphere": "(radius,)", "box": "(x, y, z)", "cylinder": "(radius, length)",
-                 "capsule": "(radius, length)", "halfspace": "()"}[shape]
+        names = _SIZE_NAMES[shape]
         if len(sz) != n:
             raise InvalidInputError(f"obstacle {id!r}: a {shape} takes {n} sizes {names}, got "
                                     f"{len(sz)}: {list(sz)}")
@@ -119,7 +118,8 @@ class Obstacle:
 
 
 def _touch(touch, id: str) -> tuple:
-    if isinstance(touch, str) or not all(isinstance(t, str) and t for t in touch):
+    if isinstance(touch, str) or not isinstance(touch, Iterable) or not all(
+            isinstance(t, str) and t for t in touch):
         raise InvalidInputError(f"obstacle {id!r}: touch must be a list of link names, got "
                                 f"{describe(touch)}")
     return tuple(sorted(set(touch)))
@@ -128,11 +128,8 @@ def _touch(touch, id: str) -> tuple:
 def _pose(pose, id: str) -> np.ndarray:
     if pose is None:
         return _ro(np.eye(4))
-    try:
-        a = np.asarray(pose, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise InvalidInputError(f"obstacle {id!r}: pose must be numbers, got "
-                                f"{describe(pose)}") from None
+    a = as_float_array(pose, f"obstacle {id!r}: pose", "shape (4, 4) or (7,)",
+                       np).astype(np.float64, copy=False)
     if a.shape == (7,):
         if not np.all(np.isfinite(a)):
             raise InvalidInputError(f"obstacle {id!r}: pose has NaN or infinity; give finite "
@@ -168,16 +165,19 @@ class World:
 
     def __init__(self, obstacles=(), version: int = 0):
         obs: dict = {}
+        if isinstance(obstacles, (str, bytes, Obstacle)) or not isinstance(obstacles, Iterable):
+            raise InputTypeError(f"obstacles must be a list of Obstacle objects "
+                                 f"(Obstacle.make(...)), got {describe(obstacles)}")
         for o in obstacles:
             if not isinstance(o, Obstacle):
-                raise InputTypeError(f"a World holds Obstacle objects (Obstacle.make(...)), got "
-                                     f"{describe(o)}")
+                raise InputTypeError(f"obstacles: a World holds Obstacle objects "
+                                     f"(Obstacle.make(...)), got an element {describe(o)}")
             obs[o.id] = o
         if len(obs) > MAX_OBSTACLES:
             raise InvalidInputError(f"{len(obs)} obstacles exceed the limit of {MAX_OBSTACLES}; "
                                     "merge small ones into larger primitives")
         self._obstacles = obs
-        self.version = int(version)
+        self.version = check_int(version, "version", low=0)
         self._packed = None
 
     # ------------------------------------------------------------------ reading
@@ -191,11 +191,11 @@ class World:
         return id in self._obstacles
 
     def __getitem__(self, id) -> Obstacle:
-        try:
-            return self._obstacles[id]
-        except KeyError:
-            raise InvalidInputError(f"no obstacle {id!r} in the world; it has "
-                                    f"{sorted(self._obstacles)[:20]}") from None
+        hit = self._obstacles.get(id) if isinstance(id, str) else None
+        if hit is None:
+            raise InvalidInputError(f"id {describe(id)}: no such obstacle in the world; it has "
+                                    f"{sorted(self._obstacles)[:20]}")
+        return hit
 
     @property
     def ids(self) -> list:
