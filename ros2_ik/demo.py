@@ -2,8 +2,13 @@
 
 Starts ``KinematicsNode`` in this process (on its own executor, in a thread) and a client
 node beside it, then, over DDS: a batch of reachable goals through ``~/compute_ik``, an FK and
-a Jacobian call, and a trajectory seed through the ``~/trajectory_seed`` action with feedback.
-Every answer is checked here by forward kinematics. Exit code 0 only when all of it worked.
+a Jacobian call, a trajectory seed through the ``~/trajectory_seed`` action with feedback, a
+planning group's request, collision avoidance against a box put in the world through
+``~/update_world``, and an obstacle published as MoveIt's move_group publishes it (a
+``moveit_msgs/CollisionObject`` on ``collision_object``) avoided by MoveIt's ``GetPositionIK``
+(``~/solve_ik``). Every answer is checked here by forward kinematics (and, with collision
+avoidance, on the collision model). Exit code 0 only when all of it worked. The node's own log
+shows warnings and errors only (``--node-log-level``): the demo prints what it checks.
 
 Run ``ros2_ik_demo [--robot panda] [--goals 100]`` (installed console script, ``make demo``).
 """
@@ -22,6 +27,7 @@ import numpy as np
 from . import robots
 
 MIN_SUCCESS = 0.9  # fraction of goals (and trajectory nodes) that must be solved
+NODE_NAME = "ros2_ik"
 
 
 def _wait(fut, timeout: float):
@@ -30,6 +36,14 @@ def _wait(fut, timeout: float):
     if not ev.wait(timeout):
         raise TimeoutError(f"no answer within {timeout} s")
     return fut.result()
+
+
+def node_log_level(name: str, level: str) -> None:
+    """Let the log of node ``name`` (and of its child loggers, which inherit the level) through
+    at ``level`` ('debug', 'info', 'warn', 'error') and above only; rclpy initialised."""
+    from rclpy.logging import LoggingSeverity, set_logger_level
+
+    set_logger_level(name, getattr(LoggingSeverity, level.upper()))
 
 
 def _check(ok: bool, what: str, failures: list) -> None:
@@ -57,11 +71,14 @@ def run(args) -> int:
     domain = args.domain_id
     ctx = rclpy.Context()
     rclpy.init(context=ctx, domain_id=domain)
+    # the node's own log below --node-log-level (default: warnings and errors only) stays out
+    # of the demo's output
+    node_log_level(NODE_NAME, args.node_log_level)
     executor = make_executor(context=ctx)
     server = client = None
     try:
         t0 = time.perf_counter()
-        server = KinematicsNode(context=ctx, parameter_overrides=[
+        server = KinematicsNode(NODE_NAME, context=ctx, parameter_overrides=[
             Parameter("robot", value=args.robot)])  # the node's defaults (config/ros2_ik.yaml)
         client = rclpy.create_node("ros2_ik_demo_client", context=ctx)
         executor.add_node(server)
@@ -235,8 +252,11 @@ def run(args) -> int:
                    "joints outside the group unchanged", failures)
 
         # ---- 5. collision avoidance: the same goal with and without it, a box in the way
-        _collision_section(ik, client, ns, model, tip, rng, failures, _wait,
-                           server.robot.collision_model())
+        box = _collision_section(ik, client, ns, model, tip, rng, failures, _wait,
+                                 server.robot.collision_model())
+
+        # ---- 6. MoveIt's planning scene: an object published as move_group does, avoided
+        _planning_scene_section(client, server, ns, box, args.seed, failures, _wait)
     except Exception as exc:  # noqa: BLE001
         print(f"\ndemo failed: {type(exc).__name__}: {exc}")
         failures.append(str(exc))
@@ -253,10 +273,11 @@ def run(args) -> int:
     return 0 if not failures else 1
 
 
-def _collision_section(ik, client, ns, model, tip, rng, failures, wait, cm) -> None:
+def _collision_section(ik, client, ns, model, tip, rng, failures, wait, cm):
     """A box beside the robot through ~/update_world; goals whose answer without collision
     avoidance runs through the box or the robot itself (checked here on the collision model);
-    the same goals with collisions on: clear by the margin, within the tolerances."""
+    the same goals with collisions on: clear by the margin, within the tolerances. Returns the
+    world it made (the box)."""
     from geometry_msgs.msg import PoseStamped
     from ros2_ik_interfaces.srv import ComputeIK, UpdateWorld
     from shape_msgs.msg import SolidPrimitive
@@ -288,9 +309,11 @@ def _collision_section(ik, client, ns, model, tip, rng, failures, wait, cm) -> N
     wresp = wait(world_cli.call_async(wreq), 10.0)
     world = World().add(Obstacle.make("demo_box", "box", size, list(where) + [0, 0, 0, 1]))
     q = model.random_q(rng, 400)
-    q = q[clearance(model, cm, q, world)[0] > 0.03][:60]
+    q = q[clearance(model, cm, q, world)[0] > 0.02][:60]  # a known answer 2 cm clear
     T = np.asarray(fk_frames(model, q, [tip]))[:, 0]
     seeds = model.random_q(rng, len(T))
+    off = ~_moves(model, tip)  # joints that do not move the tip: as in the known answer
+    seeds[:, off] = q[:, off]
 
     def solve(collisions, rows):
         out = []
@@ -314,7 +337,7 @@ def _collision_section(ik, client, ns, model, tip, rng, failures, wait, cm) -> N
           f"{len(bad)} of {len(T)} goals whose answer without it collides (checked here)")
     if not bad:
         print("  none found this run: skipped")
-        return
+        return world
     aware = solve(1, bad)
     all_ok = True
     for i, (r, qa) in zip(bad, aware):
@@ -330,6 +353,204 @@ def _collision_section(ik, client, ns, model, tip, rng, failures, wait, cm) -> N
         print(f"     q without {np.round(free[i][1], 2).tolist()}")
         print(f"     q with    {np.round(qa, 2).tolist()}")
     _check(all_ok, "collision-aware answers clear by the margin and verified by FK", failures)
+    return world
+
+
+def _moves(model, link: str) -> np.ndarray:
+    """(nq,) bool: the coordinates of the joints that move ``link``."""
+    chain = set(model.ancestors(model.link_index(link)).tolist())
+    return np.array([int(j) in chain for j in model.q_joint])
+
+
+def _diagnostics_watch(client, node_name: str):
+    """The node's latest kinematics diagnostic values ({key: value}) as they come in on
+    /diagnostics, and a condition notified at each."""
+    from diagnostic_msgs.msg import DiagnosticArray
+
+    latest: dict = {}
+    cond = threading.Condition()
+
+    def on_array(msg):
+        for st in msg.status:
+            if st.hardware_id == node_name and st.name.endswith(": kinematics"):
+                with cond:
+                    latest.clear()
+                    latest.update({kv.key: kv.value for kv in st.values})
+                    latest["_seen"] = "1"
+                    cond.notify_all()
+    client.create_subscription(DiagnosticArray, "/diagnostics", on_array, 10)
+    return latest, cond
+
+
+def _planning_scene_section(client, server, ns, box_world, seed, failures, wait) -> None:
+    """An obstacle as MoveIt's move_group publishes it: a moveit_msgs/CollisionObject (ADD, a
+    box primitive, the robot's base as its frame) on ``collision_object``; waited for (bounded)
+    until the node's diagnostics count it in the world; then MoveIt's GetPositionIK on
+    ``~/solve_ik``, as srv_kinematics_plugin builds it (group, ik_link_name, pose_stamped,
+    robot_state, avoid_collisions, timeout), for goals whose answer without avoidance runs
+    through the object (checked here on the collision model): with avoidance, SUCCESS, within
+    the tolerances by FK and clear of the object and the box by the margin."""
+    try:
+        from moveit_msgs.msg import CollisionObject
+        from moveit_msgs.srv import GetPositionIK
+    except ImportError:
+        print("\n6. MoveIt's planning scene: moveit_msgs is not importable here: skipped")
+        return
+    from geometry_msgs.msg import Pose
+    from shape_msgs.msg import SolidPrimitive
+
+    from .api import fk_frames
+    from .ik.collision import clearance
+    from .kinematics import pose_error, pose_to_pq
+    from .ros import codes
+    from .ros.conversions import as_f64, joint_states, sec_to_duration
+    from .ros.moveit_compat import moveit_names
+    from .ros.node import CLIENT_QOS
+    from .world import Obstacle, World
+
+    robot = server.robot
+    model, cm = robot.model, robot.collision_model()
+    margin = float(server.get_parameter("collision.margin").value)
+    groups = robot.group_names
+    group = robot.group(groups[0]) if groups else None
+    link = (group.tip if group is not None and group.tip else None) or robot.default_tip
+    rng = np.random.default_rng([seed, 6])  # its own draws: the same whatever ran before
+
+    # the object: a box on the robot's left, turned about z, in the base frame
+    reach = float(np.linalg.norm(np.asarray(fk_frames(model, model.neutral_q(), [link]))
+                                 [0, 0, :3, 3]))
+    size, yaw = (0.3, 0.3, 0.3), 0.4
+    xyz = (0.0, 0.5 * reach, 0.45 * reach)
+    quat = (0.0, 0.0, float(np.sin(yaw / 2)), float(np.cos(yaw / 2)))
+    oid = "demo_shelf"
+    co = CollisionObject()
+    co.header.frame_id = robot.base
+    co.id = oid
+    co.pose.position.x, co.pose.position.y, co.pose.position.z = map(float, xyz)
+    (co.pose.orientation.x, co.pose.orientation.y, co.pose.orientation.z,
+     co.pose.orientation.w) = quat
+    prim = SolidPrimitive()
+    prim.type = SolidPrimitive.BOX
+    prim.dimensions = list(size)
+    co.primitives = [prim]
+    at_origin = Pose()
+    at_origin.orientation.w = 1.0
+    co.primitive_poses = [at_origin]
+    co.operation = CollisionObject.ADD
+    obj = World().add(Obstacle.make(oid, "box", size, list(xyz) + list(quat)))
+    world = World().add(*box_world, *obj)
+
+    # published once the node listens, then waited for in its diagnostics (bounded)
+    diags, cond = _diagnostics_watch(client, server.get_name())
+    with cond:
+        if not cond.wait_for(lambda: "_seen" in diags, 15.0):
+            raise TimeoutError("no diagnostics from the node on /diagnostics within 15 s")
+        v0 = int(diags.get("scene_version", 0))
+        n0 = int(diags.get("scene_obstacles", 0))
+    pub = client.create_publisher(CollisionObject, "collision_object", 100)
+    end = time.monotonic() + 15.0
+    while pub.get_subscription_count() < 1:
+        if time.monotonic() > end:
+            raise TimeoutError("the node does not subscribe to collision_object (15 s)")
+        time.sleep(0.01)
+    t = time.perf_counter()
+    pub.publish(co)
+
+    def applied():
+        return (int(diags.get("scene_version", 0)) > v0
+                and int(diags.get("scene_obstacles", 0)) == n0 + 1) or oid in diags.get(
+                    "scene_error", "")
+    with cond:
+        arrived = cond.wait_for(applied, 15.0)
+        version, error = diags.get("scene_version", "?"), diags.get("scene_error", "")
+    dt = time.perf_counter() - t
+    print(f"\n6. MoveIt's planning scene: moveit_msgs/CollisionObject {oid!r} (ADD, box {size} "
+          f"m at {tuple(round(v, 3) for v in xyz)}, yaw {yaw} rad, frame {robot.base!r}) on "
+          f"/collision_object; "
+          + (f"in the node's world after {dt:.2f} s (scene version {version})" if arrived
+             and oid not in error else f"not applied: {error or 'nothing within 15 s'}"))
+    _check(arrived and oid not in error, "the planning-scene object reached the node's world "
+           "(its diagnostics)", failures)
+    if not arrived or oid in error:
+        return
+
+    ik = client.create_client(GetPositionIK, f"{ns}/solve_ik", qos_profile=CLIENT_QOS)
+    if not ik.wait_for_service(timeout_sec=10.0):
+        raise TimeoutError(f"{ns}/solve_ik (GetPositionIK) not available")
+    names = moveit_names(robot, model.q_names)
+
+    def solve(T, q_seed, avoid):
+        """GetPositionIK as srv_kinematics_plugin sends it: (error code, q (nq,))."""
+        req = GetPositionIK.Request()
+        r = req.ik_request
+        r.group_name = group.name if group is not None else ""
+        r.ik_link_name = link
+        r.pose_stamped.header.frame_id = robot.base
+        pq = pose_to_pq(T)
+        r.pose_stamped.pose.position.x, r.pose_stamped.pose.position.y, \
+            r.pose_stamped.pose.position.z = map(float, pq[:3])
+        o = r.pose_stamped.pose.orientation
+        o.x, o.y, o.z, o.w = map(float, pq[3:])
+        r.robot_state.joint_state = joint_states(names, q_seed)[0]
+        r.avoid_collisions = bool(avoid)
+        sec_to_duration(1.0, r.timeout)
+        resp = wait(ik.call_async(req), 60.0)
+        js = resp.solution.joint_state
+        got = dict(zip(js.name, as_f64(js.position).tolist()))
+        q = np.array([got.get(n, np.nan) for n in names])
+        return int(resp.error_code.val), q
+
+    # goals with a known answer 2 cm clear of everything; seeds through the object: the known
+    # answer with the solved joints (the group's, else those moving the link) drawn again
+    cols = _moves(model, link)
+    if group is not None:
+        cols = np.isin(np.arange(model.nq), [model.q_names.index(j) for j in group.joints
+                                              if j in model.q_names])
+    Q = model.random_q(rng, 3000)
+    Q = Q[clearance(model, cm, Q, world)[0] > 0.02][:60]
+    tries = 8  # draws of the solved joints per goal
+    S = np.repeat(Q, tries, axis=0)
+    S[:, cols] = model.random_q(rng, len(S))[:, cols]
+    through = (clearance(model, cm, S, obj, self_collisions=False)[0] < -0.02).reshape(-1, tries)
+    keep = through.any(axis=1)
+    Q, S = Q[keep], S.reshape(-1, tries, model.nq)[keep, through[keep].argmax(axis=1)]
+    T = np.asarray(fk_frames(model, Q, [link]))[:, 0]
+    bad, free = [], {}
+    for i in range(len(T)):
+        code, q = solve(T[i], S[i], avoid=False)
+        if code == codes.SUCCESS:  # (ros2_ik's codes are MoveIt's MoveItErrorCodes)
+            d = float(clearance(model, cm, q[None], obj, self_collisions=False)[0][0])
+            if d < 0.0:
+                bad.append(i)
+                free[i] = (q, d)
+        if len(bad) == 3:
+            break
+    print(f"  GetPositionIK on {ns}/solve_ik (group {group.name if group else None!r}, "
+          f"ik_link_name {link!r}): {len(bad)} goals whose answer without avoid_collisions runs "
+          f"through {oid!r} (checked here)")
+    if not bad:
+        print("  none found this run: skipped")
+        return
+    all_ok = True
+    for i in bad:
+        code, q = solve(T[i], S[i], avoid=True)
+        ok_code = code == codes.SUCCESS
+        if ok_code:
+            pe, re = pose_error(T[i:i + 1], np.asarray(fk_frames(model, q, [link]))[:, 0])
+            d_obj = float(clearance(model, cm, q[None], obj, self_collisions=False)[0][0])
+            d_all = float(clearance(model, cm, q[None], world)[0][0])
+        else:
+            pe = re = np.array([np.inf])
+            d_obj = d_all = -np.inf
+        ok = (ok_code and d_all >= margin - 1e-9 and pe[0] <= 1e-4 * 1.0001
+              and re[0] <= 1e-3 * 1.0001)
+        all_ok &= bool(ok)
+        print(f"  goal {i}: without: {free[i][1]:+.3f} m from {oid!r} (collides); with "
+              f"avoid_collisions: {codes.name_of(code)}, "
+              f"{d_obj:+.3f} m from {oid!r}, {d_all:+.3f} m from everything, error "
+              f"{pe[0]:.1e} m / {re[0]:.1e} rad")
+    _check(all_ok, "MoveIt's GetPositionIK answers clear of the planning-scene object by the "
+           "margin and verified by FK", failures)
 
 
 def main(argv=None) -> int:
@@ -340,6 +561,10 @@ def main(argv=None) -> int:
     ap.add_argument("--nodes", type=int, default=61,
                     help="trajectory nodes, >= 3 (default 61)")
     ap.add_argument("--seed", type=int, default=0, help="random seed of the goals (default 0)")
+    ap.add_argument("--node-log-level", default="warn", choices=["debug", "info", "warn",
+                                                                 "error"],
+                    help="the node's own log lines at this severity and above (default warn: "
+                         "the demo prints what it checks)")
     ap.add_argument("--domain-id", type=int,
                     default=int(os.environ.get("ROS_DOMAIN_ID") or
                                 random.SystemRandom().randrange(40, 200)),
