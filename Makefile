@@ -1,14 +1,19 @@
-# The two commands of the README, and a few helpers. Every target sets up .venv first
+# The two commands of the README, and a few helpers. Every target sets up the venv first
 # (scripts/setup.sh is idempotent and takes seconds when nothing changed).
 .PHONY: setup demo lint test docs docs-build fuzz bench bench-kinematics bench-ik bench-cpu bench-node \
 	bench-timeouts bench-reach bench-gpu gpu-report bench-peers-setup bench-collision clean \
 	viewer test-browser test-ros colcon-setup
 
-## ROS 2 distribution: kilted (the default) or jazzy (the LTS release), each in a venv of its
-## own: `make setup ROS_DISTRO=jazzy` builds .venv-jazzy; every target runs on the chosen one.
-ROS_DISTRO ?= kilted
+## ROS 2 distribution: jazzy (the default: the LTS release, supported to 2029) or kilted (tested
+## until its end of life, 2026-12-31), each in a venv of its own: .venv for jazzy, .venv-kilted
+## for kilted (`make setup ROS_DISTRO=kilted`); every target runs on the chosen one.
+## scripts/setup.sh and scripts/env.sh name the venvs the same way.
+DEFAULT_ROS_DISTRO := jazzy
+ROS_DISTRO ?= $(DEFAULT_ROS_DISTRO)
 export ROS_DISTRO
-VENV := .venv$(if $(filter jazzy,$(ROS_DISTRO)),-jazzy,)
+VENV := .venv$(if $(filter $(DEFAULT_ROS_DISTRO),$(ROS_DISTRO)),,-$(ROS_DISTRO))
+## the distribution `make test` runs the ROS tier on after the whole suite: the other one
+OTHER_ROS_DISTRO := $(if $(filter kilted,$(ROS_DISTRO)),jazzy,kilted)
 PY := $(VENV)/bin/python
 ## the ROS test tier: every test of the node and its interfaces (run on both distributions)
 ROS_TESTS := $(wildcard test/test_ros_*.py) test/test_moveit.py test/test_fuzz_node.py
@@ -25,22 +30,24 @@ LINT_PATHS := ros2_ik test bench scripts launch setup.py
 lint: setup
 	@$(VENV)/bin/ruff check $(LINT_PATHS)
 
-## test: set everything up, run the linter (any finding stops here), then the whole test suite
-## on Kilted, then the ROS tier on Jazzy (its venv set up first)
+## test: set everything up, run the linter (any finding stops here), the docs, then the whole
+## test suite on Jazzy (the default), then the ROS tier on Kilted (its venv set up first; until
+## Kilted's end of life, 2026-12-31)
 test: setup colcon-setup
 	@$(VENV)/bin/ruff check $(LINT_PATHS)
 	@$(MAKE) --no-print-directory docs-build
+	@echo "==> the whole test suite on ROS 2 $(ROS_DISTRO) ($(VENV))"
 	@. scripts/env.sh && COLCON=$(COLCON_VENV)/bin/colcon $(PY) -m pytest -q test $(ARGS)
-	@$(MAKE) --no-print-directory test-ros ROS_DISTRO=jazzy
+	@$(MAKE) --no-print-directory test-ros ROS_DISTRO=$(OTHER_ROS_DISTRO)
 
-## test-ros: the ROS tier alone, on ROS_DISTRO's venv (make test-ros ROS_DISTRO=jazzy)
+## test-ros: the ROS tier alone, on ROS_DISTRO's venv (make test-ros ROS_DISTRO=kilted)
 test-ros: setup colcon-setup
 	@echo "==> the ROS test tier on ROS 2 $(ROS_DISTRO) ($(VENV))"
 	@. scripts/env.sh && COLCON=$(COLCON_VENV)/bin/colcon $(PY) -m pytest -q $(ROS_TESTS) $(ARGS)
 
 ## colcon-setup: colcon (scripts/requirements-colcon.txt) in a venv layered over $(VENV) by a
 ## .pth file, for the ROS tier's colcon build test
-COLCON_VENV := build/venv-colcon$(if $(filter jazzy,$(ROS_DISTRO)),-jazzy,)
+COLCON_VENV := build/venv-colcon-$(ROS_DISTRO)
 colcon-setup: setup
 	@set -e; want=$$(cat scripts/requirements-colcon.txt $(VENV)/.ros2_ik-stamps/deps | sha256sum); \
 	if [ "$$(cat $(COLCON_VENV)/.stamp 2>/dev/null)" != "$$want" ]; then \
@@ -91,8 +98,9 @@ bench-cpu: setup
 	@. scripts/env.sh && $(PY) bench/bench_cpu.py $(ARGS)
 
 ## bench-peers-setup: optional peer IK libraries (bench/requirements-peers.txt) for bench-ik, in
-## build/venv-peers: a venv layered over .venv by a .pth file, installed under
-## scripts/constraints.txt so .venv's pinned numpy/scipy are used; .venv itself is not touched.
+## build/venv-peers: a venv layered over $(VENV) by a .pth file, installed under the
+## distribution's lock (scripts/constraints-$(ROS_DISTRO).txt) so the venv's pinned numpy/scipy
+## are used; the venv itself is not touched.
 PEERS_VENV := build/venv-peers
 bench-peers-setup: setup
 	@set -e; \
@@ -102,7 +110,7 @@ bench-peers-setup: setup
 	printf "import sys, site; p = '%s'; p in sys.path or site.addsitedir(p)\n" "$$base" \
 	  > "$$site/_ros2_ik_base_venv.pth"; \
 	$(PEERS_VENV)/bin/python -m pip install --disable-pip-version-check -q \
-	  -r bench/requirements-peers.txt -c scripts/constraints.txt; \
+	  -r bench/requirements-peers.txt -c scripts/constraints-$(ROS_DISTRO).txt; \
 	echo "peer IK libraries installed in $(PEERS_VENV); bench/bench_ik.py finds them there"
 
 ## bench-collision: what collision avoidance costs (issue 33): one goal, a batch, a 1M reach study
@@ -132,5 +140,6 @@ bench-reach: setup
 
 bench: bench-kinematics bench-ik bench-node
 
+## clean: the venvs (.venv-jazzy: left from when Jazzy was not the default) and build/
 clean:
-	rm -rf .venv .venv-jazzy build
+	rm -rf .venv .venv-kilted .venv-jazzy build

@@ -1,7 +1,8 @@
 # Source me after scripts/setup.sh:   . scripts/env.sh  [--quiet]
-# (ROS 2 Jazzy's venv: ROS_DISTRO=jazzy . scripts/env.sh)
-# Makes .venv (or .venv-jazzy) the active ROS 2 install prefix of this shell: its python, console scripts and
-# ament index (get_package_share_directory), CMake packages, and local-only DDS discovery.
+# (ROS 2 Kilted's venv: ROS_DISTRO=kilted . scripts/env.sh)
+# Makes .venv (ROS 2 Jazzy, the default; .venv-kilted for ROS_DISTRO=kilted) the active ROS 2
+# install prefix of this shell: its python, console scripts and ament index
+# (get_package_share_directory), CMake packages, and local-only DDS discovery.
 # Safe to source more than once. POSIX sh (dash, as in make recipes), bash and zsh; a plain sh
 # cannot tell where a sourced file lives, so there source it from the repository root.
 
@@ -14,9 +15,11 @@ else
 fi
 
 if [ -f "$_ros2_ik_src" ] && _ros2_ik_root=$(cd "$(dirname "$_ros2_ik_src")/.." && pwd); then
-  case "${ROS2_IK_VENV:-}:${ROS_DISTRO:-kilted}" in
+  # as scripts/setup.sh names them: the default distribution (jazzy) in .venv, kilted in
+  # .venv-kilted
+  case "${ROS2_IK_VENV:-}:${ROS_DISTRO:-jazzy}" in
     /*) _ros2_ik_venv=$ROS2_IK_VENV ;;
-    :jazzy) _ros2_ik_venv=$_ros2_ik_root/.venv-jazzy ;;
+    :kilted) _ros2_ik_venv=$_ros2_ik_root/.venv-kilted ;;
     *) _ros2_ik_venv=$_ros2_ik_root/.venv ;;
   esac
 

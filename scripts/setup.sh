@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# Build the ros2_ik development environment in .venv at the repository root (ROS 2 Kilted,
-# the default) or .venv-jazzy (ROS_DISTRO=jazzy: ROS 2 Jazzy, the LTS release):
+# Build the ros2_ik development environment in .venv at the repository root (ROS 2 Jazzy, the
+# LTS release and the default) or .venv-kilted (ROS_DISTRO=kilted: ROS 2 Kilted, tested until
+# its end of life, 2026-12-31):
 #   1. a venv with the ROS 2 PyPI wheels and the Python dependencies
-#      (scripts/requirements.txt, locked by scripts/constraints.txt; for Jazzy
-#      requirements-jazzy.txt and constraints-jazzy.txt), with the include paths in the wheels'
-#      CMake exports pointed at this venv;
-#   2. ros2_ik_interfaces, built with cmake/make in build/ros2_ik_interfaces[-jazzy], installed
+#      (scripts/requirements-<distro>.txt, locked by scripts/constraints-<distro>.txt), with the
+#      include paths in the wheels' CMake exports pointed at this venv. The venv says which
+#      distribution it holds (a stamp, and its rclpy wheel): one that holds another (a checkout
+#      from when .venv was Kilted's) is rebuilt, never used as this one;
+#   2. ros2_ik_interfaces, built with cmake/make in build/ros2_ik_interfaces-<distro>, installed
 #      into the venv (the venv is a ROS install prefix); then, for the tests, MoveIt's message
 #      packages of test/interfaces the same way;
 #   3. ros2_ik, installed editable, laid out like a colcon --symlink-install: console scripts
@@ -19,28 +21,29 @@
 # Usage: scripts/setup.sh [--force] [--lock]
 #   --force  redo every step (keeps the pip cache)
 #   --lock   rewrite the distribution's constraints file from its current venv, then exit
-# Environment: ROS_DISTRO (kilted, the default, or jazzy), PYTHON (base interpreter for the
+# Environment: ROS_DISTRO (jazzy, the default, or kilted), PYTHON (base interpreter for the
 # venv, default python3), JOBS (make -j, default 2).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-ROS_DISTRO=${ROS_DISTRO:-kilted}
+# the default distribution has .venv; another has .venv-<distro> (the Makefile and env.sh agree)
+DEFAULT_DISTRO=jazzy
+ROS_DISTRO=${ROS_DISTRO:-$DEFAULT_DISTRO}
 case $ROS_DISTRO in
-  kilted) SUFFIX= ;;
-  jazzy) SUFFIX=-jazzy ;;
-  *) echo "setup.sh: ROS_DISTRO=$ROS_DISTRO is not supported; use kilted (the default) or jazzy" >&2
+  jazzy|kilted) ;;
+  *) echo "setup.sh: ROS_DISTRO=$ROS_DISTRO is not supported; use jazzy (the default) or kilted" >&2
      exit 2 ;;
 esac
-VENV=$ROOT/.venv$SUFFIX
+if [[ $ROS_DISTRO == "$DEFAULT_DISTRO" ]]; then VENV=$ROOT/.venv; else VENV=$ROOT/.venv-$ROS_DISTRO; fi
 VPY=$VENV/bin/python
 BUILD=$ROOT/build
-LOG_DIR=$BUILD/setup-logs$SUFFIX
+LOG_DIR=$BUILD/setup-logs-$ROS_DISTRO
 STAMPS=$VENV/.ros2_ik-stamps
-REQS=$ROOT/scripts/requirements$SUFFIX.txt
+REQS=$ROOT/scripts/requirements-$ROS_DISTRO.txt
 REQS_PY=$ROOT/scripts/requirements-python.txt
-LOCK=$ROOT/scripts/constraints$SUFFIX.txt
+LOCK=$ROOT/scripts/constraints-$ROS_DISTRO.txt
 IFC_SRC=$ROOT/ros2_ik_interfaces
-IFC_BUILD=$BUILD/ros2_ik_interfaces$SUFFIX
+IFC_BUILD=$BUILD/ros2_ik_interfaces-$ROS_DISTRO
 PYTHON=${PYTHON:-python3}
 JOBS=${JOBS:-2}
 
@@ -49,7 +52,7 @@ for arg in "$@"; do
   case $arg in
     --force) force=1 ;;
     --lock) lock=1 ;;
-    -h|--help) sed -n '2,17p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,/^set /{/^#/p}' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "setup.sh: unknown argument '$arg' (try --help)" >&2; exit 2 ;;
   esac
 done
@@ -129,7 +132,7 @@ PYTHON=$("$PYTHON" -c 'import os, sys
 print(os.path.realpath(getattr(sys, "_base_executable", sys.executable)))') \
   || die "cannot run $PYTHON"
 "$PYTHON" -c 'import sys; sys.exit(sys.version_info < (3, 10))' \
-  || die "$PYTHON is $("$PYTHON" -V 2>&1); the ROS 2 Kilted wheels need CPython >= 3.10 (verified on 3.11; set PYTHON=...)"
+  || die "$PYTHON is $("$PYTHON" -V 2>&1); the ROS 2 wheels need CPython >= 3.10 (verified on 3.11; set PYTHON=...)"
 "$PYTHON" -c 'import venv, ensurepip' 2>/dev/null \
   || die "$PYTHON cannot create venvs (on Debian/Ubuntu: apt-get install python3-venv)"
 py_version=$("$PYTHON" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
@@ -138,7 +141,7 @@ py_version=$("$PYTHON" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
 ROS2_IK_VENV=$VENV . "$ROOT/scripts/env.sh" --quiet
 
 # ---- 1. venv + wheels ------------------------------------------------------------------------
-KEY_EXTRA="$ROOT $PYTHON $py_version"
+KEY_EXTRA="$ROOT $PYTHON $py_version $ROS_DISTRO"
 lock_files=("$LOCK")
 lock_args=(-c "$LOCK")
 if [[ ! -f $LOCK ]]; then  # a new distribution: unlocked once, then `--lock` writes its lock
@@ -147,9 +150,26 @@ if [[ ! -f $LOCK ]]; then  # a new distribution: unlocked once, then `--lock` wr
   lock_args=()
 fi
 deps_key=$(key "$REQS" "$REQS_PY" "${lock_files[@]}" "$ROOT/scripts/setup.sh")
-if current deps "$deps_key" && "$VPY" -c '' 2>/dev/null; then
-  say "venv: up to date ($VENV)"
+# Which distribution the venv holds: the one its stamp names, and its rclpy wheel's (7: Jazzy,
+# 8 and 9: Kilted; as ros2_ik/ros/compat.py reads it). Both must be this one.
+held_distro() {
+  local named wheel
+  named=$(cat "$STAMPS/distro" 2>/dev/null) || named=
+  wheel=$("$VPY" -c 'from importlib.metadata import version
+print({7: "jazzy", 8: "kilted", 9: "kilted"}.get(int(version("ros-rclpy").split(".")[0]), "?"))' \
+    2>/dev/null) || wheel=
+  if [[ -z $wheel ]]; then echo "none"
+  elif [[ $named == "$wheel" ]]; then echo "$wheel"
+  else echo "$wheel (its stamp says '${named:-nothing}')"; fi
+}
+held=none
+[[ -x $VPY ]] && held=$(held_distro)
+if current deps "$deps_key" && [[ $held == "$ROS_DISTRO" ]]; then
+  say "venv: up to date ($VENV, ROS 2 $ROS_DISTRO)"
 else
+  if [[ $held != none && $held != "$ROS_DISTRO" ]]; then
+    say "venv: $VENV holds ROS 2 $held, not $ROS_DISTRO (set up before $DEFAULT_DISTRO became the default?): rebuilding it for $ROS_DISTRO"
+  fi
   say "venv: building $VENV (ROS 2 $ROS_DISTRO, Python $py_version; first run downloads ~300 MB of wheels)"
   # A venv is tied to its interpreter and its absolute path: start over rather than patch.
   rm -rf "$VENV" "$IFC_BUILD"
@@ -169,7 +189,11 @@ else
     ! grep -rqE '/opt/python/cp[0-9]+-cp[0-9]+t?/(include|lib)' "$VENV"/share/*/cmake
   }
   step fix-cmake-exports fix_cmake_exports
+  stamp distro "$ROS_DISTRO"
   stamp deps "$deps_key"
+fi
+if [[ $ROS_DISTRO == jazzy && -d $ROOT/.venv-jazzy ]]; then
+  say "note: .venv-jazzy is left from when Jazzy was not the default (it is .venv now); nothing uses it: rm -rf .venv-jazzy"
 fi
 
 # ---- 2. ros2_ik_interfaces -------------------------------------------------------------------
@@ -205,7 +229,7 @@ if current test-interfaces "$tifc_key" && [[ -f $VENV/share/moveit_msgs/package.
 else
   say "test interfaces: object_recognition_msgs, octomap_msgs, moveit_msgs (make -j$JOBS)"
   for pkg in object_recognition_msgs octomap_msgs moveit_msgs; do
-    pb=$BUILD/test-interfaces$SUFFIX/$pkg
+    pb=$BUILD/test-interfaces-$ROS_DISTRO/$pkg
     rm -rf "$pb"
     mkdir -p "$pb"
     step "$pkg-cmake" cmake -S "$TEST_IFC/$pkg" -B "$pb" \
@@ -283,8 +307,8 @@ EOF
   )
 }
 step check check
-if [[ $ROS_DISTRO == kilted ]]; then
-  say "ready in $((SECONDS - t_start)) s (ROS 2 kilted). Use it with:  . scripts/env.sh"
+if [[ $ROS_DISTRO == "$DEFAULT_DISTRO" ]]; then
+  say "ready in $((SECONDS - t_start)) s (ROS 2 $ROS_DISTRO). Use it with:  . scripts/env.sh"
 else
   say "ready in $((SECONDS - t_start)) s (ROS 2 $ROS_DISTRO). Use it with:  ROS_DISTRO=$ROS_DISTRO . scripts/env.sh"
 fi

@@ -30,7 +30,7 @@ import numpy as np
 import pytest
 
 hypothesis = pytest.importorskip("hypothesis", reason="hypothesis is not installed "
-                                 "(scripts/requirements.txt)")
+                                 "(scripts/requirements-python.txt)")
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 

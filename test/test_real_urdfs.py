@@ -1,7 +1,7 @@
 """Every real URDF loads (issue 11): the robots of the PyPI package ``example-robot-data``.
 
-Optional tier: the package is 130 MB, so it is not in scripts/requirements.txt; install it into
-the venv to run this (``.venv/bin/python -m pip install --no-deps example-robot-data``).
+An optional tier (the package is 130 MB): ``make setup`` installs it
+(scripts/requirements-python.txt); where it is not installed there is nothing to run.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 ros2_ik_interfaces, ament_cmake, inside it), as docs/colcon.md tells a user to build them in a
 workspace, against this distribution's venv; then the installed node starts from the install
 space and serves. Runs in the ROS tier on every distribution; skipped where colcon is not
-installed (``make colcon-setup`` makes build/venv-colcon[-jazzy])."""
+installed (``make colcon-setup`` makes build/venv-colcon-<distro>)."""
 
 from __future__ import annotations
 
@@ -19,8 +19,8 @@ pytest.importorskip("rclpy", reason="rclpy (ROS 2 wheels) not installed; run mak
 from ros_testing import NodeProcess, random_domain_id
 
 ROOT = Path(__file__).resolve().parents[1]
-SKIP = {".git", ".venv", ".venv-jazzy", "build", "install", "log", "_build", "__pycache__",
-        ".pytest_cache", ".hypothesis"}
+SKIP = {".git", ".venv", ".venv-kilted", ".venv-jazzy", "build", "install", "log", "_build",
+        "__pycache__", ".pytest_cache", ".hypothesis"}
 
 
 def _colcon() -> str | None:

@@ -748,8 +748,9 @@ def test_the_node_has_exactly_the_documented_surface():
 
 
 def test_the_tier_runs_on_the_distribution_it_was_set_up_for():
-    """make test runs the ROS tier on Kilted and on Jazzy (ROS_DISTRO exported by make): the
-    rclpy in use is that distribution's, and the node says which at start-up."""
+    """make test runs the whole suite on Jazzy (the default) and the ROS tier on Kilted
+    (ROS_DISTRO exported by make): the rclpy in use is that distribution's, and the node says
+    which at start-up."""
     pytest.importorskip("rclpy")
     import os
 
