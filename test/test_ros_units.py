@@ -99,8 +99,9 @@ def test_check_poses():
 
 
 def test_an_int_sent_as_a_float_is_named():
-    """rclpy (Kilted, ROS_PYTHON_CHECK_FIELDS unset) sends ``w = 1`` (a Python int in a float64
-    field) as the double with the int's bits, 5e-324: the rejection of that quaternion says so."""
+    """rclpy (Jazzy and Kilted, ROS_PYTHON_CHECK_FIELDS unset) sends ``w = 1`` (a Python int in
+    a float64 field) as the double with the int's bits, 5e-324: the rejection of that quaternion
+    says so."""
     from ros2_ik.ros.conversions import describe_bad_pose
 
     one_as_float = np.frombuffer(np.int64(1).tobytes(), dtype=np.float64)[0]
