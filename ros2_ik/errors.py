@@ -20,6 +20,7 @@ __all__ = [
     "InvalidInputError",
     "InputTypeError",
     "BackendUnavailableError",
+    "KernelsBuildingError",
 ]
 
 
@@ -92,3 +93,13 @@ class InputTypeError(InvalidInputError, TypeError):
 
 class BackendUnavailableError(IKError, RuntimeError):
     """The requested array backend (e.g. CuPy) cannot be used on this machine."""
+
+
+class KernelsBuildingError(BackendUnavailableError):
+    """The compiled kernels asked for are being built in the background (a thread that does not
+    wait for builds: :func:`ros2_ik.backends.host.set_background_builds`); the reference answers
+    meanwhile. ``key`` names the build (:func:`ros2_ik.backends.host.building`)."""
+
+    def __init__(self, message: str, key: str = ""):
+        super().__init__(message)
+        self.key = key

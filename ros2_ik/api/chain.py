@@ -123,12 +123,20 @@ class ChainSolver:
         vals = small.out[0].copy()
         nq = self._nq1[0]
         if vals[nq] != _CONVERGED or words is None:  # the general reading, messages too
-            return result_of(self.model, self.config, vals[None], small.seeds[0].copy(), t0)
+            r = result_of(self.model, self.config, vals[None], small.seeds[0].copy(), t0)
+            r.backend = "host"
+            return r
         ints = vals[nq:nq + 5].astype(np.int64)  # status, errors (unused), iterations, seed
         return IKResult(q=vals[None, :nq], success=np.array([True]),
                         position_error=vals[nq + 1:nq + 2], orientation_error=vals[nq + 2:nq + 3],
                         iterations=ints[3:4], seed_index=ints[4:5], status=ints[0:1],
-                        messages=[""], solve_time=time.perf_counter() - t0)
+                        messages=[""], solve_time=time.perf_counter() - t0, backend="host")
+
+    @property
+    def building(self) -> bool:
+        """Its compiled kernels are being built in the background (see
+        :attr:`.solver.IKSolver.building`); the reference answers meanwhile."""
+        return self._solver.building
 
     def _prepare_thread(self):
         """This thread's buffers of the compiled driver, with everything but the target, the

@@ -27,7 +27,8 @@ __all__ = ["Kinematics", "fk", "fk_frames", "jacobian"]
 
 _log = logging.getLogger("ros2_ik.api")
 #: most joints (summed over the frames' paths) a compiled frames source is generated for
-MAX_JOINTS = 2048
+#: (about 2.3 kB of source each; g++'s time grows faster than the source)
+MAX_JOINTS = 512
 _F64 = np.dtype(np.float64)
 #: largest batch the small-call extension answers (larger ones check the result's memory first)
 SMALL_ROWS = 4096
@@ -46,6 +47,7 @@ class Kinematics:
         self._host = None
         self._fk1 = self._jac1 = None  # the small-call extension's calls, where it is there
         self.backend, self.reason = "reference", "asked for"
+        self._building = ""  # the background build this waits for (see IKSolver.building)
         if backend == "auto":
             self.reason = self._why_not()
             if self.reason is None:
@@ -58,6 +60,7 @@ class Kinematics:
                     self._small_call()
                 except BackendUnavailableError as exc:
                     self.reason = str(exc)
+                    self._building = getattr(exc, "key", "")
                 except RuntimeError as exc:
                     self.reason = f"the frames kernels could not be built: {exc}"
                     _log.warning("%s", self.reason)
@@ -146,9 +149,19 @@ def _prepared(model: Model, frames) -> Kinematics:
         return Kinematics(model, frames)
     try:
         return model.memo("api.kinematics", key, lambda: Kinematics(model, frames),
-                          max_keys=1024)
+                          max_keys=1024, stale=_built_since)
     except TypeError:  # unhashable names: the checks raise their error
         return Kinematics(model, frames)
+
+
+def _built_since(k: Kinematics) -> bool:
+    """Whether ``k`` answers with the reference while its kernels are built in the background,
+    and they are built now or this thread waits for builds (its compiled successor is due)."""
+    if not k._building:
+        return False
+    from ..backends.host import building, in_background  # noqa: PLC0415
+
+    return not building(k._building) or not in_background()
 
 
 def fk(model: Model, q, *, check: bool = True):

@@ -50,6 +50,10 @@ BACKENDS = ("auto", "host", "cuda", "reference")
 MAX_COLUMNS = 48
 #: most coordinates of a model a compiled solver is generated for (each has its own lines)
 MAX_COORDINATES = 512
+#: most joints on the tips' paths a compiled solver is generated for: each is unrolled into
+#: its own lines (about 7 kB of source a joint), and g++'s time grows faster than the source
+#: (a 100-joint chain: 10 s; 400 joints: a minute)
+MAX_PATH_JOINTS = 64
 #: whether the CUDA backend carries the collision terms
 COMPILED_COLLISIONS_GPU = True
 
@@ -145,7 +149,21 @@ class IKSolver:
             self.collision = collision
         if not isinstance(backend, str) or backend not in BACKENDS:
             raise InvalidInputError(f"backend must be one of {BACKENDS}, got {describe(backend)}")
+        #: the build whose end this solver waits for, answering with the reference meanwhile
+        #: (a thread that does not wait for builds: ros2_ik.backends.host.set_background_builds)
+        self._building = ""
         self.backend, self.reason, self._impl = self._choose(backend)
+
+    @property
+    def building(self) -> bool:
+        """The compiled kernels of this solver are still being built in the background (it
+        answers with the reference meanwhile; :func:`prepared_solver` gives the compiled one
+        once they are)."""
+        if not self._building:
+            return False
+        from ..backends.host import building  # noqa: PLC0415
+
+        return building(self._building)
 
     # ------------------------------------------------------------------ backend choice
     def _covered(self, gpu: bool) -> str | None:
@@ -163,6 +181,9 @@ class IKSolver:
             if chain_of(self.model, self.tips, self.collision) is None:
                 return ("a joint on a collision link's path is not revolute, continuous, "
                         "prismatic or fixed")
+        if len(chain.qi) > MAX_PATH_JOINTS:
+            return (f"{len(chain.qi)} joints lie on the tips' paths: the compiled source unrolls "
+                    f"each, up to {MAX_PATH_JOINTS} (g++ would take minutes)")
         if chain.nc > MAX_COLUMNS:
             return (f"{chain.nc} joints move the tips: the compiled source unrolls its matrices "
                     f"up to {MAX_COLUMNS}")
@@ -192,6 +213,7 @@ class IKSolver:
                 return want, "", self._build(want)
             except BackendUnavailableError as exc:
                 why = str(exc)
+                self._building = getattr(exc, "key", "")
             except RuntimeError as exc:  # a build that failed: the reference answers
                 why = f"the compiled kernels could not be built: {str(exc).splitlines()[0]}"
                 _log.warning("%s (model %r, tips %s)", why, self.model.name, list(self.tips))
@@ -261,13 +283,16 @@ class IKSolver:
             per_tip = getattr(weights, "ndim", 0) == 3  # (P, T, 6): solve_ik's objectives
             objs = [PoseObjective(self.model, tip, t[:, k], weights[:, k] if per_tip else weights)
                     for k, tip in enumerate(self.tips)]
-            return reference_solve(self.model, objs, seeds=seeds, config=cfg,
-                                   solver=self.solver, should_stop=should_stop, start_time=t0,
-                                   collision=self.collision_objective(world))
-        if self.backend == "cuda":
-            return self._impl.solve(t, seeds=seeds, weights=weights, should_stop=should_stop,
-                                    timeout=cfg.timeout, start_time=t0, world=world)
-        return self._solve_host(t, seeds, weights, should_stop, cfg.timeout, t0, world)
+            r = reference_solve(self.model, objs, seeds=seeds, config=cfg, solver=self.solver,
+                                should_stop=should_stop, start_time=t0,
+                                collision=self.collision_objective(world))
+        elif self.backend == "cuda":
+            r = self._impl.solve(t, seeds=seeds, weights=weights, should_stop=should_stop,
+                                 timeout=cfg.timeout, start_time=t0, world=world)
+        else:
+            r = self._solve_host(t, seeds, weights, should_stop, cfg.timeout, t0, world)
+        r.backend = self.backend
+        return r
 
     def _check_world(self, world):
         if world is None:
@@ -412,6 +437,14 @@ PREPARED_MAX = 32
 _prepared_lock = threading.Lock()
 
 
+def _build_due(s) -> bool:
+    """Whether a solver answering with the reference while its kernels are built in the
+    background should be replaced: they are built, or this thread waits for builds."""
+    from ..backends.host import in_background  # noqa: PLC0415
+
+    return not s.building or not in_background()
+
+
 def prepared_solver(model: Model, tips, config: IKConfig, solver: str = "dls",
                     backend: str = "auto", xp=np, collision=None) -> IKSolver:
     """The :class:`IKSolver` of these arguments, built on first use and kept with the model
@@ -424,9 +457,11 @@ def prepared_solver(model: Model, tips, config: IKConfig, solver: str = "dls",
     cache = model.memo("api.solver.prepared", "least recently used first", OrderedDict)
     with _prepared_lock:
         s = cache.get(key)
-        if s is not None:
+        if s is not None and not (s._building and _build_due(s)):
             cache.move_to_end(key)
             return s
+        if s is not None:  # its kernels are built (or this thread waits for them): compiled
+            del cache[key]
     s = IKSolver(model, list(tips), cfg, solver=solver, backend=backend, xp=xp,
                  collision=collision)
     with _prepared_lock:

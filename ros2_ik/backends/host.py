@@ -23,6 +23,7 @@ which is how the tests run the very CUDA text on the CPU (the CuPy stand-in).
 from __future__ import annotations
 
 import concurrent.futures as cf
+import contextlib
 import ctypes
 import os
 import re
@@ -35,13 +36,16 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import BackendUnavailableError, ShapeError
+from ..errors import BackendUnavailableError, KernelsBuildingError, ShapeError
 from ..model import Model
 from . import interface
 from .codegen import Chain, frames_source, solve_source, source_hash
 
 __all__ = ["available", "compile_host", "HostModule", "cache_dir", "CXX_FLAGS", "HostSolver",
-           "HostKinematics", "StopFlag", "threads", "BuildScope"]
+           "HostKinematics", "StopFlag", "threads", "BuildScope", "set_background_builds",
+           "waiting_for_builds", "builds_in_background_here", "in_background", "building",
+           "builds_under_way",
+           "cancel_background_builds"]
 
 # -ffp-contract=off: no fused multiply-add, so that the scalar and vector renderings (and the
 # reference's float64 arithmetic, step for step) round alike
@@ -131,30 +135,166 @@ class HostModule:
 def compile_host(src: str) -> HostModule:
     """Compile (once per source and machine, cached on disk) and load a generated host source.
     Raises :class:`BackendUnavailableError` without a C++ compiler, RuntimeError with the
-    compiler's message when the source does not build."""
+    compiler's message when the source does not build, and, in a thread that does not wait
+    for builds (:func:`set_background_builds`), :class:`~ros2_ik.errors.KernelsBuildingError`
+    while the source is built in the background. A build under way in another thread is
+    waited for, never started twice; no lock is held while g++ runs."""
     key = source_hash(src)
+    lib = cache_dir() / f"r2ik_{key}.so"
     with _lock:
         hit = _loaded.get(key)
         if hit is not None:
             return hit
-        d = cache_dir()
-        lib = d / f"r2ik_{key}.so"
-        if not lib.exists():
-            cxx = available()
-            if cxx is None:
+        failed = _failed.get(key)
+        if failed is not None:
+            raise RuntimeError(failed)
+        fut = _building.get(key)
+        owner = fut is None and not lib.exists()
+        if owner:
+            if available() is None:
                 raise BackendUnavailableError(
                     "no C++ compiler (g++) found to build the compiled kernels; install g++ "
                     "or set CXX (the reference backend answers meanwhile)")
-            d.mkdir(parents=True, exist_ok=True)
-            with tempfile.TemporaryDirectory(dir=d) as tmp:
-                cu = Path(tmp) / "k.cpp"
-                cu.write_text(src)
-                out = Path(tmp) / "k.so"
-                _run_compiler([cxx, *CXX_FLAGS, "-x", "c++", str(cu), "-o", str(out)])
-                os.replace(out, lib)  # atomic: another process may be building it too
-        mod = HostModule(src, lib)
-        _loaded[key] = mod
-        return mod
+            fut = _building[key] = cf.Future()
+    if fut is not None:
+        if in_background():
+            if owner:
+                _BUILDER.submit(key, lambda: _build(src, key, lib, fut))
+            raise KernelsBuildingError(
+                f"the compiled kernels of this model are being built in the background (g++, "
+                f"seconds; source {key}); the reference backend answers meanwhile", key)
+        if owner:
+            _build(src, key, lib, fut)
+        fut.result()  # (another thread's build: its RuntimeError, if it failed)
+    with _lock:
+        hit = _loaded.get(key)
+        if hit is None:
+            hit = _loaded[key] = HostModule(src, lib)
+        return hit
+
+
+_building: dict[str, cf.Future] = {}  # builds under way, by source hash
+_failed: dict[str, str] = {}  # sources g++ refused (not retried in this process)
+_wait = threading.local()  # .on: this thread's builds run in the background (None: default)
+_BACKGROUND = [False]  # the process default (set_background_builds)
+
+
+def _build(src: str, key: str, lib: Path, fut: cf.Future) -> None:
+    """g++ on ``src`` into the cache (in the current :class:`BuildScope`); ``fut`` gets the
+    outcome. A build that was cancelled may be tried again; one that failed is not."""
+    try:
+        d = lib.parent
+        d.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=d) as tmp:
+            cu = Path(tmp) / "k.cpp"
+            cu.write_text(src)
+            out = Path(tmp) / "k.so"
+            _run_compiler([available() or "g++", *CXX_FLAGS, "-x", "c++", str(cu), "-o",
+                           str(out)])
+            os.replace(out, lib)  # atomic: another process may be building it too
+    except BaseException as exc:
+        with _lock:
+            _building.pop(key, None)
+            if isinstance(exc, RuntimeError) and "cancelled" not in str(exc):
+                _failed[key] = str(exc)
+        fut.set_exception(exc if isinstance(exc, Exception) else RuntimeError(str(exc)))
+        if not isinstance(exc, Exception):
+            raise
+        return
+    with _lock:
+        _building.pop(key, None)
+    fut.set_result(lib)
+
+
+def set_background_builds(on: bool) -> None:
+    """The process's default: whether a compiled build waits for g++ (False, the library's
+    contract: the same answer from the first call on) or runs in the background while the
+    reference answers (True: :class:`~ros2_ik.errors.KernelsBuildingError`, which the prepared
+    solvers turn into the reference backend until the build is done; the node's choice, whose
+    answers name their backend). :func:`waiting_for_builds` overrides it for a thread."""
+    _BACKGROUND[0] = bool(on)
+
+
+@contextlib.contextmanager
+def waiting_for_builds(wait: bool = True):
+    """In this block, this thread's builds wait for g++ (``wait``) or run in the background
+    (see :func:`set_background_builds`)."""
+    before = getattr(_wait, "on", None)
+    _wait.on = not wait
+    try:
+        yield
+    finally:
+        _wait.on = before
+
+
+def builds_in_background_here() -> None:
+    """From now on this thread's builds run in the background (an executor thread, which must
+    never wait seconds for g++; see :func:`set_background_builds`)."""
+    _wait.on = True
+
+
+def in_background() -> bool:
+    """Whether this thread's builds run in the background (see :func:`set_background_builds`)."""
+    on = getattr(_wait, "on", None)
+    return _BACKGROUND[0] if on is None else bool(on)
+
+
+def building(key: str) -> bool:
+    """Whether the build of source ``key`` (:class:`~ros2_ik.errors.KernelsBuildingError`'s) is
+    still under way."""
+    with _lock:
+        return key in _building
+
+
+def builds_under_way() -> int:
+    """How many kernel builds run or wait in this process."""
+    with _lock:
+        return len(_building)
+
+
+class _Builder:
+    """One daemon thread that runs the background builds one at a time (g++ is a core's work;
+    several at once would slow the answers that run meanwhile), in its own
+    :class:`BuildScope` (:func:`cancel_background_builds`)."""
+
+    def __init__(self):
+        self._jobs: list = []
+        self._cv = threading.Condition()
+        self._thread = None
+        self.scope = BuildScope()
+
+    def submit(self, key: str, job) -> None:
+        with self._cv:
+            self._jobs.append((key, job))
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._run, daemon=True,
+                                                 name="ros2_ik-build")
+                self._thread.start()
+            self._cv.notify()
+
+    def _run(self) -> None:
+        while True:
+            with self._cv:
+                while not self._jobs:
+                    self._cv.wait()
+                _, job = self._jobs.pop(0)
+                scope = self.scope
+            try:
+                with scope:
+                    job()
+            except Exception:  # noqa: BLE001 - the outcome is the build's future's
+                pass
+
+    def cancel(self) -> None:
+        with self._cv:
+            scope, self.scope = self.scope, BuildScope()
+        scope.cancel()
+
+
+def cancel_background_builds() -> None:
+    """End the background builds running and waiting (a node shutting down); a later call
+    that needs one starts it again."""
+    _BUILDER.cancel()
 
 
 class BuildScope:
@@ -201,6 +341,7 @@ class BuildScope:
 
 
 _scope = threading.local()
+_BUILDER = _Builder()
 
 
 def _run_compiler(cmd) -> None:

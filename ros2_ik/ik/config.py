@@ -154,6 +154,8 @@ class IKResult:
     clearance: np.ndarray | None = None
     #: the version of the world the answers were checked against (None: not checked)
     world_version: int | None = None
+    #: the backend that answered ("host", "cuda" or "reference"; "" where not said)
+    backend: str = ""
 
     def __len__(self):
         return int(self.success.shape[0])

@@ -506,7 +506,8 @@ class Model:
             t = self._cache.setdefault("tables", build_tables(self))
         return t
 
-    def memo(self, owner: str, key, build: Callable[[], Any], *, max_keys: int = 10_000):
+    def memo(self, owner: str, key, build: Callable[[], Any], *, max_keys: int = 10_000,
+             stale: Callable[[Any], bool] | None = None):
         """A value derived from this model and ``key`` (a tip set, a seed count, a selection of
         frames), computed by ``build()`` the first time and kept with the model (it goes when
         the model goes; a model never changes, so the value stays right).
@@ -516,7 +517,9 @@ class Model:
         ``max_keys`` keys for this model, new keys are computed on each call and not kept. An
         unhashable key is not kept either (``build()`` decides what such a key means). Model-wide
         tables are :attr:`tables`, not memos. Thread safe: two threads that build the same key
-        at once both get the value kept first."""
+        at once both get the value kept first. ``stale(value)`` True: the kept value is built
+        again and replaced (a solver answering with the reference while its kernels were built
+        in the background, once they are)."""
         memos = self._cache.get("memos")
         if memos is None:
             memos = self._cache.setdefault("memos", {})
@@ -528,7 +531,11 @@ class Model:
         except TypeError:  # unhashable key
             return build()
         if hit is not _MISSING:
-            return hit
+            if stale is None or not stale(hit):
+                return hit
+            value = build()
+            per[key] = value
+            return value
         value = build()
         if len(per) < max_keys:
             value = per.setdefault(key, value)
