@@ -18,7 +18,7 @@ setup(
         ('share/' + package_name + '/config', glob('config/*.yaml') + glob('config/*.rviz')),
     ],
     python_requires='>=3.10',
-    install_requires=['numpy', 'urdfdom-py', 'defusedxml', 'trimesh',
+    install_requires=['numpy', 'defusedxml', 'trimesh',
                       # reach studies: orientations, target files, heat maps, progress bar
                       'scipy', 'pyyaml', 'matplotlib', 'tqdm'],
     extras_require={
