@@ -1,7 +1,7 @@
 # The two commands of the README, and a few helpers. Every target sets up the venv first
 # (scripts/setup.sh is idempotent and takes seconds when nothing changed).
 .PHONY: setup demo lint test docs docs-build fuzz bench bench-kinematics bench-ik bench-cpu bench-node \
-	bench-timeouts bench-reach bench-gpu gpu-report bench-peers-setup bench-collision clean \
+	bench-timeouts bench-swap bench-reach bench-gpu gpu-report bench-peers-setup bench-collision clean \
 	viewer test-browser test-ros colcon-setup
 
 ## ROS 2 distribution: jazzy (the default: the LTS release, supported to 2029) or kilted (tested
@@ -120,6 +120,10 @@ bench-collision: setup
 ## bench-node: what the ROS node adds: service round trip vs bare solve, a 10k-goal request, compact conversion
 bench-node: setup
 	@. scripts/env.sh && $(PY) bench/bench_node.py $(ARGS)
+
+## bench-swap: how long a new robot_description takes to serve, idle, under load, and big ones
+bench-swap: setup
+	@. scripts/env.sh && $(PY) bench/bench_swap.py $(ARGS)
 
 ## bench-timeouts: how far past their timeout calls return, by batch size (1e3 .. 1e6 problems)
 bench-timeouts: setup

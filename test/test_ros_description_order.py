@@ -103,6 +103,8 @@ def test_both_republished_under_load_keep_the_groups():
             finally:
                 stop.set()
                 t.join(timeout=60)
-            assert len(answered) > 10 and not t.is_alive()
+            # every request of the load was answered, and succeeded (its goal suits both)
+            assert answered and not t.is_alive()
+            assert set(answered) == {codes.SUCCESS}, answered
     finally:
         assert node.stop() == 0

@@ -40,9 +40,12 @@ class _Executor:
 
 def _source(settings):
     ex = _Executor()
-    swaps = []
+    swaps = []  # (robot, None) per model swapped in
+    compiled = []  # (robot, its default tip's solver) once its kernels are built
     src = ModelSource(_Log(), Stats(), ex.post, lambda: settings[0], lambda: np,
-                      lambda robot, solver, dt: swaps.append((robot, solver)))
+                      lambda robot, dt: swaps.append((robot, None)),
+                      lambda robot, solver, dt: compiled.append((robot, solver)))
+    src.compiled = compiled
     return src, ex, swaps
 
 
@@ -64,7 +67,8 @@ def test_a_model_change_brings_its_groups_with_it_and_never_early():
     ex.run(src)
     assert src.robot.name == "misc" and src.robot.group_names == [] and src.robot.srdf is None
     assert [r.name for r, _ in swaps] == ["dual_arm", "misc"]
-    assert swaps[-1][1].backend in ("host", "reference")
+    assert src.compiled[-1][0].name == "misc"
+    assert src.compiled[-1][1].backend in ("host", "reference")
 
 
 def test_a_newer_model_supersedes_one_being_prepared():

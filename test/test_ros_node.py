@@ -721,17 +721,18 @@ def test_moveit_absent_is_logged_once(tmp_path):
         assert "planning scene follows" not in node.log_text()
 
 
-def test_ready_is_logged_once_the_model_is_prepared(ros):
+def test_ready_is_logged_once_the_model_serves_then_its_compiled_solver(ros):
     assert ros.node.wait_for_log("]: ready: ", 10), ros.node.log_text()[-2000:]
+    assert ros.node.wait_for_log("solver for 'panda': backend host", 60)
     log = ros.node.log_text()
     assert log.index("]: serving: ") < log.index("]: ready: ")
-    assert log.index("solver for 'panda': backend host") < log.index("]: ready: ")
+    assert log.index("model 1 ('panda', URDF digest ") < log.index("]: ready: ")
 
 
-def test_cold_node_builds_its_kernels_then_serves_them(tmp_path):
-    """An empty kernel cache: the node builds the robot's kernels before the model serves; a
-    request meanwhile is answered NO_ROBOT_MODEL (saying why), never by another backend than
-    the one the model will have, and every answer after is the compiled solver's, verified."""
+def test_cold_node_serves_at_once_then_from_its_compiled_kernels(tmp_path):
+    """An empty kernel cache: the model serves as soon as it is parsed, answered by the
+    reference while the node builds the robot's kernels in the background (each answer names
+    its backend), then by the compiled solver; every answer verified by FK."""
     model = load_robot("panda")
     domain = random_domain_id()
     t0 = time.monotonic()
@@ -743,26 +744,24 @@ def test_cold_node_builds_its_kernels_then_serves_them(tmp_path):
         client.wait_for_server(30)
         q, T = reachable(model, 3, seed=50)
         req = ik_request(pose_to_pq(T), compact_response=True, num_seeds=8, timeout=10.0)
-        first = None
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            resp = client.call(client.ik, req, timeout=60)
-            if resp.error_code.val != codes.NO_ROBOT_MODEL:
-                first = time.monotonic() - t0
-                break
-            assert "robot_description" in resp.message
-            time.sleep(0.05)
-        assert first is not None, node.log_text()[-2000:]
-        assert node.wait_for_log("]: ready: ", 10), node.log_text()[-2000:]
-        assert "solver for 'panda': backend host" in node.log_text()
-        status = np.asarray(resp.status)
-        assert set(status.tolist()) <= {codes.SUCCESS, codes.NO_IK_SOLUTION}, resp.message
-        ok = status == codes.SUCCESS
-        assert ok.any(), resp.message
-        assert_fk_matches(model, as_f64(resp.compact_solutions).reshape(3, -1)[ok],
-                          resp.joint_names, T[ok][:, None])
+
+        def checked(resp):
+            assert resp.error_code.val in (codes.SUCCESS, codes.NO_IK_SOLUTION), resp.message
+            status = np.asarray(resp.status)
+            ok = status == codes.SUCCESS
+            assert ok.any(), resp.message
+            assert_fk_matches(model, as_f64(resp.compact_solutions).reshape(3, -1)[ok],
+                              resp.joint_names, T[ok][:, None])
+            assert resp.model_version == 1 and resp.backend in ("reference", "host")
+            return resp.backend
+
+        first = checked(client.call(client.ik, req, timeout=60))
+        t_first = time.monotonic() - t0
+        assert node.wait_for_log("solver for 'panda': backend host", 300), \
+            node.log_text()[-2000:]
+        assert checked(client.call(client.ik, req, timeout=60)) == "host"
         assert os.listdir(tmp_path / "kernels")  # built here, into the node's cache
-        print(f"cold node: first IK answer {first:.1f} s after start")
+        print(f"cold node: first IK answer ({first}) {t_first:.1f} s after start")
     finally:
         if client is not None:
             client.close()

@@ -107,11 +107,12 @@ class Stats:
 
 
 def diagnostic_status(node_name: str, stats: Stats, robot, backend: str,
-                      solver_backend: str = "", preparing: bool = False):
+                      solver_backend: str = "", preparing: bool = False,
+                      extra: dict | None = None):
     """One ``diagnostic_msgs/DiagnosticStatus`` describing the node now: ``backend`` the array
     backend, ``solver_backend`` what answers the model's default tip ("host", or "reference"
     with the reason, e.g. no C++ compiler on this machine), ``preparing`` whether a model
-    asked for is still being prepared."""
+    asked for is still being prepared, ``extra`` more key-value pairs."""
     from diagnostic_msgs.msg import DiagnosticStatus, KeyValue  # noqa: PLC0415
 
     snap = stats.snapshot()
@@ -132,6 +133,8 @@ def diagnostic_status(node_name: str, stats: Stats, robot, backend: str,
         "last_error": snap.last_error or "none",
     }
     if robot is not None:
+        values.update({"model_digest": robot.digest, "model_version": str(robot.version),
+                       "model_compiled": str(robot.compiled_ready).lower()})
         values.update({"model": robot.name, "dof": str(robot.nq), "base_link": robot.base,
                        "default_tip": robot.default_tip, "model_source": robot.source})
     if snap.model_error:
@@ -155,6 +158,7 @@ def diagnostic_status(node_name: str, stats: Stats, robot, backend: str,
         values[f"scene_warning_{k}"] = text
     if snap.collision_missing:
         values["collision_missing"] = snap.collision_missing
+    values.update({k: str(v) for k, v in (extra or {}).items()})
     st.values = [KeyValue(key=k, value=v) for k, v in values.items()]
     if snap.model_error:
         st.level = DiagnosticStatus.ERROR

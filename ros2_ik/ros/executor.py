@@ -27,6 +27,8 @@ from rclpy.event_handler import PublisherEventCallbacks, SubscriptionEventCallba
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.exceptions import InvalidHandle
 
+from ..backends.host import builds_in_background_here
+
 __all__ = ["NodeExecutor", "WorkerActionServer", "defer_service", "goal_finisher",
            "quiet_events"]
 
@@ -61,7 +63,13 @@ class _QuietGuard:
 
 
 class NodeExecutor(SingleThreadedExecutor):
-    """A SingleThreadedExecutor that hands deferred services' requests over (see module)."""
+    """A SingleThreadedExecutor that hands deferred services' requests over (see module). Its
+    thread never waits for a compiler: kernels not built yet are built in the background
+    while the reference answers (:func:`ros2_ik.backends.host.builds_in_background_here`)."""
+
+    def spin_once(self, timeout_sec: float | None = None) -> None:
+        builds_in_background_here()
+        super().spin_once(timeout_sec)
 
     def _make_handler(self, entity, node, take_from_wait_list):
         # rclpy's handler triggers the executor's guard condition after taking and after

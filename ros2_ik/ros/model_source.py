@@ -4,15 +4,20 @@ The URDF comes from the parameters (``robot_description`` text, ``urdf_file``, a
 ``robot``) and, at any time, the ``robot_description`` topic; the SRDF (planning groups) from
 the ``robot_description_semantic`` parameter or topic, or a bundled robot's file.
 
-A new model (or new groups) is prepared completely before it is used: parsed, its groups
-attached, and its solvers built (:func:`prepare`: the compiled kernels of the default tip and
-of the groups' tips, seconds of g++ for a robot this machine has not seen, milliseconds
-afterwards), in a background thread, while the previous model keeps serving. It is then
-swapped in, on the executor thread, by one reference assignment (:class:`LoadedRobot` is
+A new model (or new groups) is parsed and its groups attached in a background thread, then
+swapped in on the executor thread by one reference assignment (:class:`LoadedRobot` is
 immutable, its groups part of it): a request keeps the model it started with, and a model is
-never seen with another model's groups. A newer description supersedes one still being
-prepared. A bad description is logged and reported to diagnostics, and the previous model (or
-groups) stays. A change of the model's source (the ``robot``, ``urdf_file`` or
+never seen with another model's groups. From the moment a description (or an SRDF, or a
+parameter that changes the model) is received until the model it asks for serves, the model
+is *pending*: a request taken meanwhile waits for it (:meth:`ModelSource.wait_model`, at most
+the ``model_wait`` parameter) and is answered by the new model, never the old one; every
+answer names its model (digest and version). Its compiled kernels (:func:`prepare`: the
+default tip's, the groups' tips', the frames'; seconds of g++ for a robot this machine has not
+seen, milliseconds afterwards) are built after the swap, in the background; until they are,
+requests are answered with the reference backend, and each answer says which backend answered.
+A newer description supersedes one still being prepared. A bad description is logged and
+reported to diagnostics, the previous model (or groups) stays, and the requests that waited
+are answered by it. A change of the model's source (the ``robot``, ``urdf_file`` or
 ``robot_description`` parameters) brings the groups that source has (a bundled robot's SRDF,
 the ``robot_description_semantic`` parameter) or none.
 
@@ -46,7 +51,8 @@ def describe(robot: LoadedRobot) -> str:
     groups = (f", groups {robot.group_names} from {robot.srdf_source}" if robot.srdf
               else ", no SRDF")
     return (f"{robot.name!r} ({robot.nq} coordinates, base {robot.base!r}, default tip "
-            f"{robot.default_tip!r}, from {robot.source}{groups})")
+            f"{robot.default_tip!r}, from {robot.source}{groups}; model {robot.version}, URDF "
+            f"digest {robot.digest})")
 
 
 def prepare(robot: LoadedRobot, settings: Settings, xp) -> IKSolver:
@@ -103,13 +109,19 @@ class ModelSource:
     each swap."""
 
     def __init__(self, log, stats: Stats, post: Callable, settings: Callable, xp: Callable,
-                 on_swap: Callable):
+                 on_swap: Callable, on_compiled: Callable | None = None):
         self._log = log
         self._stats = stats
         self._post = post
         self._settings = settings
         self._xp = xp
         self._on_swap = on_swap
+        self._on_compiled = on_compiled
+        # set while no model change is pending (see the module docstring)
+        self._settled = threading.Event()
+        self._settled.set()
+        self._asked_at = 0.0  # time.monotonic() of the change pending
+        self._version = 0  # models served so far
         self.robot: LoadedRobot | None = None
         self._urdf: str | None = None
         # what the node was last asked to serve: a model (without groups) and its URDF, the
@@ -131,6 +143,28 @@ class ModelSource:
     def preparing(self) -> bool:
         """A model or groups asked for are still being prepared."""
         return any(t.is_alive() for t in self._threads)
+
+    @property
+    def pending(self) -> bool:
+        """A description (or SRDF, or model parameter) was received whose model does not
+        serve yet: requests taken now wait for it (:meth:`wait_model`)."""
+        return not self._settled.is_set()
+
+    def wait_model(self, timeout: float) -> LoadedRobot | None:
+        """(any thread but the executor's) Wait until the model asked for serves, or was
+        refused (the previous one then serves); the model in use then. RequestError
+        TIMED_OUT when it takes more than ``timeout`` [s]."""
+        if not self._settled.wait(max(0.0, timeout)):
+            from . import codes  # noqa: PLC0415
+            from .codes import RequestError  # noqa: PLC0415
+
+            raise RequestError(codes.TIMED_OUT,
+                               "a new robot model, received "
+                               f"{time.monotonic() - self._asked_at:.1f} s ago, is still being "
+                               f"loaded (waited {timeout:g} s, the model_wait parameter); the "
+                               "request was not answered by the previous model. Ask again, or "
+                               "raise model_wait")
+        return self.robot
 
     # ------------------------------------------------------------------ from the parameters
     @staticmethod
@@ -248,10 +282,13 @@ class ModelSource:
 
     # ------------------------------------------------------------------ topics
     def on_robot_description(self, text: str, settings: Settings) -> None:
-        """A URDF from the topic: parsed and prepared in the background."""
+        """A URDF from the topic: parsed and prepared in the background; requests taken from
+        now on wait for it."""
         want = self._want
         self._start(lambda: self._parse_topic(text, settings, want))
         self._parsing = self._generation
+        self._log.info(f"robot_description received ({len(text)} bytes): requests from now on "
+                       "are answered by its model")
 
     def _parse_topic(self, text: str, settings: Settings, want):
         """(robot, urdf) of a topic's URDF, or None: unchanged, or rejected (reported)."""
@@ -307,6 +344,9 @@ class ModelSource:
         self._parsing = None
         gen = self._generation
         settings, xp = self._settings(), self._xp()
+        if self._settled.is_set():
+            self._asked_at = time.monotonic()
+        self._settled.clear()  # (executor thread: before any later request is taken)
 
         def run():
             try:
@@ -314,6 +354,7 @@ class ModelSource:
                     self._prepare(gen, get, settings, xp)
             except Exception as exc:  # noqa: BLE001 - the model in use keeps serving
                 self._post(self._report, f"could not prepare the robot model: {exc}")
+                self._post(self._settle, gen)
 
         t = threading.Thread(target=run, daemon=True, name="ros2_ik-model")
         with self._lock:
@@ -322,18 +363,24 @@ class ModelSource:
 
     def _prepare(self, gen, get, settings, xp) -> None:
         """The background half of :meth:`_start`: the model, then the latest groups known
-        (read now, after the parse: an SRDF that came meanwhile is not lost)."""
+        (read now, after the parse: an SRDF that came meanwhile is not lost); swapped in, then
+        its compiled kernels built (the reference answers until they are)."""
+        t0 = time.perf_counter()
         got = get()
         self._post(self._parsed, gen)
         if got is None or self._closed:
+            self._post(self._settle, gen)
             return
         robot, urdf = got
         self._post(self._wanted, gen, robot, urdf)
         groups = self._groups
         robot = self._with_groups(robot, groups)
-        t0 = time.perf_counter()
-        solver = prepare(robot, settings, xp)
-        self._post(self._swap, gen, robot, urdf, solver, time.perf_counter() - t0)
+        self._post(self._swap, gen, robot, urdf, time.perf_counter() - t0)
+        t1 = time.perf_counter()
+        solver = prepare(robot, settings, xp)  # (this thread waits for the builds)
+        robot.mark_compiled()
+        if self._on_compiled is not None:
+            self._post(self._on_compiled, robot, solver, time.perf_counter() - t1)
         if self._closed or gen != self._generation:
             return
         try:
@@ -373,16 +420,28 @@ class ModelSource:
         if gen == self._generation:
             self._want = (robot, urdf)
 
-    def _swap(self, gen: int, robot: LoadedRobot, urdf: str, solver, seconds: float) -> None:
-        """Swap in a prepared model (executor thread), unless a newer one was asked for."""
+    def _settle(self, gen: int) -> None:
+        """(executor thread) The change of generation ``gen`` ended without a swap (the
+        description was unchanged or refused): if it is the latest, the model in use serves
+        the requests that waited."""
+        if gen == self._generation:
+            self._settled.set()
+
+    def _swap(self, gen: int, robot: LoadedRobot, urdf: str, seconds: float) -> None:
+        """Swap in a parsed model (executor thread), unless a newer one was asked for."""
         if self._closed or gen != self._generation:
             return
         old = self.robot
+        self._version += 1
+        robot = robot.numbered(self._version)
         self.robot = robot  # one reference assignment: in-flight requests keep theirs
         latest = self._groups[0] if self._groups is not None else None
         if latest is not robot.srdf and self._want is not None and self._parsing is None:
-            # groups that came while this one was prepared: prepare it again with them
-            self._post(self._ask, *self._want)
+            # groups that came while this one was prepared: prepare it again with them (the
+            # requests waiting go on waiting: they came after those groups)
+            self._ask(*self._want)
+        else:
+            self._settled.set()
         self._urdf = urdf
         self._stats.set_model_error("")
         if old is not None and (old.digest, old.source, old.base, old.default_tip) == (
@@ -396,7 +455,7 @@ class ModelSource:
             verb = "replaced" if old is not None else "loaded"
             self._log.info(f"{verb} robot model: {describe(robot)}"
                            + (f" (was {old.name!r})" if old is not None else ""))
-        self._on_swap(robot, solver, seconds)
+        self._on_swap(robot, seconds)
 
     def _with_groups(self, robot: LoadedRobot, groups) -> LoadedRobot:
         """``robot`` with the planning groups ``groups`` (a warning when the SRDF names another
@@ -430,4 +489,8 @@ class ModelSource:
         compiler processes ended) and waited for (at most ``timeout``)."""
         self._closed = True
         self._scope.cancel()
+        from ..backends.host import cancel_background_builds  # noqa: PLC0415
+
+        cancel_background_builds()
+        self._settled.set()  # (requests waiting for a model: answered by the one in use)
         self.wait(timeout)

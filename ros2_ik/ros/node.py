@@ -112,7 +112,10 @@ class KinematicsNode(Node):
         # was spinning run (afterwards each hand-off wakes the executor by itself)
         self.create_timer(DRAIN_S, self._tick, callback_group=self._cb_topics)
         self._source = ModelSource(self.get_logger(), self._stats, w.post,
-                                   lambda: self._settings, lambda: self._xp, self._after_swap)
+                                   lambda: self._settings, lambda: self._xp, self._after_swap,
+                                   self._after_compiled)
+        w.model_pending = lambda: self._source.pending
+        w.wait_model = self._source.wait_model
         self.get_logger().info(f"ROS 2 {distribution()}; {compiled_status()}")
         self._source.load_from_settings(self._settings, startup=True)
         self.create_subscription(String, "robot_description",
@@ -153,16 +156,29 @@ class KinematicsNode(Node):
         self.wiring.run_posted()
 
     # ================================================================== model
-    def _after_swap(self, robot: LoadedRobot, solver, seconds: float) -> None:
-        """A new model serves (executor thread): say which solver backend answers it."""
-        self._backend_text = solver.backend + (f" ({solver.reason})" if solver.reason else "")
-        self.get_logger().info(f"solver for {robot.name!r}: backend {self._backend_text}; "
-                               f"prepared in {seconds:.2f} s")
+    def _after_swap(self, robot: LoadedRobot, seconds: float) -> None:
+        """A new model serves (executor thread), its compiled kernels not necessarily built
+        yet (:meth:`_after_compiled`)."""
+        if not robot.compiled_ready:
+            self._backend_text = ("reference while the compiled kernels of model "
+                                  f"{robot.version} are built")
+        self.get_logger().info(f"model {robot.version} ({robot.name!r}, URDF digest "
+                               f"{robot.digest}) serves, loaded in {seconds:.2f} s")
         if self._handle is not None:
             self._handle.reset(robot)
         if not self._ready.is_set():
             self._ready.set()
             self.get_logger().info(f"ready: {self._ready_text}; model: {self._model_text()}")
+
+    def _after_compiled(self, robot: LoadedRobot, solver, seconds: float) -> None:
+        """The compiled kernels of ``robot`` are built (executor thread): say which backend
+        answers it from now on."""
+        text = solver.backend + (f" ({solver.reason})" if solver.reason else "")
+        if robot is self._source.robot or (self._source.robot is not None and
+                                           self._source.robot._compiled is robot._compiled):
+            self._backend_text = text
+        self.get_logger().info(f"solver for {robot.name!r}: backend {text}; compiled kernels "
+                               f"ready in {seconds:.2f} s")
 
     def _model_text(self) -> str:
         robot = self._source.robot
@@ -265,9 +281,12 @@ class KinematicsNode(Node):
         try:
             arr = DiagnosticArray()
             arr.header.stamp = self.get_clock().now().to_msg()
-            arr.status = [diagnostic_status(self.get_name(), self._stats, self._source.robot,
-                                            self._backend, self._backend_text,
-                                            self._source.preparing)]
+            counts = self.wiring.resender.counts
+            arr.status = [diagnostic_status(
+                self.get_name(), self._stats, self._source.robot, self._backend,
+                self._backend_text, self._source.preparing,
+                {"model_pending": str(self._source.pending).lower(),
+                 "responses_resent": counts["resent"], "responses_lost": counts["lost"]})]
             self._diag_pub.publish(arr)
         except Exception as exc:  # noqa: BLE001
             self.get_logger().warning(f"could not publish diagnostics: {exc}")

@@ -55,6 +55,11 @@ PARAMS: tuple[ParamSpec, ...] = (
               "are in this frame; '' = the URDF's root link."),
     ParamSpec("tip_link", "", "Default tip link for requests that name none; '' = the end of the "
               "longest chain (the leaf link with the most moving joints above it)."),
+    ParamSpec("model_wait", 10.0, "How long a request taken after a new robot_description (or "
+              "SRDF, or model parameter) arrived waits for that model to serve; it is answered "
+              "by the new model, never the old one, or with TIMED_OUT past this. A model "
+              "serves once parsed (its compiled kernels follow in the background; the "
+              "reference answers meanwhile).", range=(0.0, 3600.0), units="s"),
     # --- solver defaults (a request's non-zero / non-empty fields override them) ---
     ParamSpec("backend", "auto", "Array backend: auto (CuPy when a GPU is usable, else NumPy), "
               "numpy, or cupy.", choices=BACKENDS),
@@ -149,6 +154,7 @@ class Settings:
     robot_description_semantic: str
     base_link: str
     tip_link: str
+    model_wait: float
     backend: str
     solver: str
     solve_mode: str

@@ -29,7 +29,8 @@ from .conversions import as_f64, duration_to_sec, f64_array, joint_states
 from .params import SPECS, Settings, ik_config
 from .robot import LoadedRobot
 
-__all__ = ["Context", "IKOutcome", "overall_code", "summary", "NO_MODEL_MESSAGE", "tolerance",
+__all__ = ["Context", "IKOutcome", "overall_code", "stamp_model", "summary", "NO_MODEL_MESSAGE",
+           "tolerance",
            "duration", "solver_name", "config", "weights", "to_base", "fill_solutions",
            "collisions_flag"]
 
@@ -51,6 +52,9 @@ class Context:
     inline: bool = False
     #: the planning scene when the request was taken (:class:`ros2_ik.ros.scene.Scene`)
     scene: object = None
+    #: the wait for the model asked for before this request was taken (None: no change was
+    #: pending): :meth:`require_robot` waits for it, in the request's worker
+    model_wait: Callable[[], LoadedRobot | None] | None = None
 
     @property
     def world(self):
@@ -85,10 +89,21 @@ class Context:
                                "avoidance")
         return robot.scene_collisions(cm, scene)
 
-    def require_robot(self) -> LoadedRobot:
-        if self.robot is None:
-            raise RequestError(codes.NO_ROBOT_MODEL, NO_MODEL_MESSAGE)
+    def settled_robot(self) -> LoadedRobot | None:
+        """The request's model: the one in use when it was taken, or, when a change was
+        pending then, the new one once it serves (waited for here, at most the model_wait
+        parameter: RequestError TIMED_OUT past it)."""
+        if self.model_wait is not None:
+            wait, self.model_wait = self.model_wait, None
+            self.robot = None  # (not the previous model, whatever happens)
+            self.robot = wait()
         return self.robot
+
+    def require_robot(self) -> LoadedRobot:
+        robot = self.settled_robot()
+        if robot is None:
+            raise RequestError(codes.NO_ROBOT_MODEL, NO_MODEL_MESSAGE)
+        return robot
 
     def current_q(self, robot: LoadedRobot) -> np.ndarray:
         """The robot's current state as the node knows it (nq,): mid-range, overwritten by the
@@ -251,6 +266,16 @@ def fill_solutions(robot: LoadedRobot, req, resp, q: np.ndarray) -> None:
         resp.compact_solutions = f64_array(full)
     else:
         resp.solutions = joint_states(robot.out_names, full)
+
+
+def stamp_model(msg, robot: LoadedRobot | None, backend: str | None = None) -> None:
+    """Name the model (URDF digest, version) and, where given, the backend that answered in a
+    response or result that has those fields."""
+    if robot is not None and hasattr(msg, "model_digest"):
+        msg.model_digest = robot.digest
+        msg.model_version = int(robot.version)
+    if backend is not None and hasattr(msg, "backend"):
+        msg.backend = backend
 
 
 def overall_code(status: np.ndarray) -> int:

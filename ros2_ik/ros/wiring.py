@@ -26,12 +26,14 @@ from typing import Callable
 from rclpy.logging import LoggingSeverity
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
+from ..backends.host import waiting_for_builds
 from ..errors import IKError
 from . import codes
 from .codes import RequestError, code_of_exception
 from .executor import defer_service
 from .logs import AT
-from .request import Context
+from .request import Context, stamp_model
+from .resend import Resender, send_watched
 
 __all__ = ["Wiring", "SERVICE_QOS", "CLIENT_QOS", "POOL_SIZES"]
 
@@ -74,7 +76,13 @@ class Wiring:
         self._pools = {n: ThreadPoolExecutor(k, thread_name_prefix=f"ros2_ik-{n}")
                        for n, k in POOL_SIZES.items()}
         self._bg_lock = threading.Lock()
+        #: responses the middleware could not deliver yet, sent again (:mod:`.resend`)
+        self.resender = Resender(self.log)
         self.world_state = None  # the planning scene's handler (handlers.world), set by the node
+        #: whether a model change is pending, and the wait for it (the node's model source):
+        #: a request taken while one is waits for the new model (Context.require_robot)
+        self.model_pending: Callable[[], bool] = lambda: False
+        self.wait_model: Callable | None = None
 
     # ------------------------------------------------------------------ threads
     def pool(self, name: str) -> ThreadPoolExecutor:
@@ -129,16 +137,25 @@ class Wiring:
     def close(self) -> None:
         """No more hand-offs; the pools finish what runs (and drop what waits)."""
         self._closed = True
+        self.resender.close()
         for p in self._pools.values():
             p.shutdown(wait=True, cancel_futures=True)
 
     # ------------------------------------------------------------------ requests
     def context(self, should_stop=None, inline: bool = False) -> Context:
-        """The context of a request taken now (on the executor thread)."""
+        """The context of a request taken now (on the executor thread). While a model change
+        is pending, the request's model is the new one, waited for in its worker (never on the
+        executor thread: an ``inline`` request gets the model in use)."""
         ws = self.world_state
-        return Context(robot=self.robot(), settings=self.settings(), xp=self.xp(),
+        settings = self.settings()
+        wait = None
+        if self.wait_model is not None and not inline and self.model_pending():
+            wait_model, limit = self.wait_model, settings.model_wait
+            wait = lambda: wait_model(limit)  # noqa: E731
+        return Context(robot=self.robot(), settings=settings, xp=self.xp(),
                        seed_base=self.seeds(), should_stop=should_stop or self.stopping,
-                       inline=inline, scene=ws.scene if ws is not None else None)
+                       inline=inline, scene=ws.scene if ws is not None else None,
+                       model_wait=wait)
 
     def fail(self, kind: str, exc: BaseException) -> tuple[int, str]:
         """Code and message for an exception from a handler; logs it."""
@@ -158,14 +175,17 @@ class Wiring:
         """``handler(ctx, req, resp)`` with statistics; (response, outcome or None)."""
         t0 = time.perf_counter()
         try:
-            out = handler(ctx, req, resp)
+            with waiting_for_builds(False):  # kernels not built yet: the reference answers
+                out = handler(ctx, req, resp)
         except Exception as exc:  # noqa: BLE001  (no exception may escape a callback)
             code, message = self.fail(kind, exc)
             resp = response_type()
             resp.error_code.val = code
             resp.message = message
+            stamp_model(resp, ctx.robot if ctx.model_wait is None else None)
             self.stats.record(kind, code, message=message)
             return resp, None
+        stamp_model(resp, ctx.robot if ctx.model_wait is None else None)
         code = int(resp.error_code.val)
         problems = getattr(out, "problems", None) if out is not None else None
         solved = getattr(out, "solved", None) if out is not None else None
@@ -189,7 +209,7 @@ class Wiring:
 
         def defer(request, header) -> None:
             self.taken += 1
-            if inline is not None and inline(request):
+            if inline is not None and not self.model_pending() and inline(request):
                 ctx = self.context(inline=True)
                 self._send(srv, self._answer(answer, ctx, request, srv_type), header)
                 return
@@ -209,13 +229,14 @@ class Wiring:
     def _inline_only(self, answer, srv_type):
         """The plain callback (a stock executor, which answers inline)."""
         def callback(request, response):
-            return self._answer(answer, self.context(), request, srv_type, response)
+            return self._answer(answer, self.context(inline=True), request, srv_type, response)
         return callback
 
     def _answer(self, answer, ctx, request, srv_type, response=None):
         """``answer``'s response, or a failure response: exactly one per request."""
         try:
-            response = answer(ctx, request, response or srv_type.Response())
+            with waiting_for_builds(False):  # kernels not built yet: the reference answers
+                response = answer(ctx, request, response or srv_type.Response())
         except Exception as exc:  # noqa: BLE001 - (answers catch their own; this is a bug)
             self.fail(srv_type.__name__, exc)
             response = None
@@ -227,10 +248,13 @@ class Wiring:
 
     def _send(self, srv, response, header) -> None:
         try:
-            srv.send_response(response, header)
+            failed = send_watched(lambda: srv.send_response(response, header))
             self.answered += 1
         except Exception as exc:  # noqa: BLE001  (the client may be gone)
             self.node.get_logger().warning(f"could not send a {srv.srv_name} response: {exc}")
+            return
+        if failed:  # the client's reply path is not matched yet: sent again until it is
+            self.resender.add(srv, response, header, failed)
 
 
 def _set_failure(response, message: str) -> None:

@@ -53,7 +53,7 @@ def small(w, req) -> bool:
     avoid = {0: s.collision_enabled, 1: True}.get(int(getattr(req, "collisions", 0)), False)
     return (robot is not None and len(req.goals) + len(req.compact_goals) // 7 <= 1
             # (a collision solver not yet built is a compiler run: a worker's job)
-            and (not avoid or robot.collision_prepared(s))
+            and robot.compiled_ready and (not avoid or robot.collision_prepared(s))
             and (not req.tip_links or list(req.tip_links) == [robot.default_tip])
             and not getattr(req, "group_name", "") and (req.solver or s.solver) == "dls"
             and (req.num_seeds or s.num_seeds) <= INLINE_SEEDS
@@ -157,6 +157,8 @@ def handle(ctx: Context, req, resp) -> IKOutcome:
         re[idx] = res.orientation_error
         iters[idx] = np.asarray(res.iterations).astype(np.uint32)
         solve_time = res.solve_time
+        if hasattr(resp, "backend"):
+            resp.backend = res.backend
         for j in np.nonzero(~np.asarray(res.success))[0][:100]:
             messages[int(idx[j])] = res.messages[j]
 
@@ -191,9 +193,14 @@ def _chain_solver(robot: LoadedRobot, tip: str, cfg, w):
     where it would not run compiled."""
     def build():
         cs = api.ChainSolver(robot.model, tip, cfg, weights=w)
-        return cs if cs.compiled else None
-    return robot.model.memo("ros.compute_ik.one_goal", (tip, cfg, w), build,
-                            max_keys=CHAIN_SOLVERS)
+        return cs if cs.compiled or cs.building else None
+
+    def stale(cs) -> bool:  # built in the background meanwhile: the compiled one now
+        return cs is not None and cs.building is False and not cs.compiled
+
+    one = robot.model.memo("ros.compute_ik.one_goal", (tip, cfg, w), build,
+                           max_keys=CHAIN_SOLVERS, stale=stale)
+    return one if one is not None and one.compiled else None
 
 
 def _one(ctx: Context, req, resp, robot: LoadedRobot, tips: list[str], raw, pq, ok: bool,
@@ -223,6 +230,8 @@ def _one(ctx: Context, req, resp, robot: LoadedRobot, tips: list[str], raw, pq, 
         pe, re = float(res.position_error[0]), float(res.orientation_error[0])
         iters = int(res.iterations[0])
         solve_time = res.solve_time
+        if hasattr(resp, "backend"):
+            resp.backend = res.backend
         if not bool(res.success[0]):
             messages[0] = res.messages[0]
     else:

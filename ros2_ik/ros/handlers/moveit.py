@@ -60,7 +60,8 @@ def register(w) -> bool:
         ik = req.ik_request
         robot = w.robot()
         s = w.settings()
-        if robot is None or len(ik.pose_stamped_vector) > 1 or len(ik.ik_link_names) > 1:
+        if robot is None or len(ik.pose_stamped_vector) > 1 or len(ik.ik_link_names) > 1 \
+                or not robot.compiled_ready:
             return False
         if ik.avoid_collisions and not robot.collision_prepared(s):
             return False

@@ -35,7 +35,7 @@ from ..codes import RequestError, code_of_exception
 from ..conversions import as_f64, f64_array
 from ..executor import WorkerActionServer, goal_finisher, quiet_events
 from ..params import ik_config
-from ..request import NO_MODEL_MESSAGE
+from ..request import stamp_model
 
 __all__ = ["register", "ReachStudyServer", "MAP_QOS", "map_cloud", "cloud_fields"]
 
@@ -104,9 +104,8 @@ class ReachStudyServer:
 
         code = codes.FAILURE
         try:
-            robot = ctx.robot
-            if robot is None:
-                raise RequestError(codes.NO_ROBOT_MODEL, NO_MODEL_MESSAGE)
+            robot = ctx.require_robot()  # (a long job: it waits for the compiled kernels)
+            stamp_model(result, robot)
             study = build_study(robot, gh.request, ctx.settings,
                                 "cupy" if ctx.xp.__name__.startswith("cupy") else "numpy")
             out = run_study(study, None, progress=progress, should_stop=should_stop,

@@ -19,8 +19,10 @@ from .. import codes
 from ..codes import RequestError
 from ..conversions import check_poses, describe_bad_pose, f64_array, i32_array, poses_to_pq
 from ..conversions import sec_to_duration
+from ...backends.host import waiting_for_builds
 from ..params import TRAJECTORY_MODES
-from ..request import (Context, collisions_flag, config, overall_code, solver_name, summary,
+from ..request import (Context, collisions_flag, config, overall_code, solver_name, stamp_model,
+                       summary,
                        to_base)
 
 __all__ = ["handle", "register", "FEEDBACK_PERIOD"]
@@ -63,13 +65,15 @@ def register(w):
         stats = None
         ctx.should_stop = should_stop
         try:
-            stats = handle(ctx, goal_handle.request, result, progress=progress)
+            with waiting_for_builds(False):  # kernels not built yet: the reference answers
+                stats = handle(ctx, goal_handle.request, result, progress=progress)
             code = int(result.error_code.val)
         except Exception as exc:  # noqa: BLE001
             code, message = w.fail("trajectory_seed", exc)
             result = TrajectorySeed.Result()
             result.error_code.val = code
             result.message = message
+        stamp_model(result, ctx.robot if ctx.model_wait is None else None)
         nodes = stats["nodes"] if stats else 0
         w.stats.record("trajectory_seed", code, nodes, stats["solved"] if stats else 0,
                        message=result.message)
@@ -150,6 +154,8 @@ def handle(ctx: Context, goal, result, *, progress=None) -> dict:
     result.position_errors = f64_array(r.position_error)
     result.orientation_errors = f64_array(r.orientation_error)
     result.max_joint_jump = float(r.max_joint_jump)
+    if hasattr(result, "backend"):
+        result.backend = r.backend
     code = codes.PREEMPTED if r.cancelled else overall_code(status)
     result.error_code.val = code
     msgs = {i: m for i, m in enumerate(r.messages) if m and status[i] != codes.SUCCESS}

@@ -193,7 +193,7 @@ def register(w) -> SceneState:
         aliases = tuple(a.strip() for a in ctx.settings.collision_base_frame_aliases.split(",")
                         if a.strip())
         state.update(req.update, "~/update_world", lambda err: (box.append(err), done.set()),
-                     (ctx.robot, ctx.seed_base, aliases))
+                     (ctx.settled_robot(), ctx.seed_base, aliases))
         if not done.wait(30.0):
             resp.error_code.val = codes.FAILURE
             resp.message = "the planning scene worker did not apply the change within 30 s"
