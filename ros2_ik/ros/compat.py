@@ -1,5 +1,5 @@
-"""What differs between the ROS 2 distributions ros2_ik runs on (Kilted, the default, and
-Jazzy, the LTS release), in one place.
+"""What differs between the ROS 2 distributions ros2_ik runs on (Jazzy, the LTS release and the
+default, supported to 2029; Kilted, tested until its end of life on 2026-12-31), in one place.
 
 - The executor's task order: Jazzy's rclpy runs queued tasks newest first (``executors.py``
   iterates ``reversed(tasks)``), Kilted's oldest first. The node never relies on either: work
@@ -25,7 +25,7 @@ __all__ = ["distribution", "rclpy_distribution", "SUPPORTED"]
 
 #: rclpy's major version -> the distribution it ships with
 RCLPY_MAJOR = {7: "jazzy", 8: "kilted", 9: "kilted"}
-SUPPORTED = ("kilted", "jazzy")
+SUPPORTED = ("jazzy", "kilted")
 
 
 def rclpy_distribution() -> str | None:
