@@ -1520,34 +1520,78 @@ def solve_source(ch: Chain, dtype="float32", *, host: bool = False, lanes: int |
     return host_variant(e.text()) + vector + (_solve_driver(ch) if scalar == "double" else "")
 
 
+#: rows of a block of problems the host's ``ccd+dls`` runs CCD on before their LM polish (a
+#: problem's K rows at least; the order changes no answer, only what a deadline leaves done)
+CCD_BLOCK_ROWS = 1024
+
+
 def _solve_driver(ch: Chain) -> str:
     """``r2ik_solve_host(const r2ik_solve_args*)``: problems [p_begin, p_end) checked, solved
     (LM rows in lanes where the CPU has AVX2, else row by row; CCD first for ``ccd`` and
     ``ccd+dls``), selected and verified, in one call (:mod:`.host` calls it from its threads,
-    one slice of problems each)."""
+    one slice of problems each).
+
+    A problem is started only before the deadline and a stop, by CCD as by LM, and the work
+    after the deadline is bounded whatever the batch: CCD takes the problems in order, each
+    one's rows after the check (the rows of a problem not started are never run: a row's
+    start and first errors cost an FK each, a million rows 0.3 s); ``ccd+dls`` polishes
+    blocks of problems (:data:`CCD_BLOCK_ROWS` rows) as CCD finishes them, as the reference
+    solves its chunks, and a problem CCD ran but LM did not start (the deadline came between)
+    keeps its CCD rows (select verifies them by FK)."""
     nq, T = ch.model.nq, ch.T
     ccd = ""
-    lm_test = "true"
     if T == 1:
-        lm_test = "a->solver != R2IK_SOLVER_CCD"
         ccd = f"""
   if (a->solver == R2IK_SOLVER_CCD || a->solver == R2IK_SOLVER_CCD_DLS) {{
-    // CCD rows (every problem started), then for ccd+dls LM from where they stopped
-    const long long cap = a->solver == R2IK_SOLVER_CCD ? opt->max_iterations
-                                                       : {CCD_POLISH_SWEEPS};
-    double* qc = a->solver == R2IK_SOLVER_CCD ? qr : r2ik_buf(start, (size_t)N * {nq});
+    // CCD rows, problem by problem (each started only before the deadline and a stop); for
+    // ccd+dls LM from where they stopped, block by block
+    const bool polish = a->solver == R2IK_SOLVER_CCD_DLS;
+    const long long cap = polish ? {CCD_POLISH_SWEEPS} : opt->max_iterations;
+    double* qc = polish ? r2ik_buf(start, (size_t)N * {nq}) : qr;
     sw = r2ik_buf(sweeps, (size_t)N);
-    for (long long i = 0; i < P; ++i) stt[i] = 1;
-    for (r2ik_row_ = 0; r2ik_row_ < N; ++r2ik_row_)
-      r2ik_ccd(P, (int)K, seeds + a->p_begin * a->seed_stride, a->seed_stride, rnd,
-               tgt + a->p_begin * 16, w + a->p_begin * a->w_stride, a->w_stride, act, opt, cap,
-               &clock0, params, stop, qc, cv, sw, per, rer, to);
-    st = qc;
+    const long long block = polish ? (K >= {CCD_BLOCK_ROWS} ? 1 : {CCD_BLOCK_ROWS} / K) : P;
+    long long ccd_end = 0;  // problems [0, ccd_end) were started by CCD
+    for (long long b0 = 0; b0 < P; b0 += block) {{
+      const long long b1 = b0 + block < P ? b0 + block : P;
+      for (; ccd_end < b1; ++ccd_end) {{
+        if (*stop != 0 || (deadline != 0ull && r2ik_now() >= deadline)) break;
+        stt[ccd_end] = 1;
+        for (r2ik_row_ = ccd_end * K; r2ik_row_ < (ccd_end + 1) * K; ++r2ik_row_)
+          r2ik_ccd(P, (int)K, seeds + a->p_begin * a->seed_stride, a->seed_stride, rnd,
+                   tgt + a->p_begin * 16, w + a->p_begin * a->w_stride, a->w_stride, act, opt,
+                   cap, &clock0, params, stop, qc, cv, sw, per, rer, to);
+      }}
+      for (long long i = ccd_end; i < b1; ++i) stt[i] = 0;
+      if (polish) lm_block(b0, b1, qc);
+      if (ccd_end < b1) {{  // the deadline or a stop: no later problem is started
+        for (long long i = b1; i < P; ++i) stt[i] = 0;
+        break;
+      }}
+    }}
+    if (polish) {{
+      for (long long i = 0; i < ccd_end; ++i) {{
+        const long long r0 = i * K;
+        if (stt[i]) {{  // polished: its iterations count CCD's sweeps too
+          for (long long r = r0; r < r0 + K; ++r) it[r] += sw[r];
+          continue;
+        }}
+        // CCD ran it, LM did not start it: CCD's rows stand (timed out where not converged)
+        stt[i] = 1;
+        for (long long r = r0; r < r0 + K; ++r) {{
+          for (int c = 0; c < {nq}; ++c) qr[r * {nq} + c] = qc[r * {nq} + c];
+          it[r] = sw[r];
+          to[r] = 1;
+        }}
+      }}
+    }} else {{
+      for (long long r = 0; r < ccd_end * K; ++r) it[r] = sw[r];
+    }}
   }}"""
     world = ", (const double*)a->obs, a->n_obs" if ch.coll is not None else ""
-    lm = f"""r2ik_lm_rows(a->p_begin, a->p_end, -1, (int)K, seeds, a->seed_stride, rnd, st, tgt, w,
-                   a->w_stride, act, opt, deadline, stop, dn, stt, qr, cv, it, per, rer,
-                   to{world});"""
+    lm = f"""r2ik_lm_rows(a->p_begin + b0, a->p_begin + b1, -1, (int)K, seeds, a->seed_stride,
+                   rnd, st ? st + b0 * K * {nq} : st, tgt, w, a->w_stride, act + b0, opt,
+                   deadline, stop, dn + b0, stt + b0, qr + b0 * K * {nq}, cv + b0 * K,
+                   it + b0 * K, per + b0 * K, rer + b0 * K, to + b0 * K{world});"""
     return f"""
 // ---- the host driver
 extern "C" int r2ik_lanes_used(void) {{
@@ -1589,20 +1633,19 @@ extern "C" int r2ik_solve_host(const r2ik_solve_args* a) {{
   const long long params[2] = {{a->budget_ns, 0}};
   const unsigned long long deadline = a->budget_ns < 0 ? 0ull :
       clock0 + (unsigned long long)a->budget_ns;
-  const double* st = (const double*)0;
-  int* sw = (int*)0;{ccd}
-  if ({lm_test}) {{
+  // LM on problems [b0, b1) of the slice from the start rows st (null: the seeds)
+  auto lm_block = [&](long long b0, long long b1, const double* st) {{
+    if (b1 <= b0) return;
 #ifdef R2IK_LANES
     // lanes take a problem each: fewer problems than lanes run faster one row at a time
-    if (P >= R2IK_L && __builtin_cpu_supports("avx2"))
+    if (b1 - b0 >= R2IK_L && __builtin_cpu_supports("avx2"))
       r2ik_v::{lm}
     else
 #endif
       r2ik_s::{lm}
-    if (sw) for (long long r = 0; r < N; ++r) it[r] += sw[r];
-  }} else {{
-    for (long long r = 0; r < N; ++r) it[r] = sw[r];
-  }}
+  }};
+  int* sw = (int*)0;{ccd}
+  if (!sw) lm_block(0, P, (const double*)0);  // dls
   for (r2ik_row_ = 0; r2ik_row_ < P; ++r2ik_row_)
     r2ik_select(P, a->p_begin, (int)K, qr, cv, it, per, rer, to, stt, fl, seeds, a->seed_stride,
                 tgt, w, a->w_stride, opt, stop, (double*)a->out{world});

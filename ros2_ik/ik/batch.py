@@ -113,9 +113,11 @@ def reference_solve(model: Model, objectives: Sequence[Objective], *, seeds=None
     check_memory(K * row, "the reference-path solve of one problem", f"{K} seeds",
                  "use fewer seeds (num_seeds), or a model and goal a compiled backend takes")
     per_chunk = max(1, rows // K) if splittable else P
-    if per_chunk >= P:
+    coll = collision is not None
+    if per_chunk >= P and not _too_late(stop, deadline, P, K, coll):
         return _solve_chunk(model, objectives, regularizers, seeds, cfg, solver, K, deadline,
                             stop, t0, xp, movable, collision)
+    # (one chunk that cannot start: answered as a chunked batch whose first chunk did not)
     # Every problem starts as "not started" (seed, TIMED_OUT), or INVALID_INPUT where its goal
     # or seed is bad (checked for the whole batch now: a bad request is INVALID_INPUT whether
     # or not its chunk is reached). Writing the results of a big batch takes time in
@@ -126,7 +128,7 @@ def reference_solve(model: Model, objectives: Sequence[Objective], *, seeds=None
     if deadline is not None:
         RESULT_COST.check(P, model.nq, deadline)
     t_out = time.perf_counter()
-    out = _Results(P, model, seeds)
+    out = _Results(P, model, seeds, collision)
     RESULT_COST.record(P, model.nq, time.perf_counter() - t_out)
     out.mark_invalid(*_invalid_problems(model, objectives, seeds, P, xp))
     for p0 in range(0, P, per_chunk):
@@ -136,14 +138,21 @@ def reference_solve(model: Model, objectives: Sequence[Objective], *, seeds=None
         seeds_c = seeds if seeds is None or seeds.ndim == 1 else seeds[p0:p1]
         # a chunk whose checks and result selection alone (measured on earlier chunks of its
         # size) would end past the deadline is not started
-        if stop() or (deadline is not None and time.perf_counter()
-                      + _CHUNK_COST.fixed(p1 - p0, K) >= deadline):
+        if _too_late(stop, deadline, p1 - p0, K, coll):
             if stop.seen:
                 out.cancelled_from(p0)
             break
         out.put(p0, _solve_chunk(model, objs, regs, seeds_c, cfg, solver, K, deadline, stop,
                                  t0, xp, movable, collision))
     return out.result(t0)
+
+
+def _too_late(stop, deadline, P: int, K: int, coll: bool) -> bool:
+    """Whether a chunk of P problems x K seeds must not start: a stop was asked for, or its
+    checks and result selection alone (measured on earlier chunks of its size) would end it
+    past the deadline."""
+    return stop() or (deadline is not None and time.perf_counter()
+                      + _CHUNK_COST.fixed(P, K, coll) >= deadline)
 
 
 def _invalid_problems(model, objectives, seeds, P, xp):
@@ -169,6 +178,14 @@ REFERENCE_CHUNK_ROWS = 256
 #: size: 256-row chunks made 1,000 problems x 32 seeds 14x slower on an H100 than one chunk.
 #: The deadline and should_stop are still checked every iteration inside a chunk.
 DEVICE_CHUNK_ROWS = 1 << 16
+#: Rows of one LM step evaluated together on NumPy under a deadline or a cancel (the deadline
+#: and should_stop are seen between blocks, see :func:`.lm.lm_solve_rows`): a problem's seeds
+#: are one chunk however many they are, and its thousand rows with the collision terms take
+#: 0.1-0.2 s a step. With the collision terms, whose every evaluation costs about 15 ms
+#: whatever its rows, blocks of 64 rows take about 20 ms a step. Without a deadline or a
+#: cancel a step is one block (the fastest).
+LM_BLOCK_ROWS = REFERENCE_CHUNK_ROWS
+LM_BLOCK_ROWS_COLLISIONS = 64
 
 
 class _LatchedStop:
@@ -218,12 +235,18 @@ def _solve_chunk(model, objectives, regularizers, seeds, cfg, solver, K, deadlin
     deadline_all = deadline
     t_lm = time.perf_counter()
     if deadline is not None:  # (at most half the time left: a wrong estimate cannot starve it)
-        deadline = deadline - min(_CHUNK_COST.reserve(P, K), 0.5 * max(deadline - t_lm, 0.0))
+        deadline = deadline - min(_CHUNK_COST.reserve(P, K, collision is not None),
+                                  0.5 * max(deadline - t_lm, 0.0))
+
+    block = None
+    if xp is np and (deadline is not None or poll is not None):
+        block = LM_BLOCK_ROWS if collision is None else LM_BLOCK_ROWS_COLLISIONS
 
     def run_lm(start, act):
         return lm_solve_rows(model, all_obj, start, rows_seed, problem_idx, cfg,
                              deadline=deadline, active=act, first_per_problem=speed,
-                             num_problems=P, should_stop=poll, movable=movable)
+                             num_problems=P, should_stop=poll, movable=movable,
+                             block_rows=block)
 
     if solver == "dls":
         q, conv, iters, pe, re, timed_out = run_lm(rows_seed, active)
@@ -232,11 +255,20 @@ def _solve_chunk(model, objectives, regularizers, seeds, cfg, solver, K, deadlin
             model, objectives, rows_seed, rows_seed, problem_idx, cfg, deadline=deadline,
             active=active, should_stop=poll,
             max_sweeps=None if solver == "ccd" else CCD_POLISH_SWEEPS)
-        if collision is not None:  # CCD does not see collisions: a colliding row goes on
-            _, _, _, ctx = evaluate(model, [collision], q, rows_seed, problem_idx,
-                                    need_jacobian=False)
-            conv = conv & (collision.constraint(ctx, problem_idx) >= 0)
-        if solver == "ccd+dls":  # LM from where CCD stopped, for the rows CCD did not finish
+        # past the deadline (or a cancel) LM would not start: CCD's rows are the answers
+        # (select checks their clearance exactly)
+        polish = solver == "ccd+dls" and not (
+            (deadline is not None and time.perf_counter() >= deadline) or stop())
+        timed_out = timed_out or (solver == "ccd+dls" and not polish and not stop.seen)
+        if collision is not None and polish:  # CCD does not see collisions: a colliding row
+            # goes on (the rows CCD converged only: the others go on whatever their clearance)
+            ccd_rows = xp.nonzero(conv)[0]
+            if ccd_rows.shape[0]:
+                _, _, _, ctx = evaluate(model, [collision], q[ccd_rows], rows_seed[ccd_rows],
+                                        problem_idx[ccd_rows], need_jacobian=False)
+                conv = conv.copy()
+                conv[ccd_rows] = collision.constraint(ctx, problem_idx[ccd_rows]) >= 0
+        if polish:  # LM from where CCD stopped, for the rows CCD did not finish
             q, conv2, iters2, pe, re, timed_out = run_lm(q, active & ~conv)
             conv, iters = conv | conv2, iters + iters2
     t_sel = time.perf_counter()
@@ -244,44 +276,51 @@ def _solve_chunk(model, objectives, regularizers, seeds, cfg, solver, K, deadlin
                  timed_out and not stop.seen, invalid, msgs, P, K, t0, cancelled=stop.seen,
                  collision=collision)
     if deadline_all is not None:
-        _CHUNK_COST.record(P, K, t_lm - t_start, time.perf_counter() - t_sel)
+        _CHUNK_COST.record(P, K, t_lm - t_start, time.perf_counter() - t_sel,
+                           collision is not None)
     return out
 
 
 class _ChunkCost:
     """What a chunk costs besides its solve, learnt from the chunks solved with a deadline:
     checking goals and seeds and expanding seeds (before), selecting and verifying the results
-    (after). Kept per chunk size (rows = problems x seeds, in powers of two); a slower chunk
-    raises its size's estimates at once (a busy machine), a faster one lowers them gradually.
-    The solve of a chunk stops early by the "after" cost (:meth:`reserve`); a chunk is not
-    started when both costs would end it past the deadline (:meth:`fixed`)."""
+    (after). Kept per chunk size (rows = problems x seeds, in powers of two) and per kind
+    (with or without the collision terms, whose exact check of the answers costs ten times
+    more); a slower chunk raises its size's estimates at once (a busy machine), a faster one
+    lowers them gradually. The solve of a chunk stops early by the "after" cost
+    (:meth:`reserve`); a chunk is not started when both costs would end it past the deadline
+    (:meth:`fixed`; a size never measured: its first guess)."""
 
-    FIRST_GUESS = (2e-3, 3e-6)  # [s] fixed, per row: the reserve of a size never seen
+    #: [s] fixed, per row: the "after" cost of a size never seen, without and with collisions
+    FIRST_GUESS = (2e-3, 3e-6)
+    FIRST_GUESS_COLLISIONS = (15e-3, 60e-6)
 
     def __init__(self):
-        self._by_size: dict[int, tuple[float, float]] = {}  # size -> (before, after)
+        self._by_size: dict[tuple, tuple[float, float]] = {}  # (kind, size) -> (before, after)
 
-    def reserve(self, P: int, K: int) -> float:
+    def reserve(self, P: int, K: int, coll: bool = False) -> float:
         rows = max(P * max(K, 1), 1)
         b = rows.bit_length()
-        if b in self._by_size:
-            return self._by_size[b][1]
-        smaller = [k for k in self._by_size if k < b]
+        if (coll, b) in self._by_size:
+            return self._by_size[coll, b][1]
+        smaller = [k for c, k in self._by_size if c == coll and k < b]
         if smaller:
             k = max(smaller)
-            return self._by_size[k][1] * rows / (1 << (k - 1))
-        fixed, per_row = self.FIRST_GUESS
+            return self._by_size[coll, k][1] * rows / (1 << (k - 1))
+        fixed, per_row = self.FIRST_GUESS_COLLISIONS if coll else self.FIRST_GUESS
         return fixed + per_row * rows
 
-    def fixed(self, P: int, K: int) -> float:
-        """Before + after of a chunk of this size, 0 when none was measured yet."""
-        return sum(self._by_size.get(max(P * max(K, 1), 1).bit_length(), (0.0, 0.0)))
+    def fixed(self, P: int, K: int, coll: bool = False) -> float:
+        """Before + after of a chunk of this size (the "after" guess of :meth:`reserve` when
+        none was measured yet)."""
+        hit = self._by_size.get((coll, max(P * max(K, 1), 1).bit_length()))
+        return sum(hit) if hit is not None else self.reserve(P, K, coll)
 
-    def record(self, P: int, K: int, before: float, after: float) -> None:
-        b = max(P * max(K, 1), 1).bit_length()
-        old = self._by_size.get(b, (before, after))
-        self._by_size[b] = tuple(max(new, 0.8 * o + 0.2 * new)
-                                 for new, o in zip((before, after), old))
+    def record(self, P: int, K: int, before: float, after: float, coll: bool = False) -> None:
+        key = (coll, max(P * max(K, 1), 1).bit_length())
+        old = self._by_size.get(key, (before, after))
+        self._by_size[key] = tuple(max(new, 0.8 * o + 0.2 * new)
+                                   for new, o in zip((before, after), old))
 
 
 _CHUNK_COST = _ChunkCost()
@@ -346,7 +385,7 @@ class _Results:
 
     NOT_STARTED = "timed out before this problem was started"
 
-    def __init__(self, P, model, seeds):
+    def __init__(self, P, model, seeds, collision=None):
         if seeds is None:
             self.q = np.empty((P, model.nq))
             self.q[:] = np.clip(model.neutral_q(), model.lower, model.upper)
@@ -362,8 +401,9 @@ class _Results:
         self.seed_index = np.zeros(P, np.int64)
         self.status = np.full(P, int(Status.TIMED_OUT), np.int64)
         self.messages = [self.NOT_STARTED] * P
-        self.clearance = None
-        self.world_version = None
+        # with collision avoidance: NaN (not checked) until a chunk's answers are
+        self.clearance = None if collision is None else np.full(P, np.nan)
+        self.world_version = None if collision is None else collision.world.version
 
     def put(self, p0, r: IKResult) -> None:
         p1 = p0 + len(r)

@@ -115,7 +115,8 @@ def _turn_inside(q, lower, upper, around, xp):
 
 def lm_solve_rows(model: Model, objectives, q0, seed_q, problem_idx, cfg: IKConfig, *,
                   deadline: float | None, active=None, first_per_problem: bool = False,
-                  num_problems: int | None = None, should_stop=None, movable=None):
+                  num_problems: int | None = None, should_stop=None, movable=None,
+                  block_rows: int | None = None):
     """Run LM on rows q0 (N, nq). Returns (q, converged, iterations, pos_err, rot_err, timed_out).
 
     ``movable`` (nq,) bool (:func:`.common.movable_coordinates`; None: all): the Jacobian
@@ -125,6 +126,15 @@ def lm_solve_rows(model: Model, objectives, q0, seed_q, problem_idx, cfg: IKConf
     ``active`` (N,) masks rows to solve; ``first_per_problem`` stops all rows of a problem as
     soon as one of them converged (speed mode). ``should_stop()`` is polled every iteration
     (cancellation); it and the deadline end the loop between iterations.
+
+    ``block_rows``: rows evaluated together (None: all N). An iteration (and the first
+    evaluation) runs block by block, the deadline and ``should_stop`` looked at between blocks,
+    so that one step of a problem with many seeds (a thousand rows with collision terms take a
+    tenth of a second) cannot carry the call far past its deadline; blocks without an active
+    row are skipped. Rows are independent (``first_per_problem`` is decided at the top of an
+    iteration for every block), so the blocks change no answer; a deadline in the middle of an
+    iteration leaves the later blocks one iteration behind, and rows never evaluated (the
+    deadline during the first evaluation) with infinite errors, not converged.
     """
     xp = get_xp(q0)
     N = q0.shape[0]
@@ -132,22 +142,48 @@ def lm_solve_rows(model: Model, objectives, q0, seed_q, problem_idx, cfg: IKConf
     nva = model.nv_active
     q = clip_to_limits(model, q0)
     active = xp.ones(N, dtype=bool) if active is None else active.copy()
-    lam = xp.full(N, cfg.lambda_initial)
-    iters = xp.zeros(N, dtype=xp.int64)
     fixed_cols = _fixed_columns(model, movable)
     fixed_cols = None if fixed_cols is None else const(xp, fixed_cols)
-    r, J, cost, pe, re, cv = _evaluate(model, objectives, q, seed_q, problem_idx, fixed_cols)
+    rows = N if not block_rows or block_rows >= N else int(block_rows)
+    blocks = [slice(b, min(N, b + rows)) for b in range(0, N, rows)]
+    whole = len(blocks) == 1
+    timed_out = False
+
+    def late() -> bool:
+        """The deadline has passed or a stop was asked for (``timed_out`` set for the first)."""
+        nonlocal timed_out
+        if (deadline is not None and time.perf_counter() >= deadline) or (
+                should_stop is not None and should_stop()):
+            timed_out = deadline is not None and time.perf_counter() >= deadline
+            return True
+        return False
+
+    if whole:
+        r, J, cost, pe, re, cv = _evaluate(model, objectives, q, seed_q, problem_idx, fixed_cols)
+    else:  # block by block; rows the deadline leaves unevaluated are not started
+        parts = []
+        for b, sl in enumerate(blocks):
+            if b and late():
+                break
+            parts.append(_evaluate(model, objectives, q[sl], seed_q[sl], problem_idx[sl],
+                                   fixed_cols))
+        done = sum(int(part[0].shape[0]) for part in parts)
+        r, J, cost, pe, re, cv = (xp.concatenate([part[i] for part in parts]) for i in range(6))
+        if done < N:
+            pad = N - done
+            r = xp.concatenate([r, xp.zeros((pad,) + r.shape[1:], dtype=r.dtype)])
+            J = xp.concatenate([J, xp.zeros((pad,) + J.shape[1:], dtype=J.dtype)])
+            inf = xp.full(pad, np.inf)
+            cost, pe, re = (xp.concatenate([a, inf]) for a in (cost, pe, re))
+            cv = xp.concatenate([cv, -inf])
+            active[done:] = False
     # converged: the goal errors within the tolerances and every constraint (the collision
     # objective's clearance) satisfied
     converged = (pe <= cfg.position_tolerance) & (re <= cfg.orientation_tolerance) & (cv >= 0)
-    cost0 = cost  # the non-monotone phase's reference
-    timed_out = False
     lim_cols = const(xp, model.tables.limited_columns)
     lim_q = const(xp, model.tables.limited_q)
     lower, upper = const(xp, model.lower), const(xp, model.upper)
     around = const(xp, limited_revolute(model))
-    stall = xp.zeros(N, dtype=xp.int64)
-    stuck = xp.zeros(N, dtype=bool)  # rejected with lambda unchanged: that step again for ever
     K = N // num_problems if num_problems else 1
     last_seed = (xp.arange(N) % K) == K - 1
     # the limit excursion: phase 0 may start one, 1 in it, 2 not (any more); it0 is where a
@@ -157,29 +193,27 @@ def lm_solve_rows(model: Model, objectives, q0, seed_q, problem_idx, cfg: IKConf
         narrow = narrow & np.asarray(movable, dtype=bool)
     excursion = cfg.excursion_iterations > 0 and bool(narrow.any())
     narrow = const(xp, narrow)
-    phase = xp.where(last_seed | (cfg.stall_iterations == 0), 0, 2) if excursion else None
-    it0 = xp.zeros(N, dtype=xp.int64)
-    mono = xp.zeros(N, dtype=bool)
-    q_start, q_back, pe_back, re_back = q, q, pe, re
     eye = xp.eye(nva)
-    # on a device, "is any row still active?" is a host sync: asked every 8th iteration only
-    # (an iteration with no active row changes nothing)
-    check_every = 1 if xp is np else 8
-    for it in range(cfg.max_iterations):
-        if first_per_problem:
-            done_p = xp.zeros(num_problems, dtype=bool)
-            done_p[problem_idx[converged]] = True
-            active &= ~done_p[problem_idx]
-        active &= ~(converged | stuck)
-        if cfg.stall_iterations > 0:  # a problem's last seed is never given up
-            active &= (stall < cfg.stall_iterations) | last_seed
-        if it % check_every == check_every - 1 or check_every == 1:
-            if not bool(to_numpy(xp.any(active))):
-                break
-        if (deadline is not None and time.perf_counter() >= deadline) or (
-                should_stop is not None and should_stop()):
-            timed_out = deadline is not None and time.perf_counter() >= deadline
-            break
+    # every row's state (N, ...); an iteration reads and writes one block of rows at a time
+    S = dict(q=q, r=r, J=J, cost=cost, pe=pe, re=re, cv=cv, converged=converged,
+             cost0=cost,  # the non-monotone phase's reference
+             lam=xp.full(N, cfg.lambda_initial), iters=xp.zeros(N, dtype=xp.int64),
+             stall=xp.zeros(N, dtype=xp.int64),
+             stuck=xp.zeros(N, dtype=bool),  # rejected with lambda unchanged: for ever
+             active=active, it0=xp.zeros(N, dtype=xp.int64), mono=xp.zeros(N, dtype=bool),
+             q_start=q, q_back=q, pe_back=pe, re_back=re,
+             phase=(xp.where(last_seed | (cfg.stall_iterations == 0), 0, 2) if excursion
+                    else None))
+    if not whole:  # written block by block, in place: every row's state its own array
+        S = {k: v if v is None or k == "active" else v.copy() for k, v in S.items()}
+
+    def iteration(sl):
+        """One LM iteration of the rows ``sl`` (every row's state in ``S``)."""
+        (q, r, J, cost, pe, re, cv, converged, cost0, lam, iters, stall, stuck, active, it0,
+         mono, q_start, q_back, pe_back, re_back, phase) = (
+            None if S[k] is None else S[k] if whole else S[k][sl] for k in _STATE)
+        seed_b, pidx_b = (seed_q, problem_idx) if whole else (seed_q[sl], problem_idx[sl])
+        n = q.shape[0]
         if excursion:
             go = (active & (phase == 0) & (iters >= cfg.excursion_iterations)
                   & (stall >= cfg.excursion_stall)
@@ -190,8 +224,8 @@ def lm_solve_rows(model: Model, objectives, q0, seed_q, problem_idx, cfg: IKConf
                                             xp.where(go, re, re_back))
                 q = xp.where(b, q_start, q)
                 r, J, cost, pe, re, cv = _take(go, (r, J, cost, pe, re, cv),
-                                               _evaluate(model, objectives, q, seed_q,
-                                                         problem_idx, fixed_cols), xp)
+                                               _evaluate(model, objectives, q, seed_b,
+                                                         pidx_b, fixed_cols), xp)
                 cost0 = xp.where(go, cost, cost0)
                 lam = xp.where(go, cfg.lambda_initial, lam)
                 stall = xp.where(go, 0, stall)
@@ -208,14 +242,14 @@ def lm_solve_rows(model: Model, objectives, q0, seed_q, problem_idx, cfg: IKConf
                                   release)
         if fixed_cols is not None:
             dq[:, fixed_cols] = 0.0
-        dv = xp.zeros((N, model.nv))
+        dv = xp.zeros((n, model.nv))
         dv[:, va] = xp.where(active[:, None], dq, 0.0)
         q_try = integrate(model, q, dv)
         if excursion:  # an excursion's revolute joints go unclipped
             q_try = xp.where(release[:, None] & around, q_try, clip_to_limits(model, q_try))
         else:
             q_try = clip_to_limits(model, q_try)
-        r2, J2, cost2, ctx2 = evaluate(model, objectives, q_try, seed_q, problem_idx)
+        r2, J2, cost2, ctx2 = evaluate(model, objectives, q_try, seed_b, pidx_b)
         if fixed_cols is not None:
             J2[:, :, fixed_cols] = 0.0
         ref = xp.where(~mono & (iters - it0 < cfg.nonmonotone_iterations), cost0, cost)
@@ -232,8 +266,8 @@ def lm_solve_rows(model: Model, objectives, q0, seed_q, problem_idx, cfg: IKConf
         stuck = stuck | (active & ~accepted & (lam2 == lam))
         lam = lam2
         iters = iters + active
-        pe2, re2 = goal_errors(objectives, ctx2, problem_idx)
-        cv2 = _constraints(objectives, ctx2, problem_idx)
+        pe2, re2 = goal_errors(objectives, ctx2, pidx_b)
+        cv2 = _constraints(objectives, ctx2, pidx_b)
         pe = xp.where(accepted, pe2, pe)
         re = xp.where(accepted, re2, re)
         cv = xp.where(accepted, cv2, cv)
@@ -247,23 +281,67 @@ def lm_solve_rows(model: Model, objectives, q0, seed_q, problem_idx, cfg: IKConf
                 back = end & ~keep
                 q = xp.where(keep[:, None], q_turned, xp.where(back[:, None], q_back, q))
                 r, J, cost, pe, re, cv = _take(back, (r, J, cost, pe, re, cv),
-                                               _evaluate(model, objectives, q, seed_q,
-                                                         problem_idx, fixed_cols), xp)
+                                               _evaluate(model, objectives, q, seed_b,
+                                                         pidx_b, fixed_cols), xp)
                 lam = xp.where(back, cfg.lambda_initial, lam)
                 stall = xp.where(back, 0, stall)
                 converged = converged & ~back
                 mono = mono | end
                 phase = xp.where(end, 2, phase)
+        new = dict(q=q, r=r, J=J, cost=cost, pe=pe, re=re, cv=cv, converged=converged,
+                   cost0=cost0, lam=lam, iters=iters, stall=stall, stuck=stuck, it0=it0,
+                   mono=mono, q_back=q_back, pe_back=pe_back, re_back=re_back, phase=phase)
+        for k, v in new.items():
+            if v is None:
+                continue
+            if whole:
+                S[k] = v
+            else:
+                S[k][sl] = v
+
+    # on a device, "is any row still active?" is a host sync: asked every 8th iteration only
+    # (an iteration with no active row changes nothing)
+    check_every = 1 if xp is np else 8
+    for it in range(cfg.max_iterations):
+        active = S["active"]
+        if first_per_problem:
+            done_p = xp.zeros(num_problems, dtype=bool)
+            done_p[problem_idx[S["converged"]]] = True
+            active &= ~done_p[problem_idx]
+        active &= ~(S["converged"] | S["stuck"])
+        if cfg.stall_iterations > 0:  # a problem's last seed is never given up
+            active &= (S["stall"] < cfg.stall_iterations) | last_seed
+        if it % check_every == check_every - 1 or check_every == 1:
+            if not bool(to_numpy(xp.any(active))):
+                break
+        if late():
+            break
+        cut = False
+        for b, sl in enumerate(blocks):
+            if not whole:
+                if b and late():
+                    cut = True
+                    break
+                if not bool(active[sl].any()):
+                    continue  # (an iteration changes no inactive row)
+            iteration(sl)
+        if cut:
+            break
     else:
         if deadline is not None and time.perf_counter() >= deadline and bool(
-                xp.any(active & ~converged)):
+                xp.any(S["active"] & ~S["converged"])):
             timed_out = True
+    q, converged, iters, pe, re = S["q"], S["converged"], S["iters"], S["pe"], S["re"]
     if excursion:  # the iterations ran out in an excursion: where it started
-        out = phase == 1
-        q = xp.where(out[:, None], q_back, q)
-        pe, re = xp.where(out, pe_back, pe), xp.where(out, re_back, re)
+        out = S["phase"] == 1
+        q = xp.where(out[:, None], S["q_back"], q)
+        pe, re = xp.where(out, S["pe_back"], pe), xp.where(out, S["re_back"], re)
         converged = converged & ~out
     return q, converged, iters, pe, re, timed_out
+
+
+_STATE = ("q", "r", "J", "cost", "pe", "re", "cv", "converged", "cost0", "lam", "iters", "stall",
+          "stuck", "active", "it0", "mono", "q_start", "q_back", "pe_back", "re_back", "phase")
 
 
 def _evaluate(model, objectives, q, seed_q, problem_idx, fixed_cols):

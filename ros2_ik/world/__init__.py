@@ -193,8 +193,8 @@ class World:
     def __getitem__(self, id) -> Obstacle:
         hit = self._obstacles.get(id) if isinstance(id, str) else None
         if hit is None:
-            raise InvalidInputError(f"id {describe(id)}: no such obstacle in the world; it has "
-                                    f"{sorted(self._obstacles)[:20]}")
+            raise InvalidInputError(f"no obstacle {id!r} in the world: id must be one of its "
+                                    f"obstacles' ids {sorted(self._obstacles)[:20]}")
         return hit
 
     @property
