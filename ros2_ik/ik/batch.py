@@ -106,6 +106,8 @@ def reference_solve(model: Model, objectives: Sequence[Objective], *, seeds=None
     # should_stop are seen between chunks as well as between iterations. Rows are independent,
     # so the results equal one call on the whole batch.
     rows = REFERENCE_CHUNK_ROWS if xp is np else DEVICE_CHUNK_ROWS
+    if collision is not None and xp is np and (deadline is not None or should_stop is not None):
+        rows = LM_BLOCK_ROWS_COLLISIONS  # (a chunk's exact check of its answers: ~15 ms + P)
     if collision is not None:
         regularizers = regularizers + [collision]
     m = sum(int(getattr(o, "dim", 6)) for o in objectives + regularizers)
@@ -113,8 +115,8 @@ def reference_solve(model: Model, objectives: Sequence[Objective], *, seeds=None
     check_memory(K * row, "the reference-path solve of one problem", f"{K} seeds",
                  "use fewer seeds (num_seeds), or a model and goal a compiled backend takes")
     per_chunk = max(1, rows // K) if splittable else P
-    coll = collision is not None
-    if per_chunk >= P and not _too_late(stop, deadline, P, K, coll):
+    kind = (collision is not None, cfg.solve_mode is SolveMode.SPEED)
+    if per_chunk >= P and not _too_late(stop, deadline, P, K, kind):
         return _solve_chunk(model, objectives, regularizers, seeds, cfg, solver, K, deadline,
                             stop, t0, xp, movable, collision)
     # (one chunk that cannot start: answered as a chunked batch whose first chunk did not)
@@ -138,7 +140,7 @@ def reference_solve(model: Model, objectives: Sequence[Objective], *, seeds=None
         seeds_c = seeds if seeds is None or seeds.ndim == 1 else seeds[p0:p1]
         # a chunk whose checks and result selection alone (measured on earlier chunks of its
         # size) would end past the deadline is not started
-        if _too_late(stop, deadline, p1 - p0, K, coll):
+        if _too_late(stop, deadline, p1 - p0, K, kind):
             if stop.seen:
                 out.cancelled_from(p0)
             break
@@ -147,12 +149,12 @@ def reference_solve(model: Model, objectives: Sequence[Objective], *, seeds=None
     return out.result(t0)
 
 
-def _too_late(stop, deadline, P: int, K: int, coll: bool) -> bool:
+def _too_late(stop, deadline, P: int, K: int, kind: tuple) -> bool:
     """Whether a chunk of P problems x K seeds must not start: a stop was asked for, or its
     checks and result selection alone (measured on earlier chunks of its size) would end it
     past the deadline."""
     return stop() or (deadline is not None and time.perf_counter()
-                      + _CHUNK_COST.fixed(P, K, coll) >= deadline)
+                      + _CHUNK_COST.fixed(P, K, *kind) >= deadline)
 
 
 def _invalid_problems(model, objectives, seeds, P, xp):
@@ -235,7 +237,7 @@ def _solve_chunk(model, objectives, regularizers, seeds, cfg, solver, K, deadlin
     deadline_all = deadline
     t_lm = time.perf_counter()
     if deadline is not None:  # (at most half the time left: a wrong estimate cannot starve it)
-        deadline = deadline - min(_CHUNK_COST.reserve(P, K, collision is not None),
+        deadline = deadline - min(_CHUNK_COST.reserve(P, K, collision is not None, speed),
                                   0.5 * max(deadline - t_lm, 0.0))
 
     block = None
@@ -277,50 +279,63 @@ def _solve_chunk(model, objectives, regularizers, seeds, cfg, solver, K, deadlin
                  collision=collision)
     if deadline_all is not None:
         _CHUNK_COST.record(P, K, t_lm - t_start, time.perf_counter() - t_sel,
-                           collision is not None)
+                           collision is not None, speed)
     return out
 
 
 class _ChunkCost:
     """What a chunk costs besides its solve, learnt from the chunks solved with a deadline:
     checking goals and seeds and expanding seeds (before), selecting and verifying the results
-    (after). Kept per chunk size (rows = problems x seeds, in powers of two) and per kind
-    (with or without the collision terms, whose exact check of the answers costs ten times
-    more); a slower chunk raises its size's estimates at once (a busy machine), a faster one
-    lowers them gradually. The solve of a chunk stops early by the "after" cost
+    (after). Kept per kind of chunk: with or without the collision terms (whose exact check of
+    every answer costs ten times more), the speed mode or another (which finalizes every row),
+    and its size in powers of two of its problems (the answers verified) and of its rows
+    (problems x seeds). A slower chunk raises its kind's estimates at once (a busy machine), a
+    faster one lowers them gradually. The solve of a chunk stops early by the "after" cost
     (:meth:`reserve`); a chunk is not started when both costs would end it past the deadline
-    (:meth:`fixed`; a size never measured: its first guess)."""
+    (:meth:`fixed`). A kind never measured: :attr:`FIRST_GUESS` /
+    :attr:`FIRST_GUESS_COLLISIONS` (and for the reserve, at least the measured kinds of its
+    collision kind and mode scaled up to its problems and rows)."""
 
-    #: [s] fixed, per row: the "after" cost of a size never seen, without and with collisions
-    FIRST_GUESS = (2e-3, 3e-6)
-    FIRST_GUESS_COLLISIONS = (15e-3, 60e-6)
+    #: [s] fixed, per problem, per row: the "after" cost of a kind never seen
+    FIRST_GUESS = (2e-3, 3e-6, 3e-6)
+    FIRST_GUESS_COLLISIONS = (15e-3, 150e-6, 10e-6)
 
     def __init__(self):
-        self._by_size: dict[tuple, tuple[float, float]] = {}  # (kind, size) -> (before, after)
+        self._by_kind: dict[tuple, tuple[float, float]] = {}  # kind -> (before, after)
 
-    def reserve(self, P: int, K: int, coll: bool = False) -> float:
-        rows = max(P * max(K, 1), 1)
-        b = rows.bit_length()
-        if (coll, b) in self._by_size:
-            return self._by_size[coll, b][1]
-        smaller = [k for c, k in self._by_size if c == coll and k < b]
-        if smaller:
-            k = max(smaller)
-            return self._by_size[coll, k][1] * rows / (1 << (k - 1))
-        fixed, per_row = self.FIRST_GUESS_COLLISIONS if coll else self.FIRST_GUESS
-        return fixed + per_row * rows
+    @staticmethod
+    def _kind(P: int, K: int, coll: bool, speed: bool) -> tuple:
+        return (coll, speed, max(P, 1).bit_length(), max(P * max(K, 1), 1).bit_length())
 
-    def fixed(self, P: int, K: int, coll: bool = False) -> float:
-        """Before + after of a chunk of this size (the "after" guess of :meth:`reserve` when
-        none was measured yet)."""
-        hit = self._by_size.get((coll, max(P * max(K, 1), 1).bit_length()))
-        return sum(hit) if hit is not None else self.reserve(P, K, coll)
+    def _guess(self, P: int, K: int, coll: bool) -> float:
+        fixed, per_problem, per_row = self.FIRST_GUESS_COLLISIONS if coll else self.FIRST_GUESS
+        return fixed + per_problem * P + per_row * P * max(K, 1)
 
-    def record(self, P: int, K: int, before: float, after: float, coll: bool = False) -> None:
-        key = (coll, max(P * max(K, 1), 1).bit_length())
-        old = self._by_size.get(key, (before, after))
-        self._by_size[key] = tuple(max(new, 0.8 * o + 0.2 * new)
-                                   for new, o in zip((before, after), old))
+    def reserve(self, P: int, K: int, coll: bool = False, speed: bool = True) -> float:
+        kind = self._kind(P, K, coll, speed)
+        hit = self._by_kind.get(kind)
+        if hit is not None:
+            return hit[1]
+        guess = self._guess(P, K, coll)
+        for k, (_, after) in self._by_kind.items():  # measured ones, scaled up to this kind
+            if k[:2] == kind[:2]:
+                guess = max(guess, after * max(1.0, 2.0 ** (kind[2] - k[2]),
+                                               2.0 ** (kind[3] - k[3])))
+        return guess
+
+    def fixed(self, P: int, K: int, coll: bool = False, speed: bool = True) -> float:
+        """Before + after of a chunk of this kind; a kind never measured: the first guess
+        (not the scaled estimates of :meth:`reserve`, which a first call's one-time costs can
+        inflate: a kind must be able to start to be measured)."""
+        hit = self._by_kind.get(self._kind(P, K, coll, speed))
+        return sum(hit) if hit is not None else self._guess(P, K, coll)
+
+    def record(self, P: int, K: int, before: float, after: float, coll: bool = False,
+               speed: bool = True) -> None:
+        kind = self._kind(P, K, coll, speed)
+        old = self._by_kind.get(kind, (before, after))
+        self._by_kind[kind] = tuple(max(new, 0.8 * o + 0.2 * new)
+                                    for new, o in zip((before, after), old))
 
 
 _CHUNK_COST = _ChunkCost()
