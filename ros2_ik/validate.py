@@ -28,7 +28,7 @@ from .errors import InputTypeError, InvalidInputError, ShapeError, UnknownLinkEr
 __all__ = ["as_float_array", "check_memory", "MEMORY_BUDGET", "check_number", "check_int",
            "check_names", "check_name", "describe", "MAX_TIMEOUT", "QUAT_NORM_TOL",
            "ROTATION_TOL", "check_poses", "describe_bad_pose", "bad_rotations", "check_flag",
-           "check_callable", "check_choice", "check_model", "check_path", "link_index",
+           "check_callable", "check_choice", "check_path", "link_index",
            "link_indices", "naming"]
 
 #: Largest ``timeout`` accepted [s] (about 11.6 days): larger values overflow the monotonic
@@ -188,21 +188,6 @@ def check_choice(value, name: str, choices) -> str:
                              f"{describe(value)}")
     if value not in choices:
         raise InvalidInputError(f"{name} must be one of {tuple(choices)}, got {value!r}")
-    return value
-
-
-_MODEL: list = []  # ros2_ik.model.Model, imported on first use
-
-
-def check_model(value, name: str = "model"):
-    """A :class:`ros2_ik.model.Model`."""
-    if not _MODEL:
-        from .model.tree import Model  # noqa: PLC0415 - the model package imports this module
-
-        _MODEL.append(Model)
-    if not isinstance(value, _MODEL[0]):
-        raise InputTypeError(f"{name} must be a ros2_ik Model (ros2_ik.load_robot(name) or "
-                             f"Model.from_urdf(text)), got {describe(value)}")
     return value
 
 

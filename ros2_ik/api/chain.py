@@ -18,8 +18,8 @@ from ..ik.checks import apply_group, check_call_options, check_collision
 from ..ik.config import IKConfig, IKResult, Status
 from ..ik.objectives import _weights
 from ..kinematics.se3 import pq_to_pose
-from ..model import Model
-from ..validate import as_float_array, check_model, link_index
+from ..model import Model, check_model
+from ..validate import as_float_array, link_index
 from ..backends.result import result_of
 from .solver import IKSolver
 

@@ -19,9 +19,9 @@ from ..kinematics import fk as _fk
 from ..kinematics import fk_frames as _fk_frames
 from ..kinematics import jacobian as _jacobian
 from ..kinematics.fk import check_result_memory
-from ..model import MAX_BATCH, MAX_VALUE, Model
+from ..model import MAX_BATCH, MAX_VALUE, Model, check_model
 from ..model.chain import chain_table
-from ..validate import check_flag, check_model, link_indices
+from ..validate import check_flag, link_indices
 
 __all__ = ["Kinematics", "fk", "fk_frames", "jacobian"]
 

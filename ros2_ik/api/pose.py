@@ -16,8 +16,8 @@ from ..ik.batch import reference_solve
 from ..ik.checks import apply_group, check_call_options, check_collision, check_start_time
 from ..ik.config import IKConfig, IKResult
 from ..ik.objectives import Objective, OrientationObjective, PoseObjective, PositionObjective
-from ..model import Model
-from ..validate import check_model, check_names, link_index
+from ..model import Model, check_model
+from ..validate import check_names, link_index
 from .solver import check_targets, prepared_solver
 
 __all__ = ["solve_pose", "solve_ik"]

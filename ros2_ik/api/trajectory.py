@@ -22,15 +22,15 @@ from typing import Callable, Sequence
 import numpy as np
 
 from ..errors import InputTypeError, InvalidInputError, ShapeError
-from ..validate import (MEMORY_BUDGET, as_float_array, bad_rotations, check_memory, check_model,
-                        check_name, check_poses, describe, link_index)
+from ..validate import (MEMORY_BUDGET, as_float_array, bad_rotations, check_memory, check_name,
+                        check_poses, describe, link_index)
 from ..ik.batch import RESULT_COST
 from ..ik.checks import apply_group, check_call_options, check_collision
 from ..ik.objectives import _weights
 from ..ik.config import IKConfig, SolveMode, Status
 from ..ik.seeds import seed_distance
 from ..kinematics.se3 import matrix_to_quat, pq_to_pose, quat_to_matrix, slerp
-from ..model import MAX_BATCH, Model
+from ..model import MAX_BATCH, Model, check_model
 from .solver import prepared_solver
 
 __all__ = ["trajectory_seed", "interpolate_keyframes", "TrajectoryResult", "MODES"]

@@ -44,8 +44,9 @@ import numpy as np
 from ..backend import add_at, const, get_xp, to_numpy
 from ..errors import InvalidInputError
 from ..kinematics.fk import fk
-from ..model import Model
+from ..model import Model, check_model
 from ..model.collision import GROUP, CollisionModel
+from ..validate import check_number
 from ..world import SHAPE_CODES, World
 from .objectives import EvalContext, Objective
 
@@ -699,8 +700,6 @@ def default_collision_model(model: Model, srdf=None, *, within: float = 0.0,
     import warnings  # noqa: PLC0415
 
     from ..model.collision import CollisionWarning, collision_model  # noqa: PLC0415
-
-    from ..validate import check_model, check_number  # noqa: PLC0415
 
     check_model(model)
     within = check_number(within, "within", low=0.0, high=1.0)

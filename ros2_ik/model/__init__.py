@@ -1,13 +1,13 @@
 """URDF -> immutable kinematic model (flat arrays). No rclpy, no CuPy."""
 
 from .srdf import Group, Srdf, parse_srdf
-from .tree import MAX_BATCH, JointType, Model
+from .tree import MAX_BATCH, JointType, Model, check_model
 from .urdf import (JOINT_TYPES, MAX_URDF_BYTES, MAX_VALUE, JointDesc, RobotDesc, UrdfWarning,
                    parse_urdf)
 
 __all__ = ["Model", "JointType", "parse_urdf", "RobotDesc", "JointDesc", "JOINT_TYPES",
            "MAX_URDF_BYTES", "MAX_VALUE", "UrdfWarning", "MAX_BATCH", "load_robot",
-           "parse_srdf", "Srdf", "Group"]
+           "parse_srdf", "Srdf", "Group", "check_model"]
 
 
 def load_robot(name: str, **kwargs) -> Model:

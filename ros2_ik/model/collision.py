@@ -53,11 +53,11 @@ from dataclasses import dataclass, fields, replace
 import numpy as np
 
 from ..errors import IKError, InputTypeError, InvalidInputError, UnknownJointError, UnknownLinkError
-from ..validate import check_flag, check_model, describe, naming
+from ..validate import check_flag, describe, naming
 from .joint_types import JointType
 from .meshes import element_shape, resolve_mesh, search_path as _search_path
 from .spheres import OVERSHOOT, Shape, fit_link
-from .tree import Model
+from .tree import Model, check_model
 from .urdf import UrdfWarning
 
 __all__ = ["CollisionModel", "collision_model", "spheres_from_yaml", "MAX_SPHERES", "GROUP",

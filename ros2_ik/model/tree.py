@@ -36,7 +36,7 @@ from .joint_types import JointType
 from .tables import ModelTables, build_tables
 from .urdf import MAX_VALUE, JointDesc, RobotDesc, parse_urdf
 
-__all__ = ["JointType", "Model"]
+__all__ = ["JointType", "Model", "check_model"]
 
 
 _NQ = {JointType.FIXED: 0, JointType.REVOLUTE: 1, JointType.CONTINUOUS: 1,
@@ -742,3 +742,11 @@ class Model:
         return (f"Model({self.name!r}, base={self.base!r}, tips={list(self.tips)}, "
                 f"links={self.num_links}, nq={self.nq}, nv={self.nv}, "
                 f"frozen={sorted(self.frozen)})")
+
+
+def check_model(value, name: str = "model") -> Model:
+    """``value``, a :class:`Model` (:class:`InputTypeError` naming the argument otherwise)."""
+    if not isinstance(value, Model):
+        raise InputTypeError(f"{name} must be a ros2_ik Model (ros2_ik.load_robot(name) or "
+                             f"Model.from_urdf(text)), got {describe(value)}")
+    return value

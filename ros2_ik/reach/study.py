@@ -39,9 +39,9 @@ import numpy as np
 from ..errors import InputTypeError, InvalidInputError, ShapeError
 from ..api import fk_frames, jacobian, solve_pose
 from ..ik import SOLVERS, IKConfig, Status
-from ..model import JointType, Model
+from ..model import JointType, Model, check_model
 from ..validate import (as_float_array, check_choice, check_finite, check_flag, check_int,
-                        check_model, describe, link_index)
+                        describe, link_index)
 from ..world import World
 from .targets import Targets
 
