@@ -17,7 +17,8 @@ from ..validate import check_flag, check_names, naming
 from .kinematics import Kinematics
 from .solver import IKSolver, compiled_status
 
-__all__ = ["prebuild", "build_scope"]
+__all__ = ["prebuild", "build_scope", "waiting_for_builds", "builds_in_background_here",
+           "cancel_background_builds"]
 
 #: the node's default options with collision avoidance (its MoveIt service's solver)
 _NODE_COLLISIONS = IKConfig(num_seeds=32, stall_iterations=5, avoid_collisions=True)
@@ -30,6 +31,30 @@ def build_scope():
     from ..backends.host import BuildScope  # noqa: PLC0415
 
     return BuildScope()
+
+
+def waiting_for_builds(wait: bool = True):
+    """A context manager: in it, this thread's kernel builds wait for g++ (``wait``, the
+    library's default) or run in the background while the reference answers
+    (:func:`ros2_ik.backends.host.waiting_for_builds`)."""
+    from ..backends.host import waiting_for_builds as scoped  # noqa: PLC0415
+
+    return scoped(wait)
+
+
+def builds_in_background_here() -> None:
+    """From now on this thread's kernel builds run in the background (an executor thread's):
+    :func:`ros2_ik.backends.host.builds_in_background_here`."""
+    from ..backends.host import builds_in_background_here as here  # noqa: PLC0415
+
+    here()
+
+
+def cancel_background_builds() -> None:
+    """End the kernel builds running in the background (a node shutting down)."""
+    from ..backends.host import cancel_background_builds as cancel  # noqa: PLC0415
+
+    cancel()
 
 
 def prebuild(names=None, *, verbose: bool = False) -> float:

@@ -33,13 +33,15 @@ from ..backend import get_xp
 from ..errors import BackendUnavailableError, InputTypeError, InvalidInputError, ShapeError
 from ..ik.batch import RESULT_COST, reference_solve
 from ..backends.result import result_of
-from ..ik.checks import SOLVERS, check_call_options, check_seed_shape, check_start_time
+from ..ik.checks import (SOLVERS, check_call_options, check_collision, check_seed_shape,
+                         check_start_time)
 from ..ik.config import IKConfig, IKResult, SolveMode
 from ..ik.objectives import PoseObjective, _weights
 from ..ik.seeds import movable_coordinates, restart_seeds
 from ..kinematics.se3 import pq_to_pose
-from ..model import MAX_BATCH, Model
-from ..validate import MAX_TIMEOUT, as_float_array, check_names, check_number, describe
+from ..model import MAX_BATCH, Model, check_model
+from ..validate import (MAX_TIMEOUT, as_float_array, check_names, check_number, describe,
+                        link_index)
 
 __all__ = ["IKSolver", "BACKENDS", "prepared_solver", "check_targets", "compiled_status",
            "world_warnings"]
@@ -118,13 +120,14 @@ class IKSolver:
     def __init__(self, model: Model, tips: Sequence[str] | str | None = None,
                  config: IKConfig | None = None, *, solver: str = "dls",
                  backend: str = "auto", xp=np, collision=None):
-        self.model = model
+        self.model = model = check_model(model)
         tips = model.tips if tips is None else tips
         self.tips = tuple(check_names(tips, "tips"))
         if not self.tips:
             raise InvalidInputError("no tip link given and the model has no default tip")
         for tip in self.tips:
-            model.link_index(tip)  # UnknownLinkError listing the valid names
+            link_index(model, tip, "tips")  # UnknownLinkError listing the valid names
+        check_collision(collision)
         self.config = check_call_options(config, solver, None)
         self.solver = solver
         self.xp = xp

@@ -27,7 +27,7 @@ from rclpy.event_handler import PublisherEventCallbacks, SubscriptionEventCallba
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.exceptions import InvalidHandle
 
-from ..backends.host import builds_in_background_here
+from ..api import builds_in_background_here
 
 __all__ = ["NodeExecutor", "WorkerActionServer", "defer_service", "goal_finisher",
            "quiet_events"]

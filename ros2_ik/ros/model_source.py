@@ -32,7 +32,8 @@ import time
 from typing import Callable
 
 from .. import robots
-from ..api import IKSolver, build_scope, fk_frames, jacobian, prepared_solver
+from ..api import (IKSolver, build_scope, cancel_background_builds, fk_frames, jacobian,
+                   prepared_solver)
 from ..errors import IKError
 from ..model import Srdf, parse_srdf
 from .diagnostics import Stats
@@ -489,8 +490,6 @@ class ModelSource:
         compiler processes ended) and waited for (at most ``timeout``)."""
         self._closed = True
         self._scope.cancel()
-        from ..backends.host import cancel_background_builds  # noqa: PLC0415
-
         cancel_background_builds()
         self._settled.set()  # (requests waiting for a model: answered by the one in use)
         self.wait(timeout)

@@ -26,7 +26,7 @@ from typing import Callable
 from rclpy.logging import LoggingSeverity
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
-from ..backends.host import waiting_for_builds
+from ..api import waiting_for_builds
 from ..errors import IKError
 from . import codes
 from .codes import RequestError, code_of_exception

@@ -19,7 +19,7 @@ from .. import codes
 from ..codes import RequestError
 from ..conversions import check_poses, describe_bad_pose, f64_array, i32_array, poses_to_pq
 from ..conversions import sec_to_duration
-from ...backends.host import waiting_for_builds
+from ...api import waiting_for_builds
 from ..params import TRAJECTORY_MODES
 from ..request import (Context, collisions_flag, config, overall_code, solver_name, stamp_model,
                        summary,
