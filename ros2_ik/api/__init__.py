@@ -12,13 +12,11 @@ Backends: :mod:`ros2_ik.backends` (the one compiled source: host, CUDA) and the 
 from .chain import ChainSolver
 from .kinematics import Kinematics, fk, fk_frames, jacobian
 from .pose import solve_ik, solve_pose
-from .prebuild import (build_scope, builds_in_background_here, cancel_background_builds,
-                       prebuild, waiting_for_builds)
+from .prebuild import build_scope, cancel_background_builds, prebuild, waiting_for_builds
 from .solver import BACKENDS, IKSolver, compiled_status, prepared_solver
 from .trajectory import MODES, TrajectoryResult, interpolate_keyframes, trajectory_seed
 
 __all__ = ["IKSolver", "BACKENDS", "solve_pose", "solve_ik", "ChainSolver", "Kinematics", "fk",
            "fk_frames", "jacobian", "trajectory_seed", "interpolate_keyframes",
            "TrajectoryResult", "MODES", "prebuild", "compiled_status", "build_scope",
-           "prepared_solver", "waiting_for_builds", "builds_in_background_here",
-           "cancel_background_builds"]
+           "prepared_solver", "waiting_for_builds", "cancel_background_builds"]

@@ -17,8 +17,7 @@ from ..validate import check_flag, check_names, naming
 from .kinematics import Kinematics
 from .solver import IKSolver, compiled_status
 
-__all__ = ["prebuild", "build_scope", "waiting_for_builds", "builds_in_background_here",
-           "cancel_background_builds"]
+__all__ = ["prebuild", "build_scope", "waiting_for_builds", "cancel_background_builds"]
 
 #: the node's default options with collision avoidance (its MoveIt service's solver)
 _NODE_COLLISIONS = IKConfig(num_seeds=32, stall_iterations=5, avoid_collisions=True)
@@ -40,14 +39,6 @@ def waiting_for_builds(wait: bool = True):
     from ..backends.host import waiting_for_builds as scoped  # noqa: PLC0415
 
     return scoped(wait)
-
-
-def builds_in_background_here() -> None:
-    """From now on this thread's kernel builds run in the background (an executor thread's):
-    :func:`ros2_ik.backends.host.builds_in_background_here`."""
-    from ..backends.host import builds_in_background_here as here  # noqa: PLC0415
-
-    here()
 
 
 def cancel_background_builds() -> None:

@@ -43,7 +43,7 @@ from .codegen import Chain, frames_source, solve_source, source_hash
 
 __all__ = ["available", "compile_host", "HostModule", "cache_dir", "CXX_FLAGS", "HostSolver",
            "HostKinematics", "StopFlag", "threads", "BuildScope", "set_background_builds",
-           "waiting_for_builds", "builds_in_background_here", "in_background", "building",
+           "waiting_for_builds", "in_background", "building",
            "builds_under_way",
            "cancel_background_builds"]
 
@@ -225,12 +225,6 @@ def waiting_for_builds(wait: bool = True):
         yield
     finally:
         _wait.on = before
-
-
-def builds_in_background_here() -> None:
-    """From now on this thread's builds run in the background (an executor thread, which must
-    never wait seconds for g++; see :func:`set_background_builds`)."""
-    _wait.on = True
 
 
 def in_background() -> bool:

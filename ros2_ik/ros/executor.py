@@ -27,7 +27,7 @@ from rclpy.event_handler import PublisherEventCallbacks, SubscriptionEventCallba
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.exceptions import InvalidHandle
 
-from ..api import builds_in_background_here
+from ..api import waiting_for_builds
 
 __all__ = ["NodeExecutor", "WorkerActionServer", "defer_service", "goal_finisher",
            "quiet_events"]
@@ -65,11 +65,15 @@ class _QuietGuard:
 class NodeExecutor(SingleThreadedExecutor):
     """A SingleThreadedExecutor that hands deferred services' requests over (see module). Its
     thread never waits for a compiler: kernels not built yet are built in the background
-    while the reference answers (:func:`ros2_ik.backends.host.builds_in_background_here`)."""
+    while the reference answers (:func:`ros2_ik.api.waiting_for_builds`)."""
 
     def spin_once(self, timeout_sec: float | None = None) -> None:
-        builds_in_background_here()
-        super().spin_once(timeout_sec)
+        with waiting_for_builds(False):  # (this call only: the thread may be a caller's)
+            super().spin_once(timeout_sec)
+
+    def spin_once_until_future_complete(self, future, timeout_sec=None) -> None:
+        with waiting_for_builds(False):
+            super().spin_once_until_future_complete(future, timeout_sec)
 
     def _make_handler(self, entity, node, take_from_wait_list):
         # rclpy's handler triggers the executor's guard condition after taking and after
