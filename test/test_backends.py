@@ -526,7 +526,9 @@ def test_a_machine_without_a_compiler_gets_the_reference_with_the_same_contract(
 
     monkeypatch.setenv("CXX", str(tmp_path / "no-such-compiler"))
     monkeypatch.setenv("ROS2_IK_KERNEL_CACHE", str(tmp_path / "cache"))
-    monkeypatch.setattr(host, "_loaded", {})
+    from ros2_ik.backends import build
+
+    monkeypatch.setattr(build, "_loaded", {})
     m = load_robot("ur")  # a fresh model: no solver kept with it yet
     s = IKSolver(m, ["tool0"], IKConfig(num_seeds=4))
     assert s.backend == "reference" and "no C++ compiler" in s.reason

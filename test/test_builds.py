@@ -18,7 +18,7 @@ import pytest
 
 from ros2_ik import IKConfig, fk_frames, solve_pose
 from ros2_ik.api.solver import MAX_PATH_JOINTS, prepared_solver
-from ros2_ik.backends import host
+from ros2_ik.backends import build, host
 from ros2_ik.model import Model
 
 pytestmark = pytest.mark.skipif(host.available() is None, reason="no C++ compiler here")
@@ -66,8 +66,8 @@ def test_a_background_thread_gets_the_reference_until_the_build_is_done(cache, m
     m = _arm(0.002)
     T = _goals(m)
     keys = []
-    real = host._BUILDER.submit
-    monkeypatch.setattr(host._BUILDER, "submit", lambda key, job: (keys.append(key),
+    real = build._BUILDER.submit
+    monkeypatch.setattr(build._BUILDER, "submit", lambda key, job: (keys.append(key),
                                                                     real(key, job)))
     out = {}
 
@@ -109,7 +109,7 @@ def test_a_failed_build_is_not_retried(cache, monkeypatch):
     def broken(cmd):
         calls.append(cmd)
         raise RuntimeError("g++ on a generated source failed:\nsimulated")
-    monkeypatch.setattr(host, "_run_compiler", broken)
+    monkeypatch.setattr(build, "run_compiler", broken)
     from ros2_ik.api import IKSolver
 
     a = IKSolver(m, ["tcp"], IKConfig(num_seeds=4))

@@ -222,12 +222,18 @@ def test_a_broken_generator_fails_the_comparison(case_models, monkeypatch):
     a = IKSolver(m, tips, cfg).solve(T)  # built before the breakage
     b = cuda_text_on_the_host(m, tips, T, W, 1, cfg, "float64")
     np.testing.assert_array_equal(a.q, b[:, :m.nq])
-    from ros2_ik.backends import ctext
+    import importlib
+    import pkgutil
 
-    real_lit = ctext.lit
+    from ros2_ik.backends import emit
+    from ros2_ik.backends.emit import text
+
+    real_lit = text.lit
     broken = lambda x: real_lit(float(x) * (1 + 1e-7))  # noqa: E731
-    monkeypatch.setattr(ctext, "lit", broken)
-    monkeypatch.setattr(codegen, "_lit", broken)
+    for info in pkgutil.iter_modules(emit.__path__):  # every generator module that bakes one
+        mod = importlib.import_module(f"{emit.__name__}.{info.name}")
+        if getattr(mod, "lit", None) is real_lit:
+            monkeypatch.setattr(mod, "lit", broken)
     b = cuda_text_on_the_host(m, tips, T, W, 1, cfg, "float64")
     assert not np.array_equal(a.q, b[:, :m.nq])
 

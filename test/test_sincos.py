@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ros2_ik.backends import codegen
+from ros2_ik.backends import codegen, emit
 from ros2_ik.backends import host as hostrun
 from ros2_ik.backends.sincos import REDUCE_MAX, sincos
 
@@ -76,7 +76,7 @@ R2IK_KERNEL r2ik_sincos_test(const double* R2IK_RESTRICT x, long long n,
   lanes[0] = r2ik_test_lanes(x, n, sv, cv);
 }
 """
-    vec = codegen._VECTOR_TYPES.replace("LANES_N", "4") + codegen._vector_sincos() + r"""
+    vec = emit.VECTOR_TYPES.replace("LANES_N", "4") + emit.vector_sincos() + r"""
 static int r2ik_test_lanes_v(const double* x, long long n, double* sv, double* cv) {
   for (long long i = 0; i + R2IK_L <= n; i += R2IK_L) {
     Vv a, s, c;
@@ -96,7 +96,7 @@ static int r2ik_test_lanes(const double* x, long long n, double* sv, double* cv)
   return 0;
 }
 """
-    src = codegen._DEVICE_PRELUDE + codegen._PRELUDE + "typedef double S;\n" + vec + body
+    src = emit.DEVICE_PRELUDE + emit.PRELUDE + "typedef double S;\n" + vec + body
     fn = hostrun.compile_host(codegen.host_variant(src)).get_function("r2ik_sincos_test")
     x = _inputs()
     x = x[:len(x) // 4 * 4]

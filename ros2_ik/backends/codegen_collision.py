@@ -45,8 +45,8 @@ from ..model.chain import ONE_DOF
 from ..model.collision import CollisionModel
 from ..model.joint_types import JointType
 from ..world import PACKED, SHAPE_CODES
-from .ctext import lin as _lin
-from .ctext import lit as _lit
+from .emit.text import lin as _lin
+from .emit.text import lit as _lit
 
 __all__ = ["CollisionChain", "collision_chain", "emit_collision", "pack_scene", "PackedScene",
            "HEAD", "LINK_W", "GROUP_W"]

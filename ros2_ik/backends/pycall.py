@@ -26,7 +26,7 @@ import numpy as np
 
 from . import interface
 from .codegen import source_hash
-from .host import _run_compiler, available, cache_dir
+from .build import available, cache_dir, run_compiler
 
 __all__ = ["module", "SOURCE"]
 
@@ -135,7 +135,7 @@ def _build_and_load():
             src = Path(tmp) / "pycall.cpp"
             src.write_text(SOURCE)
             out = Path(tmp) / "pycall.so"
-            _run_compiler([cxx, "-O2", "-shared", "-fPIC", "-x", "c++", f"-I{inc}",
+            run_compiler([cxx, "-O2", "-shared", "-fPIC", "-x", "c++", f"-I{inc}",
                            f"-I{np.get_include()}", str(src), "-o", str(out)])
             os.replace(out, lib)
     loader = importlib.machinery.ExtensionFileLoader(_NAME, str(lib))

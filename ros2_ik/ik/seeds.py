@@ -108,7 +108,7 @@ def limited_revolute(model: Model) -> np.ndarray:
 def clip_to_limits(model: Model, q):
     """Back inside the limits: limited revolute joints by 2 pi first where that lands inside
     (:func:`limited_revolute`), then clipped. The generated C++/CUDA
-    (``backends.codegen._emit_clip``) spells the same comparisons."""
+    (``backends.emit.lm.emit_clip``) spells the same comparisons."""
     xp = get_xp(q)
     lo = const(xp, model.lower, q.dtype)
     hi = const(xp, model.upper, q.dtype)

@@ -1,0 +1,124 @@
+"""The pose goal's generated terms: the rotation log, the residual and goal errors of every
+tip (``r2ik_eval``, ``r2ik_errors``), its Jacobian (``r2ik_jac_residual``), and what every
+solve source carries of them (:func:`emit_common`)."""
+
+from __future__ import annotations
+
+
+
+from .text import Emit, ternary
+from .chain import Chain, qvars, trig_exports
+from .kinematics import emit_fk_tip, emit_jacobian
+
+
+def emit_so3_log(e: Emit):
+    """``r2ik_so3_log<S>``: the rotation vector of a rotation matrix (as
+    :func:`ros2_ik.kinematics.se3.so3_log`), its branches as selects of values each computed
+    as the branch would, so that one text serves a row and a vector of lanes."""
+    e("""
+template <typename S>
+R2IK_FN void r2ik_so3_log(S m00, S m01, S m02, S m10, S m11, S m12, S m20, S m21, S m22,
+                          S* out) {
+  const S tr = m00 + m11 + m22;
+  const S one = S(1);
+  const S d0 = one + tr, d1 = one + m00 - m11 - m22, d2 = one - m00 + m11 - m22;
+  const S d3 = one - m00 - m11 + m22;
+  const auto c0 = (d0 >= d1) & (d0 >= d2) & (d0 >= d3);
+  const auto c1 = (d1 >= d2) & (d1 >= d3);
+  const auto c2 = d2 >= d3;
+  S x = r2ik_sel(c0, m21 - m12, r2ik_sel(c1, d1, r2ik_sel(c2, m01 + m10, m02 + m20)));
+  S y = r2ik_sel(c0, m02 - m20, r2ik_sel(c1, m01 + m10, r2ik_sel(c2, d2, m12 + m21)));
+  S zq = r2ik_sel(c0, m10 - m01, r2ik_sel(c1, m02 + m20, r2ik_sel(c2, m12 + m21, d3)));
+  S wq = r2ik_sel(c0, d0, r2ik_sel(c1, m21 - m12, r2ik_sel(c2, m02 - m20, m10 - m01)));
+  const S n = sqrt(x * x + y * y + zq * zq + wq * wq);
+  x = x / n; y = y / n; zq = zq / n; wq = wq / n;
+  const auto neg = wq < S(0);
+  x = r2ik_sel(neg, -x, x); y = r2ik_sel(neg, -y, y);
+  zq = r2ik_sel(neg, -zq, zq); wq = r2ik_sel(neg, -wq, wq);
+  const S sh = sqrt(x * x + y * y + zq * zq);
+  const auto small = sh < S(1e-12);
+  const S sc = S(2) * atan2(sh, wq) / sh;
+  out[0] = r2ik_sel(small, S(2) * x, x * sc);
+  out[1] = r2ik_sel(small, S(2) * y, y * sc);
+  out[2] = r2ik_sel(small, S(2) * zq, zq * sc);
+}
+""")
+
+
+def emit_evaluate(e: Emit, ch: Chain, name: str, *, frames: bool, sel=ternary,
+                   log: str = "r2ik_so3_log<S>", sincos: bool = False,
+                   export_trig: bool = False):
+    """``S name(q..., tgt, w, r, frames...)`` -> cost; errors into pe/re (as
+    ``ik.residuals.evaluate`` with pose objectives). The joint frames and tip positions are
+    macros' by-reference arguments.
+    ``sel(c, a, b)`` writes a choice (the host lanes' version writes a lane-wise select) and
+    ``log`` names the SO(3) log; ``sincos``: as :func:`emit_fk_tip`'s."""
+    used, qv = qvars(ch)
+    T = ch.T
+    args = [f"const S q{i}" for i in used] + ["const S* R2IK_RESTRICT tgt",
+                                              "const S* R2IK_RESTRICT w", "S* r", "S& pe_o",
+                                              "S& re_o"]
+    if frames:
+        for j in range(len(ch.qi)):
+            args += [f"S& z{j}_{a}" for a in range(3)] + [f"S& pj{j}_{a}" for a in range(3)]
+        args += [f"S& pt{t}_{a}" for t in range(T) for a in range(3)]
+    exported = {j for j, _ in trig_exports(ch)} if export_trig else set()
+    if export_trig:
+        args += [f"S& esn{j}, S& ecs{j}" for j in sorted(exported)]
+    e("template <typename S>")
+    with e.block(f"R2IK_FN S {name}({', '.join(args)})"):
+        if export_trig:  # (a joint shared by tips writes its pair once more: the same values)
+            e(" ".join(f"S esn{j}, ecs{j};" for j in range(len(ch.qi))
+                       if not ch.prismatic[j] and j not in exported))
+        e("S R[9], pv[3], er[3];")
+        e("S pe_max = S(0), re_max = S(0);")
+        for t in range(T):
+            e(f"// ---- tip {t}: {ch.model.link_names[ch.tips[t]]}")
+            emit_fk_tip(e, ch, t, qv, keep_joint_frames=frames, sincos=sincos,
+                         export_trig=export_trig)
+            o = 6 * t
+            e(f"{{ const S* Tt = tgt + {16 * t}; const S* wt = w + {6 * t};")
+            e("  const S d0 = pv[0] - Tt[3], d1 = pv[1] - Tt[7], d2 = pv[2] - Tt[11];")
+            e("  const S ep0 = Tt[0] * d0 + Tt[4] * d1 + Tt[8] * d2;")
+            e("  const S ep1 = Tt[1] * d0 + Tt[5] * d1 + Tt[9] * d2;")
+            e("  const S ep2 = Tt[2] * d0 + Tt[6] * d1 + Tt[10] * d2;")
+            mats = []
+            for a in range(3):
+                for b in range(3):
+                    mats.append(f"Tt[{a}] * R[{b}] + Tt[{4 + a}] * R[{3 + b}] + "
+                                f"Tt[{8 + a}] * R[{6 + b}]")
+            e(f"  {log}(" + ",\n      ".join(mats) + ", er);")
+            e(f"  r[{o}] = wt[0] * ep0; r[{o + 1}] = wt[1] * ep1; r[{o + 2}] = wt[2] * ep2;")
+            e(f"  r[{o + 3}] = wt[3] * er[0]; r[{o + 4}] = wt[4] * er[1]; "
+              f"r[{o + 5}] = wt[5] * er[2];")
+            sq = [f"ep{a} * ep{a}" for a in range(3)] + [f"er[{a}] * er[{a}]" for a in range(3)]
+            part = [f"({sel(f'wt[{i}] > 0', sq[i], 'S(0)')})" for i in range(6)]
+            e(f"  const S pm = {part[0]} + {part[1]} + {part[2]};")
+            e(f"  const S rm = {part[3]} + {part[4]} + {part[5]};")
+            e("  const S spm = sqrt(pm), srm = sqrt(rm);")
+            e(f"  pe_max = {sel('spm > pe_max', 'spm', 'pe_max')}; "
+              f"re_max = {sel('srm > re_max', 'srm', 're_max')};")
+            if frames:
+                e(f"  pt{t}_0 = pv[0]; pt{t}_1 = pv[1]; pt{t}_2 = pv[2];")
+            e("}")
+        e("S cost = S(0);")
+        for i in range(6 * T):
+            e(f"cost = cost + r[{i}] * r[{i}];")
+        e("pe_o = pe_max; re_o = re_max;")
+        e("return S(0.5) * cost;")
+
+
+def emit_common(e: Emit, ch: Chain, check: bool = True):
+    """The templates every rendering instantiates: SO(3) log, evaluate (cost, errors, joint
+    frames), errors only, and the residual Jacobian; with a collision model its terms (and,
+    with ``check``, the float64 exact check the select kernel runs)."""
+    emit_so3_log(e)
+    emit_evaluate(e, ch, "r2ik_eval", frames=True, sincos=True,
+                   export_trig=ch.coll is not None)
+    emit_evaluate(e, ch, "r2ik_errors", frames=False, sincos=True)
+    emit_jacobian(e, ch, "r2ik_jac_residual")
+    if ch.coll is not None:
+        from ..codegen_collision import emit_collision  # noqa: PLC0415
+
+        used, qv = qvars(ch)
+        emit_collision(e, ch.coll, ch.nc, used, qv, check)
