@@ -62,6 +62,18 @@ ROBOT_DESCRIPTION_QOS = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIEN
 CLOSE_WAIT_S = 10.0  # how long shutdown waits for a model being prepared (its build ended)
 
 
+def preload() -> None:
+    """Import, in this thread, what the node's worker threads import lazily (the sphere fit,
+    the reach studies, the planning scene's meshes): two threads importing SciPy's subpackages
+    at once can fail with ``_DeadlockError`` (seen: a reach study and a sphere fit, 'deadlock
+    detected by _ModuleLock('scipy.spatial')'), so none is first imported by a worker."""
+    import scipy.optimize  # noqa: PLC0415
+    import scipy.sparse  # noqa: PLC0415
+    import scipy.spatial  # noqa: PLC0415
+    import scipy.spatial.transform  # noqa: F401, PLC0415
+    import trimesh  # noqa: F401, PLC0415
+
+
 def make_executor(context=None) -> NodeExecutor:
     """The executor the node is meant to run on (see :mod:`ros2_ik.ros.executor`)."""
     return NodeExecutor(context=context)
@@ -72,6 +84,7 @@ class KinematicsNode(Node):
     robot model."""
 
     def __init__(self, node_name: str = "ros2_ik", **kwargs):
+        preload()  # (before any worker thread exists)
         super().__init__(node_name, **kwargs)
         self._stats = Stats()
         self._stopping = False
