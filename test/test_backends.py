@@ -453,15 +453,19 @@ def _driver_out(m, tips, src, T, seeds, cfg):
     P, K, nq = T.shape[0], cfg.num_seeds, m.nq
     rnd = restart_seeds(m, K, cfg.rng_seed, movable_coordinates(m, tips))[0]
     rnd = np.ascontiguousarray(rnd if K > 1 else np.zeros((1, nq)))
+    from ros2_ik.backends.codegen import chain_of
+    from ros2_ik.backends.terms import emitters
+
     opt = interface.options_record(cfg)
-    out = np.zeros((P, nq + len(interface.OUT_FIELDS)))
-    w = np.ones((len(tips), 6))
+    ems = emitters(chain_of(m, tips))
+    out = np.zeros((P, nq + len(interface.out_fields(ems))))
+    dat = host.TermData(ems, {"pose_target": T, "pose_weight": np.ones((len(tips), 6))}, P)
     stop = np.zeros(1, np.int32)
     rec = np.zeros(1, interface.SOLVE_DTYPE)
     for name, value in (("p_begin", 0), ("p_end", P), ("K", K), ("seeds", seeds.ctypes.data),
-                        ("seed_stride", nq), ("rnd", rnd.ctypes.data), ("tgt", T.ctypes.data),
-                        ("w", w.ctypes.data), ("w_stride", 0), ("opt", opt.ctypes.data),
-                        ("budget_ns", -1), ("stop", stop.ctypes.data), ("out", out.ctypes.data)):
+                        ("seed_stride", nq), ("rnd", rnd.ctypes.data), ("data", dat.address),
+                        ("opt", opt.ctypes.data), ("budget_ns", -1),
+                        ("stop", stop.ctypes.data), ("out", out.ctypes.data)):
         rec[name] = value
     fn(rec.ctypes.data)
     return out

@@ -27,7 +27,7 @@ from ros2_ik.ik.collision import (CollisionObjective, clearance, penalty, sample
                                   sdf)
 from ros2_ik.ik.objectives import EvalContext
 from ros2_ik.kinematics import fk, fk_frames
-from ros2_ik.backends.codegen_collision import pack_scene
+from ros2_ik.backends.terms.collision_scene import pack_scene
 from ros2_ik.model.collision import CollisionWarning, collision_model, spheres_from_yaml
 from ros2_ik.world import MAX_OBSTACLES, Obstacle, World, world_from_yaml
 

@@ -15,6 +15,7 @@ import cupy_standin
 from conftest import ENDLESS
 from ros2_ik import Model, load_robot
 from ros2_ik.backends import codegen, cubin as gcompile, interface
+from ros2_ik.backends.terms import emitters
 from ros2_ik.backends import host as hostrun
 from ros2_ik.kinematics.fk import fk_frames
 from ros2_ik.kinematics.jacobian import jacobians_all
@@ -140,30 +141,41 @@ def cuda_text_on_the_host(m, tips, T, W, K, cfg, dtype):
     """The CUDA kernels of a solve (stamp aside: prep, lm, select), the very text NVRTC builds,
     run on the host row by row as a GPU would run them one thread a row: the answers
     (P, nq + OUT_FIELDS) of problems T (P, T, 4, 4) from mid-range seeds."""
-    src = codegen.solve_source(codegen.chain_of(m, tips), dtype, host=True)
+    ch = codegen.chain_of(m, tips)
+    src = codegen.solve_source(ch, dtype, host=True)
     mod = hostrun.compile_host(src)
     prep, lm, select = (mod.get_function(k) for k in ("r2ik_prep", "r2ik_lm", "r2ik_select"))
     S = np.dtype(dtype)
-    P, nT, nq = T.shape[0], len(tips), m.nq
+    P, nq = T.shape[0], m.nq
     N = P * K
     rnd, _ = restart_seeds(m, K, cfg.rng_seed, movable_coordinates(m, tips))
     rnd = np.ascontiguousarray(rnd.reshape(-1, nq)) if K > 1 else np.zeros((1, nq))
     seeds = np.ascontiguousarray(np.tile(m.neutral_q(), (P, 1)))
-    tg, w = np.ascontiguousarray(T.reshape(P, -1)), np.ascontiguousarray(W.reshape(P, -1))
-    tgS, wS = np.zeros((P, 16 * nT), S), np.zeros((P, 6 * nT), S)
+    dat = term_data(ch, P, pose_target=T.reshape(P, -1), pose_weight=W.reshape(P, -1))
     active, flags, done = np.zeros(P, np.uint8), np.zeros(P, np.uint8), np.zeros(P, np.int32)
     opt = interface.options_record(cfg).view(np.uint8)
-    prep(P, P, 0, tg, w, 6 * nT, seeds, nq, tgS, wS, active, flags, done)
+    prep(P, P, 0, dat, seeds, nq, active, flags, done)
     qo = np.zeros((N, nq), S)
     conv, it = np.zeros(N, np.uint8), np.zeros(N, np.int32)
     pe, re, to = np.zeros(N, S), np.zeros(N, S), np.zeros(N, np.uint8)
     clock0, params, stop = np.zeros(1, np.uint64), np.array([-1, 0]), np.zeros(1, np.int32)
-    lm(N, P, K, seeds, nq, rnd, 0, tgS, wS, 6 * nT, active, opt, clock0, params, stop, done,
+    lm(N, P, K, seeds, nq, rnd, 0, dat, active, opt, clock0, params, stop, done,
        qo, conv, it, pe, re, to)
-    out = np.zeros((P, nq + len(interface.OUT_FIELDS)))
-    select(P, P, 0, K, qo, conv, it, pe, re, to, 0, flags, seeds, nq, tg, w, 6 * nT, opt, stop,
-           out)
+    out = np.zeros((P, nq + len(interface.out_fields(emitters(ch)))))
+    select(P, P, 0, K, qo, conv, it, pe, re, to, 0, flags, seeds, nq, dat, opt, stop, out)
     return out
+
+
+def term_data(ch, P, **values):
+    """The terms' data struct of chain ``ch`` (``<term>_<field>`` arrays) as the bytes a
+    kernel's ``const r2ik_data*`` argument takes (kept alive by the returned array's base)."""
+    packed = hostrun.TermData(emitters(ch), values, P)
+    view = packed.record.view(np.uint8)
+    term_data.keep.append(packed)  # (the record points into its arrays)
+    return view
+
+
+term_data.keep = []
 
 
 def _agreement(name, case_models, dtype, K=1, P=150, **kw):
@@ -249,14 +261,15 @@ def test_ccd_kernel_equals_numpy_ccd(case_models, name):
     obj = PoseObjective(m, tips[0], T[:, 0])
     q0 = np.tile(m.neutral_q(), (P, 1))
     ref = ccd_solve_rows(m, [obj], q0.copy(), q0, np.arange(P), cfg, deadline=None)
-    ccd = hostrun.compile_host(codegen.solve_source(codegen.chain_of(m, tips), "float64",
+    ch = codegen.chain_of(m, tips)
+    ccd = hostrun.compile_host(codegen.solve_source(ch, "float64",
                                                     host=True)).get_function("r2ik_ccd")
     q = np.zeros((P, m.nq))
     conv, sw = np.zeros(P, np.uint8), np.zeros(P, np.int32)
     pe, re, to = np.zeros(P), np.zeros(P), np.zeros(P, np.uint8)
     opt = interface.options_record(cfg).view(np.uint8)
-    ccd(P, P, 1, q0, m.nq, np.zeros((1, m.nq)), np.ascontiguousarray(T.reshape(P, -1)),
-        np.ascontiguousarray(W.reshape(P, -1)), 6, np.ones(P, np.uint8), opt, 30,
+    dat = term_data(ch, P, pose_target=T.reshape(P, -1), pose_weight=W.reshape(P, -1))
+    ccd(P, P, 1, q0, m.nq, np.zeros((1, m.nq)), dat, np.ones(P, np.uint8), opt, 30,
         np.zeros(1, np.uint64), np.array([-1, 0]), np.zeros(1, np.int32), q, conv, sw, pe, re,
         to)
     assert np.mean(ref[0] != q0) > 0.3  # CCD moved the joints

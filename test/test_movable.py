@@ -15,6 +15,7 @@ import pytest
 
 from ros2_ik import load_robot
 from ros2_ik.backends import codegen
+from ros2_ik.backends.terms import emitters
 from ros2_ik.backends import host as hostrun
 from ros2_ik.kinematics.fk import fk_frames
 from ros2_ik.kinematics.se3 import pose_error
@@ -211,8 +212,11 @@ def test_gpu_lm_kernel_rows_keep_off_path_seed(dual, tip):
     T, seeds = _problems(m, tip, P, seed=31)
     cfg = _cfg(nonmonotone_iterations=0)  # classic LM: restart rows must win (see above)
     W = np.ones((P, 6))
-    src = codegen.solve_source(codegen.chain_of(m, [tip]), "float64", host=True)
+    ch = codegen.chain_of(m, [tip])
+    src = codegen.solve_source(ch, "float64", host=True)
     lm = hostrun.compile_host(src).get_function("r2ik_lm")
+    packed = hostrun.TermData(emitters(ch), {"pose_target": T.reshape(P, -1),
+                                             "pose_weight": W}, P)
     rnd, _ = restart_seeds(m, K, cfg.rng_seed, movable_coordinates(m, [tip]))
     nq, N = m.nq, P * K
     qo = np.zeros((N, nq))
@@ -220,7 +224,7 @@ def test_gpu_lm_kernel_rows_keep_off_path_seed(dual, tip):
     pe, re, tout = np.zeros(N), np.zeros(N), np.zeros(N, np.uint8)
     opt = interface.options_record(cfg).view(np.uint8)
     lm(N, P, K, seeds, nq, np.ascontiguousarray(rnd.reshape(-1, nq)), 0,
-       np.ascontiguousarray(T.reshape(P, -1)), W, 6, np.ones(P, np.uint8), opt,
+       packed.record.view(np.uint8), np.ones(P, np.uint8), opt,
        np.zeros(1, np.uint64), np.array([-1, 0]), np.zeros(1, np.int32), np.zeros(P, np.int32),
        qo, conv, iters, pe, re, tout)
     off = _off_by_name(m, tip)

@@ -60,7 +60,7 @@ def test_one_quaternion_bound_for_keyframes_and_messages():
 
 def test_compiled_goal_checks_use_the_same_bound():
     from ros2_ik.backends import codegen
-    from ros2_ik.backends.emit import select
+    from ros2_ik.backends.terms import pose as select
 
     assert float(select.ROTATION_TOL_C) == ROTATION_TOL
     from ros2_ik import load_robot

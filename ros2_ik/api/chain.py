@@ -69,11 +69,13 @@ class ChainSolver:
         global _ARGS
         if self.compiled:
             if _ARGS is None:
-                from ..backends.host import _ARG  # noqa: PLC0415
+                from ..backends.host import ARG  # noqa: PLC0415
 
-                _ARGS = _ARG
-            self._fn = self._solver._impl._fn
+                _ARGS = ARG
+            host = self._solver.host
+            self._fn = host.driver
             self._clock0 = _ARGS["clock0"]
+            self._fields = host.out_fields
 
     def solve(self, target, seed=None, should_stop=None, world=None) -> IKResult:
         """Solve one pose goal: ``target`` (4, 4) or (7,) [x y z qx qy qz qw] in the base frame.
@@ -123,7 +125,8 @@ class ChainSolver:
         vals = small.out[0].copy()
         nq = self._nq1[0]
         if vals[nq] != _CONVERGED or words is None:  # the general reading, messages too
-            r = result_of(self.model, self.config, vals[None], small.seeds[0].copy(), t0)
+            r = result_of(self.model, self.config, vals[None], small.seeds[0].copy(), t0,
+                          self._fields)
             r.backend = "host"
             return r
         ints = vals[nq:nq + 5].astype(np.int64)  # status, errors (unused), iterations, seed
@@ -141,20 +144,14 @@ class ChainSolver:
     def _prepare_thread(self):
         """This thread's buffers of the compiled driver, with everything but the target, the
         seed and the clock written once."""
-        host = self._solver._impl
-        small = host._small()
-        A = _ARGS
+        from ..backends.host import OneGoal  # noqa: PLC0415
+
+        small = OneGoal(self._solver.host)  # (its own: a solver's other calls write theirs)
+        small.set_field("pose_weight", self.weights, 1)
         w = small.words
-        small.w[0, 0] = self.weights
-        w[A["seed_stride"]] = 0
-        w[A["w_stride"]] = 0
-        w[A["seeds"]] = small.seeds_addr
-        w[A["w"]] = small.w_addr
-        w[A["p_begin"]] = 0
-        w[A["p_end"]] = 1
-        w[A["budget_ns"]] = self._budget
-        small.tgt00 = small.tgt[0, 0]
-        small.seed0 = small.seeds[0]
+        w[_ARGS["seed_stride"]] = 0
+        w[_ARGS["p_end"]] = 1
+        w[_ARGS["budget_ns"]] = self._budget
+        small.tgt00 = small.fields["pose_target"][0].reshape(4, 4)
         self._local.small = small
         return small
-

@@ -158,6 +158,12 @@ class IKSolver:
         self.backend, self.reason, self._impl = self._choose(backend)
 
     @property
+    def host(self):
+        """The compiled host solver (:class:`ros2_ik.backends.host.HostSolver`) this solver
+        answers with, or None on another backend."""
+        return self._impl if self.backend == "host" else None
+
+    @property
     def building(self) -> bool:
         """The compiled kernels of this solver are still being built in the background (it
         answers with the reference meanwhile; :func:`prepared_solver` gives the compiled one
@@ -361,11 +367,14 @@ class IKSolver:
                 RESULT_COST.check(P, m.nq, t0 + timeout)
             reserve = RESULT_COST.estimate(P, m.nq) if P >= RESULT_COST.MIN_ROWS else 0.0
             budget = max(0, int((timeout - reserve - (time.perf_counter() - t0)) * 1e9))
-        obs = None if self.collision is None else self._impl.scene(self.collision, world)
-        out, stopped = self._impl.solve(t, w, s, should_stop=should_stop, budget_ns=budget,
-                                        clock0=time.monotonic_ns(), obs=obs)
+        data = {"_P": P, "pose_target": t, "pose_weight": w}
+        if self.collision is not None:
+            sc = self._impl.scene(self.collision, world)
+            data["collision_scene"] = (sc.data, sc.n_obs)
+        out, stopped = self._impl.solve(data, s, should_stop=should_stop, budget_ns=budget,
+                                        clock0=time.monotonic_ns())
         t_out = time.perf_counter()
-        r = result_of(m, self.config, out, s, t0,
+        r = result_of(m, self.config, out, s, t0, self._impl.out_fields,
                       collision=None if self.collision is None else
                       self.collision_objective(world))
         RESULT_COST.record(P, m.nq, time.perf_counter() - t_out)

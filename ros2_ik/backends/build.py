@@ -39,7 +39,8 @@ __all__ = ["available", "compile_host", "HostModule", "cache_dir", "CXX_FLAGS", 
 CXX_FLAGS = ("-O2", "-std=c++17", "-ffp-contract=off", "-fno-fast-math", "-shared", "-fPIC")
 
 _PTR = {"double": np.float64, "float": np.float32, "unsigned char": np.uint8, "int": np.int32,
-        "unsigned long long": np.uint64, "long long": np.int64, "r2ik_options": np.uint8}
+        "unsigned long long": np.uint64, "long long": np.int64, "r2ik_options": np.uint8,
+        "r2ik_data": np.uint8}
 _SCALAR = {"double": ctypes.c_double, "float": ctypes.c_float, "int": ctypes.c_int,
            "long long": ctypes.c_longlong, "unsigned long long": ctypes.c_ulonglong}
 

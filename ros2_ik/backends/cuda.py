@@ -103,10 +103,10 @@ class _Workspace:
         self.cp.cuda.runtime.memcpyAsync(self.stop.data.ptr, self.one.ctypes.data, 4, 1,
                                          self.side.ptr)
 
-    def ensure(self, P: int, K: int, T: int, nq: int, scalar):
+    def ensure(self, P: int, K: int, nout: int, nq: int, scalar):
         cp = self.cp
         N = P * K
-        if N > self.rows or P > self.problems or P * T > self.goals:
+        if N > self.rows or P > self.problems:
             self.graphs.clear()  # they point into the buffers about to be replaced
         if N > self.rows:
             n = max(N, 2 * self.rows)
@@ -120,16 +120,35 @@ class _Workspace:
         if P > self.problems:
             n = max(P, 2 * self.problems)
             self.done = cp.empty(n, dtype=cp.int32)
-            # per problem: q (nq), then the interface's OUT_FIELDS
-            self.out = cp.empty(n * (nq + len(interface.OUT_FIELDS)), dtype=cp.float64)
+            # per problem: q (nq), then the solve's out fields
+            self.out = cp.empty(n * (nq + nout), dtype=cp.float64)
             self.active = cp.empty(n, dtype=cp.uint8)
             self.flags = cp.empty(n, dtype=cp.uint8)
             self.problems = n
-        if P * T > self.goals:
-            n = max(P * T, 2 * self.goals)
-            self.tgtS = cp.empty((n, 16), dtype=scalar)
-            self.wS = cp.empty((n, 6), dtype=scalar)
-            self.goals = n
+
+
+def _device_data(cp, emitters, values: dict, P: int):
+    """The terms' data struct (``r2ik_data``) of device arrays ``values`` (as
+    :class:`ros2_ik.backends.host.TermData` takes host arrays), on the device: (its bytes as a
+    device array, the arrays it points into)."""
+    rec = np.zeros(1, dtype=interface.data_dtype(emitters))
+    keep = []
+    for em in emitters:
+        for f in em.fields():
+            name = f"{em.name}_{f.name}"
+            v = values[name]
+            n = 0
+            if f.width is None:
+                v, n = v
+            arr = cp.ascontiguousarray(cp.asarray(v, dtype=cp.float64))
+            stride = 0 if f.width is None or arr.size == f.width else f.width
+            if arr.size == 0:
+                arr = cp.zeros(16, dtype=cp.float64)
+            keep.append(arr)
+            rec[name] = arr.data.ptr
+            rec[name + "_stride"] = stride
+            rec[name + "_n"] = n
+    return cp.asarray(rec.view(np.uint8)), keep
 
 
 class GpuSolver:
@@ -185,6 +204,10 @@ class GpuSolver:
             max_registers = 128 if self.dtype == np.float32 else None
         self.last_device_time = None
         self.source = solve_source(self.chain, self.dtype)
+        from .terms import emitters  # noqa: PLC0415
+
+        self._emitters = emitters(self.chain)
+        self._out_fields = interface.out_fields(self._emitters)
         mod = _module(cp, self.source, max_registers)
         self.block = int(block)
         self._lm = mod.get_function("r2ik_lm")
@@ -204,22 +227,19 @@ class GpuSolver:
         self.graph_error = None
         self._world = None  # (world, its obstacles on the device, objective)
 
-    def _launch(self, ws, P, K, tg, w, w_stride, sd, stride, params, obs=None):
-        """The four kernels of a solve, on the current stream (ws.stream); ``obs``: the world
-        on the device (a solver with collisions)."""
-        T = len(self.tips)
-        world = () if self.collision is None else (obs[0], np.int64(obs[1]))
+    def _launch(self, ws, P, K, dat, sd, stride, params):
+        """The four kernels of a solve, on the current stream (ws.stream); ``dat``: the terms'
+        data struct on the device (:func:`_device_data`)."""
         self._stamp((1,), (1,), (ws.clock0, ws.stop, params))
-        self._prep(*_grid(P), (np.int64(P), np.int64(0), tg, w, np.int64(w_stride), sd,
-                               np.int64(stride), ws.tgtS, ws.wS, ws.active, ws.flags, ws.done))
+        self._prep(*_grid(P), (np.int64(P), np.int64(0), dat, sd, np.int64(stride), ws.active,
+                               ws.flags, ws.done))
         self._lm(*_grid(P * K, self.block), (
-            np.int64(P), np.int32(K), sd, np.int64(stride), self._rnd, np.uint64(0), ws.tgtS,
-            ws.wS, np.int64(6 * T), ws.active, self._opt, ws.clock0, params, ws.stop, ws.done,
-            ws.q_rows, ws.conv, ws.iters, ws.pe, ws.re, ws.tout) + world)
+            np.int64(P), np.int32(K), sd, np.int64(stride), self._rnd, np.uint64(0), dat,
+            ws.active, self._opt, ws.clock0, params, ws.stop, ws.done, ws.q_rows, ws.conv,
+            ws.iters, ws.pe, ws.re, ws.tout))
         self._select(*_grid(P), (np.int64(P), np.int64(0), np.int32(K), ws.q_rows, ws.conv,
                                  ws.iters, ws.pe, ws.re, ws.tout, np.uint64(0), ws.flags, sd,
-                                 np.int64(stride), tg, w, np.int64(w_stride), self._opt, ws.stop,
-                                 ws.out) + world)
+                                 np.int64(stride), dat, self._opt, ws.stop, ws.out))
 
     def _graph(self, ws, P, K, T, stride, w_stride):
         """The captured CUDA graph of a solve of this shape (with its own input buffers), made
@@ -234,10 +254,12 @@ class GpuSolver:
         g.w = cp.empty((P, T, 6) if w_stride else (T, 6), dtype=cp.float64)
         g.sd = cp.empty((P, self.model.nq), dtype=cp.float64) if stride else self._neutral_d
         g.params = cp.zeros(2, dtype=cp.int64)
+        g.dat, g.keep = _device_data(cp, self._emitters, {"pose_target": g.tg,
+                                                          "pose_weight": g.w}, P)
         try:
             ws.stream.begin_capture()
             try:
-                self._launch(ws, P, K, g.tg, g.w, w_stride, g.sd, stride, g.params)
+                self._launch(ws, P, K, g.dat, g.sd, stride, g.params)
             finally:
                 g.graph = ws.stream.end_capture()
         except Exception as exc:  # noqa: BLE001 - a driver or CuPy without capture: no graphs
@@ -304,7 +326,7 @@ class GpuSolver:
             return kept[1], kept[2]
         from ..ik.collision import CollisionObjective  # noqa: PLC0415
         from ..world import World  # noqa: PLC0415
-        from .codegen_collision import pack_scene  # noqa: PLC0415
+        from .terms.collision_scene import pack_scene  # noqa: PLC0415
 
         w = world if world is not None else World()
         sc = pack_scene(self.chain.coll, self.collision, w)
@@ -331,7 +353,7 @@ class GpuSolver:
             stride = 0 if sd.ndim == 1 else m.nq
             seeds_h = None  # read back only for the messages of bad seeds
         w, w_stride = self._weights_of(weights, P, T)
-        ws.ensure(P, K, T, m.nq, self.dtype)
+        ws.ensure(P, K, len(self._out_fields), m.nq, self.dtype)
         stop0 = 1 if (should_stop is not None and should_stop()) else 0
         budget = -1 if timeout is None else max(
             0, int((timeout - (time.perf_counter() - t0)) * 1e9))
@@ -347,10 +369,13 @@ class GpuSolver:
             ws.t_start.record(ws.stream)
             graph.graph.launch(ws.stream)
         else:
-            obs, obj = (None, None) if self.collision is None else self._world_of(world)
+            values = {"pose_target": tg, "pose_weight": w}
+            if self.collision is not None:
+                values["collision_scene"] = self._world_of(world)[0]
+            dat, keep = _device_data(cp, self._emitters, values, P)
             ws.params.set(ws.params_h, stream=ws.stream)
             ws.t_start.record(ws.stream)
-            self._launch(ws, P, K, tg, w, w_stride, sd, stride, ws.params, obs)
+            self._launch(ws, P, K, dat, sd, stride, ws.params)
         done = ws.t_end
         done.record(ws.stream)
         if should_stop is None:
@@ -363,14 +388,14 @@ class GpuSolver:
                     cancelled = True
                 time.sleep(POLL_S)
         self.last_device_time = cp.cuda.get_elapsed_time(ws.t_start, done) / 1e3  # [s]
-        F = len(interface.OUT_FIELDS)
+        F = len(self._out_fields)
         out = ws.out[:P * (m.nq + F)].get(stream=ws.stream).reshape(P, m.nq + F)  # one copy
         if seeds_h is None:
             flags = out[:, m.nq + interface.OUT_FIELDS.index("flags")].astype(np.int64)
             bad = (flags & interface.FLAG_BITS["seed_ok"]) == 0
             seeds_h = (cp.asnumpy(sd) if bad.any() else
                        np.broadcast_to(self._neutral, (P, m.nq)))
-        return result_of(m, self.config, out, seeds_h, t0,
+        return result_of(m, self.config, out, seeds_h, t0, self._out_fields,
                          collision=None if self.collision is None else self._world_of(world)[1])
 
     def _weights_of(self, weights, P, T):

@@ -34,7 +34,8 @@ from .build import (BuildScope, HostModule, available, building, builds_under_wa
                     set_background_builds, waiting_for_builds)
 from .codegen import Chain, frames_source, solve_source
 
-__all__ = ["available", "compile_host", "HostModule", "cache_dir", "HostSolver",
+__all__ = ["available", "compile_host", "HostModule", "cache_dir", "HostSolver", "OneGoal",
+           "TermData", "ARG", "SMALL",
            "HostKinematics", "StopFlag", "threads", "BuildScope", "set_background_builds",
            "waiting_for_builds", "in_background", "building", "builds_under_way",
            "cancel_background_builds"]
@@ -154,61 +155,123 @@ class StopFlag:
 
 # ------------------------------------------------------------------ solve
 
-_ARG = {name: i for i, (name, _, _) in enumerate(interface.SOLVE_ARGS)}
-_F = len(interface.OUT_FIELDS)
+ARG = {name: i for i, (name, _, _) in enumerate(interface.SOLVE_ARGS)}
 #: problems per call of the driver for a batch: slices balance the threads (an unreachable
 #: goal costs about 20x a reachable one) and bound each call's work memory
 SLICES_PER_THREAD = 4
 MAX_SLICE_ROWS = 1 << 16
 #: problems of a call that reuses the per-thread buffers (no allocation, known addresses)
 SMALL = 16
-#: the collision data of a solver generated without collisions (a valid address, nothing in it)
-_NO_SCENE = np.zeros(16)
 
 
 def _address(a: np.ndarray) -> int:
     return a.ctypes.data
 
 
-class _Small:
-    """One thread's buffers for small calls of one solver, and the argument record pointing
-    into them (its int64 view ``words`` is written per call)."""
+class TermData:
+    """The terms' data of one solve, packed as the kernels' data struct (``r2ik_data``,
+    :func:`ros2_ik.backends.interface.data_declaration`): ``values`` maps each member name
+    (``<term>_<field>``) to a float64 array: for a field of ``width`` values a problem, (P,
+    width)-shaped (stride ``width``) or one set of ``width`` (stride 0); for a shared field
+    ``(array, n)``. The arrays are kept alive with the record."""
 
-    def __init__(self, nq: int, T: int, K: int, shared: dict):
+    def __init__(self, emitters, values: dict, P: int):
+        self.record = np.zeros(1, dtype=interface.data_dtype(emitters))
+        self.keep = []
+        for em in emitters:
+            for f in em.fields():
+                name = f"{em.name}_{f.name}"
+                v = values[name]
+                if f.width is None:
+                    arr, n = v
+                    arr = np.ascontiguousarray(arr, dtype=np.float64)
+                    stride = 0
+                else:
+                    arr, n = np.ascontiguousarray(v, dtype=np.float64), 0
+                    if arr.size not in (f.width, P * f.width):
+                        raise ValueError(f"{name}: {arr.size} values for {P} problems of "
+                                         f"{f.width}")
+                    stride = 0 if arr.size == f.width else f.width
+                self.keep.append(arr)
+                self.record[name] = _address(arr) if arr.size else _address(_EMPTY)
+                self.record[name + "_stride"] = stride
+                self.record[name + "_n"] = n
+        self.address = _address(self.record)
+
+
+_EMPTY = np.zeros(16)  # (a valid address for an empty array)
+
+
+class OneGoal:
+    """One thread's buffers for small calls of one solver (up to :data:`SMALL` problems) and
+    the argument record pointing into them: the terms' per-problem fields in ``fields``
+    (``<term>_<field>`` -> (SMALL, width)), the seeds, the output; :meth:`call` runs the driver
+    on them. A caller that writes the buffers itself (``ChainSolver``'s one goal) sets
+    ``words[ARG["clock0"]]`` and calls :meth:`call`."""
+
+    def __init__(self, solver: "HostSolver"):
+        self.solver = solver
+        nq = solver.nq
         self.seeds = np.zeros((SMALL, nq))
-        self.tgt = np.zeros((SMALL, T, 4, 4))
-        self.w = np.zeros((SMALL, T, 6))
-        self.out = np.zeros((SMALL, nq + _F))
+        self.out = np.zeros((SMALL, nq + len(solver.out_fields)))
         self.stop = StopFlag()
+        self.fields = {}
+        self.shared = {}
+        self.data = np.zeros(1, dtype=interface.data_dtype(solver.emitters))
+        for em in solver.emitters:
+            for f in em.fields():
+                name = f"{em.name}_{f.name}"
+                if f.width is None:
+                    self.shared[name] = None
+                    self.data[name] = _address(_EMPTY)
+                    continue
+                buf = self.fields[name] = np.zeros((SMALL, f.width))
+                self.data[name] = _address(buf)
+                self.data[name + "_stride"] = f.width
         self.rec = np.zeros(1, dtype=interface.SOLVE_DTYPE)
         self.words = self.rec.view(np.int64)
         self.address = self.rec.ctypes.data
         w = self.words
-        w[_ARG["K"]] = K
-        w[_ARG["rnd"]] = shared["rnd"]
-        w[_ARG["opt"]] = shared["opt"]
-        w[_ARG["tgt"]] = _address(self.tgt)
-        w[_ARG["out"]] = _address(self.out)
-        w[_ARG["stop"]] = self.stop.address
-        w[_ARG["obs"]] = _address(_NO_SCENE)
-        self.seeds_addr = _address(self.seeds)
-        self.w_addr = _address(self.w)
-        self.tgt00 = self.seed0 = None  # views a prepared one-goal caller keeps
+        w[ARG["K"]] = solver.K
+        w[ARG["rnd"]] = _address(solver.rnd)
+        w[ARG["opt"]] = _address(solver.options)
+        w[ARG["out"]] = _address(self.out)
+        w[ARG["stop"]] = self.stop.address
+        w[ARG["data"]] = _address(self.data)
+        w[ARG["solver"]] = solver.solver_index
+        w[ARG["seeds"]] = _address(self.seeds)
+        w[ARG["p_begin"]] = 0
+        w[ARG["p_end"]] = 1
+        w[ARG["budget_ns"]] = solver.budget_ns
+        self.seed0 = self.seeds[0]
 
+    def set_field(self, name: str, value, P: int) -> None:
+        """Member ``name``'s values for ``P`` problems, or one set for all (stride 0)."""
+        v = np.asarray(value, dtype=np.float64).reshape(-1)
+        buf = self.fields[name]
+        if v.size == buf.shape[1]:
+            buf[0] = v
+            self.data[name + "_stride"] = 0
+        else:
+            buf[:P] = v.reshape(P, buf.shape[1])
+            self.data[name + "_stride"] = buf.shape[1]
 
-class _NoScene:
-    """The scene of a solver without collisions."""
+    def set_shared(self, name: str, arr: np.ndarray, n: int) -> None:
+        self.shared[name] = arr  # (kept alive here)
+        self.data[name] = _address(arr) if arr.size else _address(_EMPTY)
+        self.data[name + "_n"] = n
 
-    data = _NO_SCENE
-    n_obs = 0
+    def call(self) -> None:
+        """The driver on these buffers (``p_end``, the clock and the budget as set)."""
+        self.solver.driver(self.address)
 
 
 class HostSolver:
-    """The compiled host solve of one model and tip set, for one :class:`IKConfig`.
+    """The compiled host solve of one model, tip set and term list, for one :class:`IKConfig`.
 
-    ``solve(targets, weights, seeds, ...)`` takes float64 arrays already checked for shape:
-    targets (P, T, 4, 4), weights (T, 6) or (P, T, 6), seeds (nq,) or (P, nq); it returns the
-    driver's output (P, nq + len(OUT_FIELDS)) and whether a stop was seen."""
+    ``solve(data, seeds, ...)`` takes the terms' data (``<term>_<field>`` -> float64 arrays,
+    :class:`TermData`) and the seeds (nq,) or (P, nq), already checked for shape; it returns
+    the driver's output (P, nq + len(out_fields)) and whether a stop was seen."""
 
     def __init__(self, model: Model, chain: Chain, cfg, rnd: np.ndarray, solver: str = "dls"):
         self.model = model
@@ -223,105 +286,93 @@ class HostSolver:
         self.K = int(cfg.num_seeds)
         self.nq = model.nq
         self.T = chain.T
-        self._opt = interface.options_record(cfg)
-        self._rnd = np.ascontiguousarray(rnd if self.K > 1 else np.zeros((1, model.nq)),
-                                         dtype=np.float64)
-        self._shared = {"opt": _address(self._opt), "rnd": _address(self._rnd)}
+        from .terms import emitters  # noqa: PLC0415
+
+        #: the terms' emitters (their data members and outputs)
+        self.emitters = emitters(chain)
+        self.out_fields = interface.out_fields(self.emitters)
+        self.options = interface.options_record(cfg)
+        self.rnd = np.ascontiguousarray(rnd if self.K > 1 else np.zeros((1, model.nq)),
+                                        dtype=np.float64)
+        self.budget_ns = -1 if cfg.timeout is None else int(cfg.timeout * 1e9)
         self._scene_kept = None
-        self._solver = interface.SOLVERS_C.index(solver)
+        self.solver_index = interface.SOLVERS_C.index(solver)
         self._local = threading.local()
 
+    def driver(self, address: int) -> None:
+        """``r2ik_solve_host`` on the argument record at ``address``."""
+        self._fn(address)
+
     def scene(self, collision, world):
-        """The :class:`~ros2_ik.backends.codegen_collision.PackedScene` of a collision model and
-        a world (None: no obstacles) for this solver's kernels (the last one kept: worlds and
-        collision models are immutable)."""
+        """The :class:`~ros2_ik.backends.terms.collision_scene.PackedScene` of a collision model
+        and a world (None: no obstacles) for this solver's kernels (the last one kept: worlds
+        and collision models are immutable)."""
         kept = self._scene_kept
         if kept is not None and kept[0] is collision and kept[1] is world:
             return kept[2]
-        from .codegen_collision import pack_scene  # noqa: PLC0415
+        from .terms.collision_scene import pack_scene  # noqa: PLC0415
 
         sc = pack_scene(self.chain.coll, collision, world)
         self._scene_kept = (collision, world, sc)
         return sc
 
-    def _small(self) -> _Small:
+    def one_goal(self) -> OneGoal:
+        """This thread's small-call buffers (made on first use)."""
         s = getattr(self._local, "small", None)
         if s is None:
-            s = self._local.small = _Small(self.nq, self.T, self.K, self._shared)
-            s.words[_ARG["solver"]] = self._solver
+            s = self._local.small = OneGoal(self)
         return s
 
-    def solve(self, targets, weights, seeds, *, should_stop=None, budget_ns: int = -1,
-              clock0: int | None = None, obs=None):
+    def solve(self, data: dict, seeds, *, should_stop=None, budget_ns: int = -1,
+              clock0: int | None = None):
         """(out (P, nq + F), stop seen). ``budget_ns`` from ``clock0`` (``time.monotonic_ns()``
-        at the call; default now); < 0: no deadline. ``obs``: for a solver generated with
-        collisions, the solve's :class:`~ros2_ik.backends.codegen_collision.PackedScene` (the
-        world's obstacles and the robot's spheres; :meth:`scene`)."""
-        P = targets.shape[0]
+        at the call; default now); < 0: no deadline. ``data``: every term's data (a shared
+        field as ``(array, n)``: the collision term's packed scene, :meth:`scene`)."""
+        P = int(data["_P"])
         clock0 = time.monotonic_ns() if clock0 is None else clock0
-        if obs is None:
-            if self.chain.coll is not None:
-                raise ValueError("a solver generated with collisions needs its scene "
-                                 "(HostSolver.scene)")
-            obs = _NoScene
         if P <= SMALL:
-            return self._solve_small(targets, weights, seeds, should_stop, budget_ns, clock0,
-                                     obs)
-        return self._solve_batch(targets, weights, seeds, should_stop, budget_ns, clock0, obs)
+            return self._solve_small(data, seeds, should_stop, budget_ns, clock0, P)
+        return self._solve_batch(data, seeds, should_stop, budget_ns, clock0, P)
 
-    def _solve_small(self, targets, weights, seeds, should_stop, budget_ns, clock0, obs):
-        s = self._small()
-        P = targets.shape[0]
+    def _solve_small(self, data, seeds, should_stop, budget_ns, clock0, P):
+        s = self.one_goal()
+        for name in s.fields:
+            s.set_field(name, data[name], P)
+        for name in s.shared:
+            arr, n = data[name]
+            s.set_shared(name, arr, n)
         w = s.words
-        w[_ARG["obs"]] = _address(obs.data)
-        w[_ARG["n_obs"]] = obs.n_obs
-        s.tgt[:P] = targets
-        if weights.ndim == 2:
-            s.w[0] = weights
-            w[_ARG["w_stride"]] = 0
-        else:
-            s.w[:P] = weights
-            w[_ARG["w_stride"]] = 6 * self.T
         if seeds.ndim == 1:
             s.seeds[0] = seeds
-            w[_ARG["seed_stride"]] = 0
+            w[ARG["seed_stride"]] = 0
         else:
             s.seeds[:P] = seeds
-            w[_ARG["seed_stride"]] = self.nq
-        w[_ARG["seeds"]] = s.seeds_addr
-        w[_ARG["w"]] = s.w_addr
-        w[_ARG["p_begin"]] = 0
-        w[_ARG["p_end"]] = P
-        w[_ARG["clock0"]] = clock0
-        w[_ARG["budget_ns"]] = budget_ns
+            w[ARG["seed_stride"]] = self.nq
+        w[ARG["p_end"]] = P
+        w[ARG["clock0"]] = clock0
+        w[ARG["budget_ns"]] = budget_ns
         with s.stop.arm(should_stop):
-            self._fn(s.address)
+            s.call()
         return s.out[:P].copy(), s.stop.seen
 
-    def _solve_batch(self, targets, weights, seeds, should_stop, budget_ns, clock0, obs):
-        P = targets.shape[0]
-        out = np.empty((P, self.nq + _F))
-        tg = np.ascontiguousarray(targets, dtype=np.float64)
-        wt = np.ascontiguousarray(weights, dtype=np.float64)
+    def _solve_batch(self, data, seeds, should_stop, budget_ns, clock0, P):
+        out = np.empty((P, self.nq + len(self.out_fields)))
+        packed = TermData(self.emitters, data, P)
         sd = np.ascontiguousarray(seeds, dtype=np.float64)
         stop = StopFlag().arm(should_stop)
         rec = np.zeros(1, dtype=interface.SOLVE_DTYPE)
         w = rec.view(np.int64)
-        w[_ARG["K"]] = self.K
-        w[_ARG["solver"]] = self._solver
-        w[_ARG["seeds"]] = _address(sd)
-        w[_ARG["seed_stride"]] = 0 if sd.ndim == 1 else self.nq
-        w[_ARG["rnd"]] = self._shared["rnd"]
-        w[_ARG["tgt"]] = _address(tg)
-        w[_ARG["w"]] = _address(wt)
-        w[_ARG["w_stride"]] = 0 if wt.ndim == 2 else 6 * self.T
-        w[_ARG["opt"]] = self._shared["opt"]
-        w[_ARG["clock0"]] = clock0
-        w[_ARG["budget_ns"]] = budget_ns
-        w[_ARG["stop"]] = stop.address
-        w[_ARG["out"]] = _address(out)
-        w[_ARG["obs"]] = _address(obs.data)
-        w[_ARG["n_obs"]] = obs.n_obs
+        w[ARG["K"]] = self.K
+        w[ARG["solver"]] = self.solver_index
+        w[ARG["seeds"]] = _address(sd)
+        w[ARG["seed_stride"]] = 0 if sd.ndim == 1 else self.nq
+        w[ARG["rnd"]] = _address(self.rnd)
+        w[ARG["opt"]] = _address(self.options)
+        w[ARG["clock0"]] = clock0
+        w[ARG["budget_ns"]] = budget_ns
+        w[ARG["stop"]] = stop.address
+        w[ARG["out"]] = _address(out)
+        w[ARG["data"]] = packed.address
         n = threads()
         per = max(1, min(-(-P // (n * SLICES_PER_THREAD)), MAX_SLICE_ROWS // self.K))
         cuts = list(range(0, P, per)) + [P]
@@ -329,7 +380,7 @@ class HostSolver:
         for a, b in zip(cuts[:-1], cuts[1:]):
             r = rec.copy()
             rw = r.view(np.int64)
-            rw[_ARG["p_begin"]], rw[_ARG["p_end"]] = a, b
+            rw[ARG["p_begin"]], rw[ARG["p_end"]] = a, b
             recs.append(r)
         with stop:
             if n <= 1 or len(recs) == 1:

@@ -18,7 +18,8 @@ import numpy as np
 from ..ik.config import IKConfig, SolveMode, Status
 
 __all__ = ["OPTION_FIELDS", "OPTIONS_DTYPE", "options_record", "declarations", "SOLVE_ARGS",
-           "FRAMES_ARGS", "SOLVE_DTYPE", "FRAMES_DTYPE", "OUT_FIELDS", "SOLVERS_C", "FLAG_BITS"]
+           "FRAMES_ARGS", "SOLVE_DTYPE", "FRAMES_DTYPE", "OUT_FIELDS", "SOLVERS_C", "FLAG_BITS",
+           "out_fields", "data_members", "data_dtype", "data_declaration"]
 
 _C = {"f8": "double", "i8": "long long", "u8": "unsigned long long"}
 
@@ -70,17 +71,12 @@ SOLVE_ARGS = (
     ("seeds", "u8", "const double* (P, nq), or one (nq,) seed with seed_stride 0"),
     ("seed_stride", "i8", "nq, or 0"),
     ("rnd", "u8", "const double* (K-1, nq) restart seeds"),
-    ("tgt", "u8", "const double* (P, T, 16) targets, row-major 4x4"),
-    ("w", "u8", "const double* (P, T, 6) weights, or one (T, 6) set with w_stride 0"),
-    ("w_stride", "i8", "6 T, or 0"),
     ("opt", "u8", "const r2ik_options*"),
     ("clock0", "u8", "CLOCK_MONOTONIC at the call [ns]"),
     ("budget_ns", "i8", "time budget from clock0 [ns], < 0: none"),
     ("stop", "u8", "const volatile int*: set by the host to cancel"),
-    ("out", "u8", "double* (P, nq + OUT_FIELDS): per problem q, then OUT_FIELDS"),
-    ("obs", "u8", "const double* the collision data: the world's n_obs obstacles (16 each), "
-                  "then the robot's spheres (codegen_collision.pack_scene)"),
-    ("n_obs", "i8", "obstacles"),
+    ("out", "u8", "double* (P, nq + out fields): per problem q, then out_fields(terms)"),
+    ("data", "u8", "const r2ik_data*: the terms' data (data_declaration, per source)"),
 )
 #: What the host frames driver (``r2ik_frames_args``) takes.
 FRAMES_ARGS = (
@@ -90,9 +86,51 @@ FRAMES_ARGS = (
     ("jacobian", "i8", "0: poses, 1: world Jacobians"),
     ("max_value", "f8", "refuse |q| beyond this (and NaN); < 0: no check"),
 )
-#: The per-problem numbers after a problem's q in a solve's output, in this order (float64).
+#: The per-problem numbers after a problem's q in every solve's output, in this order
+#: (float64); the terms' own follow (:func:`out_fields`).
 OUT_FIELDS = ("status", "position_error", "orientation_error", "iterations", "seed_index",
-              "flags", "clearance", "pair")
+              "flags")
+
+
+def out_fields(emitters) -> tuple:
+    """The per-problem numbers after q in the output of a solve with these terms' emitters
+    (:mod:`ros2_ik.backends.terms`): :data:`OUT_FIELDS`, then each term's outputs."""
+    return OUT_FIELDS + tuple(f for em in emitters for f in em.outputs())
+
+
+def data_members(emitters) -> tuple:
+    """The data struct's members of these terms: ``(name, NumPy code, what)``, three per field
+    of a term: ``<term>_<field>`` (the address of its float64 values), ``_stride`` (values
+    between two problems; 0: one set for all) and ``_n`` (a count the term gives with it)."""
+    out = []
+    for em in emitters:
+        for f in em.fields():
+            n = f"{em.name}_{f.name}"
+            what = (f"{f.width} values a problem" if f.width is not None
+                    else "one shared array")
+            out += [(n, "u8", f"const double*: {em.name}'s {f.name}, {what}"),
+                    (n + "_stride", "i8", "values from one problem to the next, or 0"),
+                    (n + "_n", "i8", "a count given with it")]
+    return tuple(out)
+
+
+def data_dtype(emitters) -> np.dtype:
+    """The NumPy record of the data struct of these terms (every member 8 bytes)."""
+    return np.dtype([(n, "<" + c) for n, c, _ in data_members(emitters)] or [("none", "<i8")])
+
+
+def data_declaration(emitters) -> str:
+    """The C declarations of a solve source's terms: the data struct ``r2ik_data`` (pointers
+    as ``const double*``) and the indices of the terms' outputs."""
+    rows = [(n, c, w) for n, c, w in data_members(emitters)]
+    body = "\n".join(f"  {'const double*' if c == 'u8' else _C[c]} {n};  // {w}"
+                     for n, c, w in rows) or "  long long none;"
+    fields = out_fields(emitters)
+    lines = [f"typedef struct {{\n{body}\n}} r2ik_data;"]
+    lines += [f"#define R2IK_OUT_{n.upper()} {i}" for i, n in enumerate(fields)
+              if i >= len(OUT_FIELDS)]
+    lines.append(f"#define R2IK_OUT_ALL {len(fields)}")
+    return "\n".join(lines) + "\n"
 
 SOLVE_DTYPE = np.dtype([(n, "<" + c) for n, c, _ in SOLVE_ARGS])
 FRAMES_DTYPE = np.dtype([(n, "<" + c) for n, c, _ in FRAMES_ARGS])

@@ -14,10 +14,9 @@ from . import interface
 
 __all__ = ["result_of"]
 
-_F_STATUS, _F_PE, _F_RE, _F_IT, _F_SEED, _F_FLAGS, _F_CLEAR, _F_PAIR = (
+_F_STATUS, _F_PE, _F_RE, _F_IT, _F_SEED, _F_FLAGS = (
     interface.OUT_FIELDS.index(n) for n in ("status", "position_error", "orientation_error",
-                                            "iterations", "seed_index", "flags", "clearance",
-                                            "pair"))
+                                            "iterations", "seed_index", "flags"))
 _FLAG_GOAL, _FLAG_SEED, _FLAG_STARTED = (interface.FLAG_BITS[n] for n in ("goal_ok", "seed_ok",
                                                                           "started"))
 _CONVERGED, _TIMED_OUT, _PREEMPTED, _IN_COLLISION = (
@@ -25,11 +24,15 @@ _CONVERGED, _TIMED_OUT, _PREEMPTED, _IN_COLLISION = (
 
 
 def result_of(m: Model, cfg: IKConfig, out: np.ndarray, seeds, t0: float,
-              collision=None) -> IKResult:
-    """The :class:`IKResult` of a compiled solve's output ``out`` (P, nq + len(OUT_FIELDS)),
-    its messages included; ``seeds`` (nq,) or (P, nq) as the kernels took them (the messages
-    of bad seeds are the seed check's own words); ``t0`` when the call began; ``collision``
-    the solve's :class:`ros2_ik.ik.collision.CollisionObjective` (names the pairs)."""
+              fields=interface.OUT_FIELDS, collision=None) -> IKResult:
+    """The :class:`IKResult` of a compiled solve's output ``out`` (P, nq + len(fields)),
+    its messages included; ``fields`` the output's names after q
+    (:func:`ros2_ik.backends.interface.out_fields` of its terms); ``seeds`` (nq,) or (P, nq)
+    as the kernels took them (the messages of bad seeds are the seed check's own words); ``t0``
+    when the call began; ``collision`` the solve's
+    :class:`ros2_ik.ik.collision.CollisionObjective` (names the pairs)."""
+    clear_at = fields.index("clearance") if "clearance" in fields else None
+    pair_at = fields.index("pair") if "pair" in fields else None
     nq = m.nq
     P = out.shape[0]
     q = np.ascontiguousarray(out[:, :nq])
@@ -54,7 +57,7 @@ def result_of(m: Model, cfg: IKConfig, out: np.ndarray, seeds, t0: float,
             if not fl & _FLAG_GOAL:
                 messages[p] = INVALID_GOAL_MESSAGE
             elif st == _IN_COLLISION and collision is not None:
-                messages[p] = collision_message(collision, f[p, _F_CLEAR], int(f[p, _F_PAIR]))
+                messages[p] = collision_message(collision, f[p, clear_at], int(f[p, pair_at]))
             elif not fl & _FLAG_STARTED:
                 messages[p] = ("cancelled before this problem was started"
                                if st == _PREEMPTED
@@ -66,8 +69,8 @@ def result_of(m: Model, cfg: IKConfig, out: np.ndarray, seeds, t0: float,
                     iterations=f[:, _F_IT].astype(np.int64),
                     seed_index=f[:, _F_SEED].astype(np.int64), status=status,
                     messages=messages, solve_time=time.perf_counter() - t0,
-                    clearance=(None if collision is None
-                               else np.ascontiguousarray(f[:, _F_CLEAR])),
+                    clearance=(None if collision is None or clear_at is None
+                               else np.ascontiguousarray(f[:, clear_at])),
                     world_version=None if collision is None else collision.world.version)
 
 

@@ -1,5 +1,5 @@
 """Collision terms of the IK specification (the readable reference the generated kernels
-follow, :mod:`ros2_ik.backends.codegen_collision`).
+follow, :mod:`ros2_ik.backends.terms.collision_kernels`).
 
 - :func:`sdf`: signed distance (and its gradient) of points to the world's primitives
   (:mod:`ros2_ik.world`; negative inside).

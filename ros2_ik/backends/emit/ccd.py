@@ -32,8 +32,7 @@ def emit_ccd_kernel(e: Emit, ch: Chain):
 // max_sweeps, the deadline or a stop. Outputs per row: q_out (rows, nq), conv/tout (u8),
 // sweeps (i32), pe/re (S).""")
     args = ("long long P, int K, const double* R2IK_RESTRICT seeds, long long seed_stride, "
-            "const double* R2IK_RESTRICT rnd, const S* R2IK_RESTRICT tgt_all, "
-            "const S* R2IK_RESTRICT w_all, long long w_stride, "
+            "const double* R2IK_RESTRICT rnd, const r2ik_data* R2IK_RESTRICT dat, "
             "const unsigned char* R2IK_RESTRICT active, const r2ik_options* R2IK_RESTRICT opt, "
             "long long max_sweeps, const unsigned long long* clock0, const long long* params, "
             "const volatile int* stop, S* R2IK_RESTRICT q_out, "
@@ -44,7 +43,11 @@ def emit_ccd_kernel(e: Emit, ch: Chain):
         e("if (row >= P * (long long)K) return;")
         e("const long long p = row / K; const int k = (int)(row - p * K);")
         e(f"S* qr = q_out + row * {nq};")
-        e("const S* tgt = tgt_all + p * 16; const S* w = w_all + p * w_stride;")
+        e("S tgt[16], w[6];  // the pose goal's data (CCD solves a pose goal, one tip)")
+        e("for (int i = 0; i < 16; ++i) tgt[i] = S(dat->pose_target[p * "
+          "dat->pose_target_stride + i]);")
+        e("for (int i = 0; i < 6; ++i) w[i] = S(dat->pose_weight[p * dat->pose_weight_stride + "
+          "i]);")
         e("const double* sd = seeds + p * seed_stride;")
         e(f"const double* rk = rnd + (long long)(k > 0 ? k - 1 : 0) * {nq};")
         e("const double* st = (const double*)0;")

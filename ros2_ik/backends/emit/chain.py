@@ -35,6 +35,9 @@ class Chain:
     colq: tuple
     #: the collision model in the generator's form (None: collisions not compiled in)
     coll: object = None
+    #: the terms the solve kernels carry, by name (:data:`ros2_ik.backends.terms.REGISTRY`),
+    #: in the order their rows are stacked
+    terms: tuple = ("pose",)
 
     @property
     def T(self) -> int:
@@ -45,12 +48,14 @@ class Chain:
         return len(self.colq)
 
 
-def chain_of(model: Model, tips, collision=None) -> Chain | None:
+def chain_of(model: Model, tips, collision=None, terms=()) -> Chain | None:
     """The chain data for ``tips`` (link names or indices), or None when a joint on a path is
     not revolute, continuous, prismatic or fixed (the generator covers 1-DOF chains only) or no
     joint on the paths can move (nothing to solve for; the reference answers those). With a
     ``collision`` model (:class:`ros2_ik.model.collision.CollisionModel`) the solve kernels
-    carry the collision terms (None also when a collision link's path has another joint)."""
+    carry the collision terms (None also when a collision link's path has another joint);
+    ``terms``: the names of more terms the kernels carry (after the pose goal and the
+    collisions)."""
     if isinstance(tips, str) or not len(tips):
         if not isinstance(tips, str):
             raise InvalidInputError("no tips given for the generated kernels")
@@ -60,7 +65,7 @@ def chain_of(model: Model, tips, collision=None) -> Chain | None:
         return None
     coll = None
     if collision is not None:
-        from ..codegen_collision import collision_chain  # noqa: PLC0415
+        from ..terms.collision_scene import collision_chain  # noqa: PLC0415
 
         coll = collision_chain(model, collision, c.colq)
         if coll is None:
@@ -70,7 +75,9 @@ def chain_of(model: Model, tips, collision=None) -> Chain | None:
                  qi=tuple(int(i) for i in c.qi), mult=tuple(float(v) for v in c.mult),
                  off=tuple(float(v) for v in c.off), col=tuple(int(v) for v in c.col),
                  link=tuple(int(l) for l in c.link), mimic=tuple(bool(m) for m in c.mimic),
-                 post=c.post, colq=tuple(int(v) for v in c.colq), coll=coll)
+                 post=c.post, colq=tuple(int(v) for v in c.colq), coll=coll,
+                 terms=("pose",) + (("collision",) if coll is not None else ())
+                 + tuple(terms))
 
 
 def joint_frame_decl(ch: Chain, T: str = "S") -> str:

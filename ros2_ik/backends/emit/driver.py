@@ -10,14 +10,14 @@ import re
 from ...errors import InvalidInputError
 from ...ik.batch import CCD_POLISH_SWEEPS
 from .. import interface
-from .text import Dialect, Emit, LANES, SCALAR, header, scalar_type
-from .prelude import DEVICE_PRELUDE, HOST_SHIM, PRELUDE, VECTOR_TYPES, vector_sincos
+from .. import terms as term_registry
+from .ccd import emit_ccd_kernel
 from .chain import Chain
 from .kinematics import emit_frames_kernels
-from .pose import emit_common
-from .lm import emit_lm_kernel, rows_namespace
-from .ccd import emit_ccd_kernel
-from .select import emit_coll_terms_kernel, emit_prep_kernel, emit_select_kernel
+from .lm import emit_functions, emit_lm_kernel, rows_namespace
+from .prelude import DEVICE_PRELUDE, HOST_SHIM, PRELUDE, VECTOR_TYPES, vector_sincos
+from .select import emit_prep_kernel, emit_select_kernel
+from .text import LANES, SCALAR, Dialect, Emit, header, scalar_type
 
 
 def solve_source(ch: Chain, dtype="float32", *, host: bool = False, lanes: int | None = None
@@ -32,9 +32,13 @@ def solve_source(ch: Chain, dtype="float32", *, host: bool = False, lanes: int |
     e(header(ch, scalar, "solve"))
     e(DEVICE_PRELUDE)
     e(interface.declarations())
+    ems = term_registry.emitters(ch)
+    e("// ---- the terms' data and outputs (generated from their declarations: "
+      + ", ".join(em.name for em in ems) + ")")
+    e(interface.data_declaration(ems))
     e(f"typedef {scalar} S;  // the kernels' scalar (templates below take theirs as a parameter)")
     e(PRELUDE)
-    emit_common(e, ch)
+    emit_functions(e, ch)
     e(rows_namespace(ch, SCALAR))
     # params = {budget_ns (< 0: no deadline), initial stop flag}: device memory, so that a
     # captured CUDA graph replays with each call's values
@@ -45,8 +49,8 @@ def solve_source(ch: Chain, dtype="float32", *, host: bool = False, lanes: int |
     if ch.T == 1:
         emit_ccd_kernel(e, ch)
     emit_select_kernel(e, ch)
-    if ch.coll is not None:
-        emit_coll_terms_kernel(e, ch)
+    for em in ems:
+        em.kernels(e)
     if not host:
         return e.text()
     n = LANES if lanes is None else int(lanes)
@@ -96,8 +100,7 @@ def solve_driver(ch: Chain) -> str:
         stt[ccd_end] = 1;
         for (r2ik_row_ = ccd_end * K; r2ik_row_ < (ccd_end + 1) * K; ++r2ik_row_)
           r2ik_ccd(P, (int)K, seeds + a->p_begin * a->seed_stride, a->seed_stride, rnd,
-                   tgt + a->p_begin * 16, w + a->p_begin * a->w_stride, a->w_stride, act, opt,
-                   cap, &clock0, params, stop, qc, cv, sw, per, rer, to);
+                   &slice, act, opt, cap, &clock0, params, stop, qc, cv, sw, per, rer, to);
       }}
       for (long long i = ccd_end; i < b1; ++i) stt[i] = 0;
       if (polish) lm_block(b0, b1, qc);
@@ -125,11 +128,14 @@ def solve_driver(ch: Chain) -> str:
       for (long long r = 0; r < ccd_end * K; ++r) it[r] = sw[r];
     }}
   }}"""
-    world = ", (const double*)a->obs, a->n_obs" if ch.coll is not None else ""
     lm = f"""r2ik_lm_rows(a->p_begin + b0, a->p_begin + b1, -1, (int)K, seeds, a->seed_stride,
-                   rnd, st ? st + b0 * K * {nq} : st, tgt, w, a->w_stride, act + b0, opt,
+                   rnd, st ? st + b0 * K * {nq} : st, dat, act + b0, opt,
                    deadline, stop, dn + b0, stt + b0, qr + b0 * K * {nq}, cv + b0 * K,
-                   it + b0 * K, per + b0 * K, rer + b0 * K, to + b0 * K{world});"""
+                   it + b0 * K, per + b0 * K, rer + b0 * K, to + b0 * K);"""
+    # the data of the slice's problems from 0 (CCD indexes its problems from the slice's first)
+    shift = "".join(f"\n  slice.{n} = dat->{n} ? dat->{n} + a->p_begin * dat->{n}_stride : 0;"
+                    for n, c, _ in interface.data_members(term_registry.emitters(ch))
+                    if c == "u8")
     return f"""
 // ---- the host driver
 extern "C" int r2ik_lanes_used(void) {{
@@ -148,8 +154,8 @@ extern "C" int r2ik_solve_host(const r2ik_solve_args* a) {{
   const r2ik_options* opt = (const r2ik_options*)a->opt;
   const double* seeds = (const double*)a->seeds;
   const double* rnd = (const double*)a->rnd;
-  const double* tgt = (const double*)a->tgt;
-  const double* w = (const double*)a->w;
+  const r2ik_data* dat = (const r2ik_data*)a->data;
+  r2ik_data slice = *dat;{shift}
   const volatile int* stop = (const volatile int*)a->stop;
   static thread_local std::vector<double> q_rows, pe, re, start;
   static thread_local std::vector<unsigned char> conv, tout, active, flags, started;
@@ -165,8 +171,7 @@ extern "C" int r2ik_solve_host(const r2ik_solve_args* a) {{
   unsigned char* stt = r2ik_buf(started, (size_t)P);
   int* dn = r2ik_buf(done, (size_t)P);
   for (r2ik_row_ = 0; r2ik_row_ < P; ++r2ik_row_)
-    r2ik_prep(P, a->p_begin, tgt, w, a->w_stride, seeds, a->seed_stride, (S*)0, (S*)0, act,
-              fl, dn);
+    r2ik_prep(P, a->p_begin, dat, seeds, a->seed_stride, act, fl, dn);
   const unsigned long long clock0 = a->clock0;
   const long long params[2] = {{a->budget_ns, 0}};
   const unsigned long long deadline = a->budget_ns < 0 ? 0ull :
@@ -186,7 +191,7 @@ extern "C" int r2ik_solve_host(const r2ik_solve_args* a) {{
   if (!sw) lm_block(0, P, (const double*)0);  // dls
   for (r2ik_row_ = 0; r2ik_row_ < P; ++r2ik_row_)
     r2ik_select(P, a->p_begin, (int)K, qr, cv, it, per, rer, to, stt, fl, seeds, a->seed_stride,
-                tgt, w, a->w_stride, opt, stop, (double*)a->out{world});
+                dat, opt, stop, (double*)a->out);
   if (N > (1 << 16)) {{  // a large slice's work memory goes back (a small one's is reused)
     std::vector<double>().swap(q_rows); std::vector<double>().swap(pe);
     std::vector<double>().swap(re); std::vector<double>().swap(start);

@@ -7,11 +7,14 @@ from __future__ import annotations
 import math
 
 
+import numpy as np
+
 from ...ik.seeds import movable_coordinates, restart_seeds
-from .text import Dialect, Emit, TWO_PI, lit
+from .. import terms as term_registry
+from ..terms.base import RowsContext
+from .chain import Chain, frame_args, limits, q_args, qvars
 from .prelude import dialect_prelude
-from .chain import Chain, frame_args, jac_structure, limits, q_args, qvars, trig_exports
-from .pose import emit_common
+from .text import TWO_PI, Dialect, Emit, lit
 
 
 def emit_clip(e: Emit, var: str, i: int, lo, hi, around, *, wrap=True):
@@ -62,26 +65,27 @@ def emit_turn_inside(e: Emit, moved, lo, hi, around, var: str, inside: str):
         e(f"{inside} = {inside} && {v} >= {a} && {v} <= {b};")
 
 
-def emit_lm_step(e: Emit, ch: Chain, d: Dialect, nz, lo, hi, around, coll: bool = False):
+def emit_lm_step(e: Emit, ch: Chain, d: Dialect, nz, lo, hi, around, blocks=()):
     """The LM step ``dq`` of a row (or of every lane) from ``r``, ``J``, ``lam``, ``cost`` and
     the joint values ``q<i>``: the normal equations with the damping of ``ik/lm.py``
     (``lambda (diag(J^T J) + E + 1e-9)``), Cholesky and substitutions, solved again (one more
     pass) without the joints at a limit the step pushes further out. The caller declares
     ``H0``, ``g``, ``dq``, ``blocked`` (all false) and ``release`` (rows in a limit excursion,
-    whose revolute joints are never blocked). ``coll``: the collision rows' ``J^T J`` and
-    ``J^T r`` (``Hc``, ``gc``) are added to the goals' ones."""
-    nc, m = ch.nc, 6 * ch.T
+    whose revolute joints are never blocked). ``nz`` (rows, nc): the residual rows'
+    Jacobian structure; ``blocks``: ``(g, H)`` names of ``J^T r`` and ``J^T J`` blocks the
+    terms add to the rows' (a penalty over many pairs)."""
+    nc, m = ch.nc, nz.shape[0]
     zero, one = "V(S(0))", "V(S(1))"
     for a in range(nc):
         s = "".join(f" acc = acc + J[{i * nc + a}] * r[{i}];" for i in range(m) if nz[i, a])
-        if coll:
-            s += f" acc = acc + gc[{a}];"
+        for g, _ in blocks:
+            s += f" acc = acc + {g}[{a}];"
         e(f"{{ V acc = {zero};{s} g[{a}] = acc; }}")
         for b in range(a + 1):
             terms = [i for i in range(m) if nz[i, a] and nz[i, b]]
             s = "; ".join(f"acc = acc + J[{i * nc + a}] * J[{i * nc + b}]" for i in terms)
-            if coll:
-                s = (s + "; " if s else "") + f"acc = acc + Hc[{a * nc + b}]"
+            for _, H in blocks:
+                s = (s + "; " if s else "") + f"acc = acc + {H}[{a * nc + b}]"
             e(f"{{ V acc = {zero}; {s + ';' if s else ''} H0[{a * nc + b}] = acc; "
               f"H0[{b * nc + a}] = acc; }}")
     for a in range(nc):
@@ -160,33 +164,40 @@ def emit_lm_rows(e: Emit, ch: Chain, d: Dialect):
     row ``only_row`` (a GPU thread). Mirrors ``ik/lm.py`` step for step; written for either
     dialect (see :class:`Dialect`)."""
     model = ch.model
-    nq, T, nc, m = model.nq, ch.T, ch.nc, 6 * ch.T
+    nq, nc = model.nq, ch.nc
     used, _ = qvars(ch)
     lo, hi, around = limits(model)
     # the restart rule of ik.seeds.expand_seeds: coordinates off the base->tip paths
     # (movable_coordinates) keep the problem's seed
     _, keep = restart_seeds(model, 1, 0, movable_coordinates(model, ch.tips))
-    nz = jac_structure(ch)
+    ems = term_registry.emitters(ch)
+    # the residual rows: every term's, in order, and their Jacobian's structure
+    nz = np.concatenate([em.structure() for em in ems], axis=0)
+    m = nz.shape[0]
+    blocks = [b for em in ems for b in em.lm_blocks()]
     moved = list(ch.colq)
     L = d.lanes
     lane = d.lane
-    e(f"""
+    ctx = []
+    row0 = 0
+    for em in ems:
+        ctx.append(RowsContext(d=d, V="V", qargs=q_args(ch), frames=frame_args(ch), row0=row0,
+                               nc=nc, lane=lane))
+        row0 += em.rows()
+    e("""
 // Rows p * K + k of problems p in [p_begin, p_end) (outputs indexed from p_begin * K, done and
 // started from p_begin): seeds (P, nq) (seed_stride nq, or 0: one seed), rnd (K-1, nq) restart
-// seeds, start (rows, nq) start rows or null, tgt_all (P, {T}, 16), w_all (P or 1, {T}, 6),
-// active (from p_begin), opt the options, deadline [ns of r2ik_now] or 0, stop / done flags.""")
+// seeds, start (rows, nq) start rows or null, dat the terms' data, active (from p_begin), opt
+// the options, deadline [ns of r2ik_now] or 0, stop / done flags.""")
     args = ("long long p_begin, long long p_end, long long only_row, int K, "
             "const double* R2IK_RESTRICT seeds, long long seed_stride, "
             "const double* R2IK_RESTRICT rnd, const double* R2IK_RESTRICT start, "
-            "const S* R2IK_RESTRICT tgt_all, const S* R2IK_RESTRICT w_all, long long w_stride, "
+            "const r2ik_data* R2IK_RESTRICT dat, "
             "const unsigned char* R2IK_RESTRICT active, const r2ik_options* R2IK_RESTRICT opt, "
             "unsigned long long deadline, const volatile int* stop, volatile int* done, "
             "unsigned char* R2IK_RESTRICT started, S* R2IK_RESTRICT q_out, "
             "unsigned char* R2IK_RESTRICT conv_o, int* R2IK_RESTRICT iters_o, "
             "S* R2IK_RESTRICT pe_o, S* R2IK_RESTRICT re_o, unsigned char* R2IK_RESTRICT tout_o")
-    coll = ch.coll is not None
-    if coll:  # the world (ros2_ik.world.World.packed), read by every row
-        args += ", const double* R2IK_RESTRICT obs, long long n_obs"
     with e.block(f"R2IK_FN void r2ik_lm_rows({args})"):
         e("const S tol_p = S(opt->position_tolerance), tol_r = S(opt->orientation_tolerance);")
         e("const S lam0 = S(opt->lambda_initial), lmin = S(opt->lambda_min), "
@@ -197,21 +208,12 @@ def emit_lm_rows(e: Emit, ch: Chain, d: Dialect):
         e("const long long exc_n = opt->excursion_iterations, exc_stall = opt->excursion_stall;")
         e("const bool speed = opt->solve_mode == R2IK_MODE_SPEED;")
         e("const long long r0 = p_begin * K;  // the first output row")
-        if coll:
-            e("const S marg = S(opt->collision_margin), act = S(opt->collision_activation), "
-              "wgt = S(opt->collision_weight);")
-            e("const bool self_on = opt->self_collisions != 0;")
-            e("// the collision rows' J^T J and J^T r where a row stands, at its trial, and the "
-              "smallest distance")
-            e(f"V Hc[{nc * nc}] = {{}}, gc[{nc}] = {{}}, Hc2[{nc * nc}] = {{}}, gc2[{nc}] = {{}};")
-            e("V clr = V(S(0)), clr2 = V(S(0));")
+        for em, c in zip(ems, ctx):  # the terms' constants and state (their data per lane)
+            em.lm_declare(e, c)
         qv = ", ".join(f"q{i}" for i in used)
         e(f"V {qv};")
-        if d.vector:  # each lane's goal, copied in when it takes a problem
-            e(f"V tg[{16 * T}] = {{}}, wv[{6 * T}] = {{}};")
-        else:  # one row: the problem's goal where it is
-            e("const S* tg = tgt_all; const S* wv = w_all;")
-        e(f"V r[{m}] = {{}}, r2[{m}] = {{}}, J[{m * nc}] = {{}}, J2[{m * nc}] = {{}};")
+        e(f"V r[{max(m, 1)}] = {{}}, r2[{max(m, 1)}] = {{}}, J[{max(m * nc, 1)}] = {{}}, "
+          f"J2[{max(m * nc, 1)}] = {{}};")
         e("V cost = V(S(0)), cost0 = V(S(0)), lam = V(S(0)), pe_r = V(S(0)), re_r = V(S(0));")
         e("// the limit excursion (ik/lm.py): a lane's start values, where an excursion left,")
         e("// and the errors there; phase 0 may start one, 1 in it, 2 not")
@@ -251,13 +253,8 @@ def emit_lm_rows(e: Emit, ch: Chain, d: Dialect):
                             emit_start_value(e, ch, i, keep, used, lo, hi, around)
                             e(f"{lane(f'q{i}')} = v;" if i in used else f"qo[{i}] = v;")
                     with e.block("if (active[p - p_begin] && !(speed && done[p - p_begin]))"):
-                        if d.vector:
-                            e(f"for (int i = 0; i < {16 * T}; ++i) tg[i].x[l] = "
-                              f"tgt_all[p * {16 * T} + i];")
-                            e(f"for (int i = 0; i < {6 * T}; ++i) wv[i].x[l] = "
-                              "w_all[p * w_stride + i];")
-                        else:
-                            e(f"tg = tgt_all + p * {16 * T}; wv = w_all + p * w_stride;")
+                        for em, c in zip(ems, ctx):  # the problem's data into the lane
+                            em.lm_load(e, c)
                         e("live[l] = true; init[l] = true; it[l] = 0; stall[l] = 0; "
                           "okl[l] = false;")
                         e("phase[l] = ((k < K - 1 ? stall_n : 0) <= 0 && exc_n > 0) ? 0 : 2; "
@@ -283,7 +280,7 @@ def emit_lm_rows(e: Emit, ch: Chain, d: Dialect):
                 e(f"bool rel[{L}];")
                 e(f"for (int l = 0; l < {L}; ++l) rel[l] = phase[l] == 1;")
                 e("const M release = " + d.mask("rel") + ";")
-                emit_lm_step(e, ch, d, nz, lo, hi, around, coll)
+                emit_lm_step(e, ch, d, nz, lo, hi, around, blocks)
                 for a in range(nc):
                     i = ch.colq[a]
                     with e.block(""):
@@ -296,20 +293,16 @@ def emit_lm_rows(e: Emit, ch: Chain, d: Dialect):
                             emit_clip_sel(e, d, "v", i, lo, hi, around)
                         e(f"q{i} = r2ik_sel(initm, q{i}, v);")
             e("V pe2, re2;")
-            trig = ""
-            if coll:  # the joints' sines and cosines: computed once, for both
-                from ..codegen_collision import emit_trig  # noqa: PLC0415
-
-                ex = trig_exports(ch)
-                e("V " + ", ".join(f"esn{j}, ecs{j}" for j, _ in ex) + ";" if ex else "")
-                trig = "".join(f", esn{j}, ecs{j}" for j, _ in ex)
-            e(f"{'V' if coll else 'const V'} cost2 = r2ik_eval<V>({q_args(ch)}, tg, wv, r2, "
-              f"pe2, re2, {frame_args(ch)}{trig});")
-            if coll:
-                emit_trig(e, ch.coll, "V", lambda i: f"q{i}", "trg",
-                          {key: (f"esn{j}", f"ecs{j}") for j, key in ex})
-                e(f"cost2 = cost2 + r2ik_coll<V>({q_args(ch)}, obs, n_obs, self_on, V(marg), "
-                  "V(act), V(wgt), clr2, Hc2, gc2, trg);")
+            costs = []  # the trial's cost: every term's, in order
+            for em, c in zip(ems, ctx):
+                x = em.lm_evaluate(e, c)
+                if x is None:
+                    continue
+                if costs:
+                    e(f"cost2 = cost2 + {x};")
+                else:
+                    e(f"{'V' if len(ems) > 1 else 'const V'} cost2 = {x};")
+                costs.append(x)
             e("// accepted (or initial) lanes take the trial; the others go back. The reference")
             e("// is the seed's cost in a lane's first nonmono iterations (ik/lm.py)")
             e(f"bool nmb[{L}];")
@@ -328,19 +321,18 @@ def emit_lm_rows(e: Emit, ch: Chain, d: Dialect):
               "re_r = r2ik_sel(acc, re2, re_r);")
             e(f"for (int i = 0; i < {m}; ++i) r[i] = r2ik_sel(acc, r2[i], r[i]);")
             with e.block(f"if ({d.any('acc')})"):
-                e(f"r2ik_jac_residual<V>({frame_args(ch)}, tg, wv, J2);")
+                for em, c in zip(ems, ctx):  # the terms' Jacobian rows at the trial
+                    em.lm_jacobian(e, c)
                 for k in range(m * nc):
                     if nz[k // nc, k % nc]:
                         e(f"J[{k}] = r2ik_sel(acc, J2[{k}], J[{k}]);")
-                if coll:
-                    e(f"for (int i = 0; i < {nc * nc}; ++i) Hc[i] = r2ik_sel(acc, Hc2[i], Hc[i]);")
-                    e(f"for (int i = 0; i < {nc}; ++i) gc[i] = r2ik_sel(acc, gc2[i], gc[i]);")
-                    e("clr = r2ik_sel(acc, clr2, clr);")
+                for em, c in zip(ems, ctx):  # and the rest of their trial state
+                    em.lm_take(e, c)
             for a in range(nc):
                 e(f"q{ch.colq[a]} = r2ik_sel(acc, q{ch.colq[a]}, qs[{a}]);")
             ok_terms = ["pe_r <= V(tol_p)", "re_r <= V(tol_r)"]
-            if coll:  # and clear by the margin
-                ok_terms.append("clr >= V(marg)")
+            for em, c in zip(ems, ctx):  # and every constraint kept
+                ok_terms += em.lm_ok(c)
             e(f"const M okm = {d.and_(*ok_terms)};")
             e("// per lane: the loop test of ik/lm.py, then the flags and the clock")
             e("int stopped = -1;  // *stop, read when first needed")
@@ -398,29 +390,30 @@ def emit_lm_kernel(e: Emit, ch: Chain):
     """``r2ik_lm``: one row per thread (the GPU's launch; on the host, the same kernel row by
     row), by the one-row rendering of :func:`emit_lm_rows`."""
     e("""
-// One thread per row p * K + k of P problems (all indexed from 0); tgt_all (P, T, 16) and
-// w_all in S; clock0: the device clock at the call (r2ik_stamp); params[0] = budget [ns]
-// (< 0: none).""")
+// One thread per row p * K + k of P problems (all indexed from 0); dat the terms' data;
+// clock0: the device clock at the call (r2ik_stamp); params[0] = budget [ns] (< 0: none).""")
     args = ("long long P, int K, const double* R2IK_RESTRICT seeds, long long seed_stride, "
             "const double* R2IK_RESTRICT rnd, const double* R2IK_RESTRICT start, "
-            "const S* R2IK_RESTRICT tgt_all, const S* R2IK_RESTRICT w_all, long long w_stride, "
+            "const r2ik_data* R2IK_RESTRICT dat, "
             "const unsigned char* R2IK_RESTRICT active, const r2ik_options* R2IK_RESTRICT opt, "
             "const unsigned long long* clock0, const long long* params, "
             "const volatile int* stop, volatile int* done, S* R2IK_RESTRICT q_out, "
             "unsigned char* R2IK_RESTRICT conv_o, int* R2IK_RESTRICT iters_o, "
             "S* R2IK_RESTRICT pe_o, S* R2IK_RESTRICT re_o, unsigned char* R2IK_RESTRICT tout_o")
-    world = ""
-    if ch.coll is not None:
-        args += ", const double* R2IK_RESTRICT obs, long long n_obs"
-        world = ", obs, n_obs"
     with e.kernel("r2ik_lm", args):
         e("const long long row = R2IK_ROW;")
         e("if (row >= P * (long long)K) return;")
         e("const unsigned long long deadline = params[0] < 0 ? 0ull : "
           "clock0[0] + (unsigned long long)params[0];")
-        e("r2ik_s::r2ik_lm_rows(0, P, row, K, seeds, seed_stride, rnd, start, tgt_all, w_all, "
-          "w_stride, active, opt, deadline, stop, done, (unsigned char*)0, q_out, conv_o, "
-          f"iters_o, pe_o, re_o, tout_o{world});")
+        e("r2ik_s::r2ik_lm_rows(0, P, row, K, seeds, seed_stride, rnd, start, dat, active, opt, "
+          "deadline, stop, done, (unsigned char*)0, q_out, conv_o, iters_o, pe_o, re_o, tout_o);")
+
+
+def emit_functions(e: Emit, ch: Chain, check: bool = True) -> None:
+    """The templates every rendering instantiates: each term's (with ``check``, also what the
+    float64 check of the selection needs)."""
+    for em in term_registry.emitters(ch):
+        em.functions(e, check)
 
 
 def rows_namespace(ch: Chain, d: Dialect) -> str:
@@ -432,7 +425,7 @@ def rows_namespace(ch: Chain, d: Dialect) -> str:
         e("namespace r2ik_s {")
     e(dialect_prelude(d))
     if d.vector:
-        emit_common(e, ch, check=False)
+        emit_functions(e, ch, check=False)
     emit_lm_rows(e, ch, d)
     e("}  // namespace")
     return e.text()

@@ -1,14 +1,20 @@
-"""The pose goal's generated terms: the rotation log, the residual and goal errors of every
-tip (``r2ik_eval``, ``r2ik_errors``), its Jacobian (``r2ik_jac_residual``), and what every
-solve source carries of them (:func:`emit_common`)."""
+"""The pose goal's compiled side: the rotation log, the residual and goal errors of every tip
+(``r2ik_eval``, ``r2ik_errors``), its Jacobian (``r2ik_jac_residual``), the goal check of the
+problems, the float64 verification of an answer, and the hooks that join them to the LM rows
+(:class:`PoseEmitter`). The reference is :class:`ros2_ik.ik.objectives.PoseObjective`."""
 
 from __future__ import annotations
 
+from ...model import MAX_VALUE
+from ..emit.chain import Chain, jac_structure, qvars, trig_exports
+from ..emit.kinematics import emit_fk_tip, emit_jacobian
+from ..emit.text import Emit, ternary
+from .base import Emitter, Field, RowsContext
 
+__all__ = ["PoseEmitter", "emit_so3_log", "emit_evaluate", "ROTATION_TOL_C"]
 
-from .text import Emit, ternary
-from .chain import Chain, qvars, trig_exports
-from .kinematics import emit_fk_tip, emit_jacobian
+#: the goal check's rotation bound (validate.ROTATION_TOL) as the generated code writes it
+ROTATION_TOL_C = "1e-6"
 
 
 def emit_so3_log(e: Emit):
@@ -108,17 +114,77 @@ def emit_evaluate(e: Emit, ch: Chain, name: str, *, frames: bool, sel=ternary,
         e("return S(0.5) * cost;")
 
 
-def emit_common(e: Emit, ch: Chain, check: bool = True):
-    """The templates every rendering instantiates: SO(3) log, evaluate (cost, errors, joint
-    frames), errors only, and the residual Jacobian; with a collision model its terms (and,
-    with ``check``, the float64 exact check the select kernel runs)."""
-    emit_so3_log(e)
-    emit_evaluate(e, ch, "r2ik_eval", frames=True, sincos=True,
-                   export_trig=ch.coll is not None)
-    emit_evaluate(e, ch, "r2ik_errors", frames=False, sincos=True)
-    emit_jacobian(e, ch, "r2ik_jac_residual")
-    if ch.coll is not None:
-        from ..codegen_collision import emit_collision  # noqa: PLC0415
 
-        used, qv = qvars(ch)
-        emit_collision(e, ch.coll, ch.nc, used, qv, check)
+
+class PoseEmitter(Emitter):
+    """The pose of every tip at its goal, per-axis weighted in the goal's frame: 6 rows a tip;
+    the goal errors (position [m], orientation [rad]) judged against the tolerances. Data per
+    problem: ``target`` (T x 16, row-major 4x4) and ``weight`` (T x 6; a call may share one)."""
+
+    name = "pose"
+    kind = "goal"
+
+    def rows(self) -> int:
+        return 6 * self.ch.T
+
+    def structure(self):
+        return jac_structure(self.ch)
+
+    def fields(self) -> tuple:
+        T = self.ch.T
+        return (Field("target", 16 * T), Field("weight", 6 * T))
+
+    def functions(self, e: Emit, check: bool) -> None:
+        ch = self.ch
+        emit_so3_log(e)
+        emit_evaluate(e, ch, "r2ik_eval", frames=True, sincos=True,
+                      export_trig=ch.coll is not None)
+        emit_evaluate(e, ch, "r2ik_errors", frames=False, sincos=True)
+        emit_jacobian(e, ch, "r2ik_jac_residual")
+
+    # ------------------------------------------------------------------ the LM rows
+    def lm_declare(self, e: Emit, c: RowsContext) -> None:
+        T = self.ch.T
+        e(f"{c.V} tg[{16 * T}] = {{}}, wv[{6 * T}] = {{}};  // the lane's goal and weights")
+
+    def lm_load(self, e: Emit, c: RowsContext) -> None:
+        T = self.ch.T
+        for arr, f, n in (("tg", "pose_target", 16 * T), ("wv", "pose_weight", 6 * T)):
+            e(f"for (int i = 0; i < {n}; ++i) {c.lane(f'{arr}[i]')} = "
+              f"S(dat->{f}[p * dat->{f}_stride + i]);")
+
+    def lm_evaluate(self, e: Emit, c: RowsContext) -> str:
+        trig = ""
+        if self.ch.coll is not None:  # the joints' sines and cosines: computed once, for both
+            ex = trig_exports(self.ch)
+            e(f"{c.V} " + ", ".join(f"esn{j}, ecs{j}" for j, _ in ex) + ";" if ex else "")
+            trig = "".join(f", esn{j}, ecs{j}" for j, _ in ex)
+        return f"r2ik_eval<{c.V}>({c.qargs}, tg, wv, r2, pe2, re2, {c.frames}{trig})"
+
+    def lm_jacobian(self, e: Emit, c: RowsContext) -> None:
+        e(f"r2ik_jac_residual<{c.V}>({c.frames}, tg, wv, J2);")
+
+    # ------------------------------------------------------------------ checks
+    def emit_check(self, e: Emit) -> None:
+        """In ``r2ik_prep``: ``ok`` false unless problem ``p``'s goals are finite, their
+        positions within MAX_VALUE and their rotations orthonormal within
+        :data:`ROTATION_TOL_C` and right-handed (as ``PoseObjective.invalid_problems``)."""
+        T = self.ch.T
+        e("const double* t = dat->pose_target + p * dat->pose_target_stride;")
+        e(f"for (int j = 0; j < {16 * T}; ++j) if (!(t[j] - t[j] == 0.0)) ok = false;")
+        with e.block(f"for (int k = 0; ok && k < {T}; ++k)"):
+            e("const double* m = t + 16 * k;")
+            e(f"if (fabs(m[3]) > {MAX_VALUE!r} || fabs(m[7]) > {MAX_VALUE!r} || "
+              f"fabs(m[11]) > {MAX_VALUE!r}) ok = false;")
+            e("for (int a = 0; a < 3; ++a) for (int b = 0; b < 3; ++b) {")
+            e("  const double d = m[a] * m[b] + m[4 + a] * m[4 + b] + m[8 + a] * m[8 + b];")
+            e(f"  if (fabs(d - (a == b ? 1.0 : 0.0)) > {ROTATION_TOL_C}) ok = false; }}")
+            e("const double det = m[0] * (m[5] * m[10] - m[6] * m[9]) - m[1] * (m[4] * m[10] - "
+              "m[6] * m[8]) + m[2] * (m[4] * m[9] - m[5] * m[8]);")
+            e("if (!(det > 0)) ok = false;")
+
+    def emit_verify(self, e: Emit, qargs: str) -> None:
+        """In ``r2ik_select``: ``pe64`` / ``re64``, the answer's goal errors by float64 FK."""
+        e(f"double r[{6 * self.ch.T}];")
+        e(f"r2ik_errors<double>({qargs}, dat->pose_target + p * dat->pose_target_stride, "
+          "dat->pose_weight + p * dat->pose_weight_stride, r, pe64, re64);")

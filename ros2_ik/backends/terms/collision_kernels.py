@@ -1,4 +1,5 @@
-"""The collision terms of the one compiled source (part of :mod:`.codegen`'s generator).
+"""The collision term's device code (part of the one compiled source; :mod:`.collision` joins
+it to the LM rows and the selection).
 
 What :mod:`ros2_ik.ik.collision` specifies, emitted as C++ templates on the scalar ``S`` so
 that the LM rows instantiate them in either dialect (one row, or a vector of lanes) and CUDA
@@ -35,162 +36,12 @@ half-space).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from ...world import SHAPE_CODES
+from ..emit.text import lin as _lin
+from ..emit.text import lit as _lit
+from .collision_scene import GROUP_W, HEAD, LBMAX, LINK_W, CollisionChain
 
-import numpy as np
-
-from ..errors import InvalidInputError
-from ..model import Model
-from ..model.chain import ONE_DOF
-from ..model.collision import CollisionModel
-from ..model.joint_types import JointType
-from ..world import PACKED, SHAPE_CODES
-from .emit.text import lin as _lin
-from .emit.text import lit as _lit
-
-__all__ = ["CollisionChain", "collision_chain", "emit_collision", "pack_scene", "PackedScene",
-           "HEAD", "LINK_W", "GROUP_W"]
-
-#: numbers in the robot block's header, per link and per group (see the module docstring)
-HEAD, LINK_W, GROUP_W = 8, 8, 8
-#: links whose bounding centres a kernel keeps per evaluation (beyond: placed where used)
-LBMAX = 32
-
-
-@dataclass(frozen=True)
-class _Node:
-    """A moving joint on a collision link's path (its child link ``link``)."""
-
-    link: int
-    parent: int          # node index, -1: the base
-    pre: np.ndarray      # (4, 4) parent node frame -> this joint's frame
-    axis: tuple
-    prismatic: bool
-    qi: int
-    mult: float
-    off: float
-    col: int             # column of the solve (index into colq), -1: not moved by it
-
-
-@dataclass(frozen=True)
-class CollisionChain:
-    """The robot's structure as the generator reads it: the nodes (moving joints above the
-    collision links, parents first) and, per model link that carries spheres, its node and
-    the transform from the node's frame to the link's (``anchors``: {link: (node, post)};
-    node -1 is the base)."""
-
-    nodes: tuple
-    anchors: dict
-    qi: tuple
-
-    def ancestry(self, k: int) -> list:
-        """Nodes from ``k`` up to the base (``k`` first); [] for -1."""
-        out = []
-        while k >= 0:
-            out.append(k)
-            k = self.nodes[k].parent
-        return out
-
-
-@dataclass(frozen=True)
-class PackedScene:
-    """A solve's collision data: ``data`` (float64, C-contiguous) and its obstacle count."""
-
-    data: np.ndarray
-    n_obs: int
-
-
-def collision_chain(model: Model, cm: CollisionModel, colq) -> CollisionChain | None:
-    """The generator's form of ``cm``'s links for a solve moving coordinates ``colq``, or None
-    when a joint on a collision link's path is not revolute, continuous, prismatic or fixed."""
-    col_of = {int(c): a for a, c in enumerate(colq)}
-    nodes: list[_Node] = []
-    node_of: dict[int, int] = {}
-    anchors = {}
-    for l in sorted({int(x) for x in cm.links}):
-        path = []
-        k = l
-        while k > 0:
-            path.append(k)
-            k = int(model.link_parent[k])
-        acc = np.eye(4)
-        parent = -1
-        for k in reversed(path):
-            t = int(model.joint_type[k])
-            if t == JointType.FIXED:
-                acc = acc @ model.origin[k]
-                continue
-            if t not in ONE_DOF:
-                return None
-            if k not in node_of:
-                if model.mimic_q[k] >= 0:
-                    qi, mult, off = (int(model.mimic_q[k]), float(model.mimic_multiplier[k]),
-                                     float(model.mimic_offset[k]))
-                else:
-                    qi, mult, off = int(model.q_start[k]), 1.0, 0.0
-                node_of[k] = len(nodes)
-                nodes.append(_Node(link=k, parent=parent, pre=acc @ model.origin[k],
-                                   axis=tuple(float(v) for v in model.axis[k]),
-                                   prismatic=t == JointType.PRISMATIC, qi=qi, mult=mult, off=off,
-                                   col=col_of.get(qi, -1)))
-            parent = node_of[k]
-            acc = np.eye(4)
-        anchors[l] = (parent, acc)
-    return CollisionChain(nodes=tuple(nodes), anchors=anchors,
-                          qi=tuple(sorted({n.qi for n in nodes})))
-
-
-def pack_scene(cc: CollisionChain, cm: CollisionModel, world=None) -> PackedScene:
-    """The data of a solve with collision model ``cm`` and ``world`` for kernels generated
-    from ``cc`` (see the module docstring)."""
-    from ..ik.collision import allowed_mask  # noqa: PLC0415
-
-    packed = np.zeros((0, PACKED)) if world is None else world.packed()
-    C, S = len(cm.link_names), cm.num_spheres
-    G = cm.num_groups
-    NN = len(cc.nodes)
-    node = np.empty(C, dtype=np.int64)
-    post = np.empty((C, 4, 4))
-    for c in range(C):
-        nd, P = cc.anchors[int(cm.links[c])]
-        node[c] = NN if nd < 0 else nd
-        post[c] = P
-    # every position into its node's frame
-    sc = np.einsum("sij,sj->si", post[cm.sphere_link, :3, :3], cm.center) + \
-        post[cm.sphere_link, :3, 3]
-    lb_c, lb_r = cm.link_bounds()
-    g_link, gb_c, gb_r = cm.groups()
-    lc = np.einsum("cij,cj->ci", post[:, :3, :3], lb_c) + post[:, :3, 3]
-    gc = np.einsum("gij,gj->gi", post[g_link, :3, :3], gb_c) + post[g_link, :3, 3] \
-        if G else np.zeros((0, 3))
-    gs = cm.group_start
-    first = np.searchsorted(g_link, np.arange(C), side="left") if G else np.zeros(C, np.int64)
-    end = np.searchsorted(g_link, np.arange(C), side="right") if G else np.zeros(C, np.int64)
-    links = np.zeros((C, LINK_W))
-    links[:, 0] = node
-    links[:, 1], links[:, 2] = first, end
-    links[:, 3] = cm.static | (node == NN)
-    links[:, 4:7], links[:, 7] = lc, lb_r
-    groups = np.zeros((G, GROUP_W))
-    if G:
-        groups[:, 0], groups[:, 1] = gs[:-1], gs[1:]
-        groups[:, 2:5], groups[:, 5] = gc, gb_r
-    spheres = np.concatenate([sc, cm.radius[:, None]], axis=1)
-    skip = allowed_mask(cm, world).astype(np.float64) if world is not None and len(world) \
-        else np.zeros((0, C))
-    from ..ik.collision import bounding_radius  # noqa: PLC0415
-
-    head = np.zeros(HEAD)
-    head[:4] = C, G, S, len(cm.pairs)
-    data = np.concatenate([packed.ravel(), head, links.ravel(), groups.ravel(),
-                           spheres.ravel(), cm.pairs.astype(np.float64).ravel(), skip.ravel(),
-                           bounding_radius(packed) if len(packed) else np.zeros(0)])
-    data = np.ascontiguousarray(data)
-    data.setflags(write=False)
-    return PackedScene(data, int(packed.shape[0]))
-
-
-# ---------------------------------------------------------------------- the templates
+__all__ = ["emit_collision", "emit_trig"]
 
 _SDF = r"""
 // signed distance of the point (px, py, pz) to obstacle ob (ros2_ik.world.World.packed: code,
@@ -784,11 +635,3 @@ R2IK_FN void r2ik_rank1(S* H, S* g, const S* jr, const S rv) {{
         _emit_body(e, cc, nc, True, lambda m: f"({m})")
 
 
-def covered(model: Model, cm: CollisionModel, colq) -> str | None:
-    """Why the compiled source cannot carry this collision model (None: it can)."""
-    if collision_chain(model, cm, colq) is None:
-        return ("a joint on a collision link's path is not revolute, continuous, prismatic or "
-                "fixed")
-    if cm.num_spheres == 0:
-        raise InvalidInputError("the collision model has no spheres")
-    return None
