@@ -115,12 +115,16 @@ class IKSolver:
             :meth:`solve`. A model with links whose declared geometry has no spheres (a mesh
             not found) is refused (:class:`~ros2_ik.model.collision.CollisionGeometryError`,
             naming them) unless it was built with ``accept_missing=True``.
+        terms: more terms of the solve (:mod:`ros2_ik.ik.terms`: a :class:`Posture` ...),
+            besides the pose goal of the tips and the collision constraint; what they take per
+            call are keyword arguments of :meth:`solve` (their ``arguments``).
     """
 
     def __init__(self, model: Model, tips: Sequence[str] | str | None = None,
                  config: IKConfig | None = None, *, solver: str = "dls",
-                 backend: str = "auto", xp=np, collision=None):
+                 backend: str = "auto", xp=np, collision=None, terms=()):
         self.model = model = check_model(model)
+        self.terms = check_terms(terms)
         tips = model.tips if tips is None else tips
         self.tips = tuple(check_names(tips, "tips"))
         if not self.tips:
@@ -193,6 +197,14 @@ class IKSolver:
         if len(chain.qi) > MAX_PATH_JOINTS:
             return (f"{len(chain.qi)} joints lie on the tips' paths: the compiled source unrolls "
                     f"each, up to {MAX_PATH_JOINTS} (g++ would take minutes)")
+        if self.terms:
+            from ..backends.terms import REGISTRY  # noqa: PLC0415
+
+            for t in self.terms:
+                if t.name not in REGISTRY:
+                    return f"term {type(t).__name__} has no compiled emitter"
+            if gpu:
+                return "the GPU kernels carry the pose goal and the collisions only"
         if chain.nc > MAX_COLUMNS:
             return (f"{chain.nc} joints move the tips: the compiled source unrolls its matrices "
                     f"up to {MAX_COLUMNS}")
@@ -234,7 +246,7 @@ class IKSolver:
         from ..backends.codegen import chain_of  # noqa: PLC0415
 
         m, cfg = self.model, self.config
-        chain = chain_of(m, self.tips, self.collision)
+        chain = chain_of(m, self.tips, self.collision, [t.name for t in self.terms])
         K = int(cfg.num_seeds)
         rnd = restart_seeds(m, K, cfg.rng_seed, movable_coordinates(m, self.tips))[0]
         if which == "host":
@@ -246,7 +258,7 @@ class IKSolver:
             # collision model of the same structure (a scene's attached objects, padding and
             # allowed pairs change data, not code)
             cc = chain.coll
-            key = (tuple(chain.tips), _with_timeout(cfg, None), self.solver,
+            key = (tuple(chain.tips), _with_timeout(cfg, None), self.solver, chain.terms,
                    tuple((n.link, n.parent, n.qi, n.col) for n in cc.nodes),
                    tuple(sorted((int(k), int(v[0])) for k, v in cc.anchors.items())))
             kept = m.memo("api.solver.host_collision", key,
@@ -259,7 +271,7 @@ class IKSolver:
     # ------------------------------------------------------------------ solve
     def solve(self, targets, *, seeds=None, weights=(1, 1, 1, 1, 1, 1), should_stop=None,
               timeout: float | None = ..., start_time: float | None = None,
-              world=None) -> IKResult:
+              world=None, **term_args) -> IKResult:
         """Solve P pose problems.
 
         Args:
@@ -274,6 +286,8 @@ class IKSolver:
                 counts from there); default now.
             world: the :class:`~ros2_ik.world.World` the answers must keep clear of (with
                 ``config.avoid_collisions``; None: self-collision only).
+            term_args: what the solver's terms take per call (``rest=`` of a
+                :class:`~ros2_ik.ik.terms.Posture` ...).
         Returns:
             :class:`IKResult`; every success verified by FK against the tolerances and limits
             (and, with collision avoidance, by the exact distances: ``clearance``).
@@ -288,20 +302,48 @@ class IKSolver:
             if timeout != cfg.timeout:
                 cfg = _with_timeout(cfg, timeout)
         world = self._check_world(world)
+        calls = self._term_calls(t.shape[0], seeds, term_args, get_xp(t))
         if self._impl is None:
             per_tip = getattr(weights, "ndim", 0) == 3  # (P, T, 6): solve_ik's objectives
             objs = [PoseObjective(self.model, tip, t[:, k], weights[:, k] if per_tip else weights)
                     for k, tip in enumerate(self.tips)]
             r = reference_solve(self.model, objs, seeds=seeds, config=cfg, solver=self.solver,
                                 should_stop=should_stop, start_time=t0,
-                                collision=self.collision_objective(world))
+                                collision=self.collision_objective(world),
+                                secondary=[term.objective(self.model, call)
+                                           for term, call in calls if term.kind == "cost"])
         elif self.backend == "cuda":
             r = self._impl.solve(t, seeds=seeds, weights=weights, should_stop=should_stop,
                                  timeout=cfg.timeout, start_time=t0, world=world)
         else:
-            r = self._solve_host(t, seeds, weights, should_stop, cfg.timeout, t0, world)
+            r = self._solve_host(t, seeds, weights, should_stop, cfg.timeout, t0, world, calls)
         r.backend = self.backend
         return r
+
+    def _term_calls(self, P: int, seeds, args: dict, xp) -> list:
+        """[(term, its checked arguments for this call)] of the solver's terms; an argument no
+        term takes is an IKError naming it."""
+        known = {a for term in self.terms for a in term.arguments}
+        unknown = sorted(set(args) - known)
+        if unknown:
+            raise InvalidInputError(
+                f"solve() got unknown argument(s) {unknown}: the solver's terms take "
+                f"{sorted(known) or 'none'} (terms: {[type(x).__name__ for x in self.terms]})")
+        if not self.terms:
+            return []
+        m = self.model
+        if seeds is None:
+            full = xp.broadcast_to(xp.asarray(m.neutral_q()), (P, m.nq))
+        else:
+            s = check_seed_shape(m, seeds, P, xp)
+            full = s if s.ndim == 2 else xp.broadcast_to(s, (P, m.nq))
+        coords = np.nonzero(movable_coordinates(m, self.tips))[0]
+        out = []
+        for term in self.terms:
+            call = term.check(m, P, full, args)
+            call["coords"] = coords
+            out.append((term, call))
+        return out
 
     def _check_world(self, world):
         if world is None:
@@ -342,7 +384,8 @@ class IKSolver:
         self._objective = (world, obj)
         return obj
 
-    def _solve_host(self, t, seeds, weights, should_stop, timeout, t0, world) -> IKResult:
+    def _solve_host(self, t, seeds, weights, should_stop, timeout, t0, world,
+                    calls=()) -> IKResult:
         m = self.model
         P, T = t.shape[0], t.shape[1]
         K = int(self.config.num_seeds)
@@ -368,6 +411,9 @@ class IKSolver:
             reserve = RESULT_COST.estimate(P, m.nq) if P >= RESULT_COST.MIN_ROWS else 0.0
             budget = max(0, int((timeout - reserve - (time.perf_counter() - t0)) * 1e9))
         data = {"_P": P, "pose_target": t, "pose_weight": w}
+        for term, call in calls:
+            for field, value in term.data(m, call).items():
+                data[f"{term.name}_{field}"] = value
         if self.collision is not None:
             sc = self._impl.scene(self.collision, world)
             data["collision_scene"] = (sc.data, sc.n_obs)
@@ -379,6 +425,22 @@ class IKSolver:
                       self.collision_objective(world))
         RESULT_COST.record(P, m.nq, time.perf_counter() - t_out)
         return r
+
+
+def check_terms(terms) -> tuple:
+    """``terms`` as a tuple of :class:`~ros2_ik.ik.terms.Term` (each class at most once); an
+    IKError naming the argument otherwise."""
+    from ..ik.terms import Term  # noqa: PLC0415
+
+    if isinstance(terms, Term):
+        terms = (terms,)
+    if not isinstance(terms, (list, tuple)) or not all(isinstance(t, Term) for t in terms):
+        raise InputTypeError(f"terms must be a list of ros2_ik.ik.terms.Term (e.g. "
+                             f"[Posture()]), got {describe(terms)}")
+    names = [type(t).__name__ for t in terms]
+    if len(set(names)) != len(names):
+        raise InvalidInputError(f"terms names a term twice: {names}; give each once")
+    return tuple(terms)
 
 
 def world_warnings(model, collision, world, margin: float) -> list:
@@ -458,14 +520,15 @@ def _build_due(s) -> bool:
 
 
 def prepared_solver(model: Model, tips, config: IKConfig, solver: str = "dls",
-                    backend: str = "auto", xp=np, collision=None) -> IKSolver:
+                    backend: str = "auto", xp=np, collision=None, terms=()) -> IKSolver:
     """The :class:`IKSolver` of these arguments, built on first use and kept with the model
     (the :data:`PREPARED_MAX` most recent; its ``timeout`` is passed per call, so a config
     that differs only in it shares the solver)."""
     cfg = _with_timeout(config, None)
     if not cfg.avoid_collisions:
         collision = None
-    key = (tuple(tips), cfg, solver, backend, xp.__name__, collision)
+    terms = check_terms(terms)
+    key = (tuple(tips), cfg, solver, backend, xp.__name__, collision, terms)
     cache = model.memo("api.solver.prepared", "least recently used first", OrderedDict)
     with _prepared_lock:
         s = cache.get(key)
@@ -475,7 +538,7 @@ def prepared_solver(model: Model, tips, config: IKConfig, solver: str = "dls",
         if s is not None:  # its kernels are built (or this thread waits for them): compiled
             del cache[key]
     s = IKSolver(model, list(tips), cfg, solver=solver, backend=backend, xp=xp,
-                 collision=collision)
+                 collision=collision, terms=terms)
     with _prepared_lock:
         s = cache.setdefault(key, s)
         while len(cache) > PREPARED_MAX:

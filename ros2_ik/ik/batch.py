@@ -16,7 +16,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from ..backend import get_xp, to_numpy
+from ..backend import const, get_xp, to_numpy
 from ..errors import InputTypeError, InvalidInputError, ShapeError
 from ..kinematics.jacobian import jacobians_all
 from ..model import MAX_BATCH, Model
@@ -24,8 +24,9 @@ from ..validate import check_memory, describe
 from .ccd import ccd_solve_rows
 from .checks import check_call_options, check_seed_shape, check_seeds
 from .config import INVALID_GOAL_MESSAGE, IKConfig, IKResult, SolveMode, Status, unsolved_message
-from .lm import lm_solve_rows
+from .lm import fixed_columns, lm_solve_rows
 from .objectives import Objective, PoseObjective
+from .refine import refine
 from .residuals import evaluate, goal_errors
 from .seeds import expand_seeds, finalize_q, movable_coordinates, seed_distance
 
@@ -39,7 +40,8 @@ def reference_solve(model: Model, objectives: Sequence[Objective], *, seeds=None
                     config: IKConfig | None = None, solver: str = "dls",
                     regularizers: Sequence[Objective] = (),
                     should_stop: Callable[[], bool] | None = None,
-                    start_time: float | None = None, collision=None) -> IKResult:
+                    start_time: float | None = None, collision=None,
+                    secondary: Sequence[Objective] = ()) -> IKResult:
     """Solve P IK problems at once on the objectives' array module (the reference).
 
     Args:
@@ -56,6 +58,9 @@ def reference_solve(model: Model, objectives: Sequence[Objective], *, seeds=None
         collision: a :class:`.collision.CollisionObjective`: minimized with the goals, and a
             success must also keep its margin (checked exactly on the answer; else
             ``IN_COLLISION``). Solver "ccd" does not take one.
+        secondary: objectives of the secondary terms (:mod:`.terms`, kind "cost"): lowered
+            after the answer is found, within the tolerances and the constraints
+            (:mod:`.refine`).
     Returns:
         :class:`IKResult`; success is verified by FK against the tolerances and limits (and the
         collision margin).
@@ -99,7 +104,8 @@ def reference_solve(model: Model, objectives: Sequence[Objective], *, seeds=None
     movable = goal_movable(model, objectives)
     deadline = None if cfg.timeout is None else t0 + cfg.timeout
     stop = _LatchedStop(should_stop)
-    splittable = all(o.take(0, 1) is not None for o in objectives + regularizers)
+    secondary = list(secondary)
+    splittable = all(o.take(0, 1) is not None for o in objectives + regularizers + secondary)
 
     # Chunks of whole problems, solved one after the other: every chunk's checks, seeds,
     # iterations and verification are bounded in time and memory, and the deadline and
@@ -118,7 +124,7 @@ def reference_solve(model: Model, objectives: Sequence[Objective], *, seeds=None
     kind = (collision is not None, cfg.solve_mode is SolveMode.SPEED)
     if per_chunk >= P and not _too_late(stop, deadline, P, K, kind):
         return _solve_chunk(model, objectives, regularizers, seeds, cfg, solver, K, deadline,
-                            stop, t0, xp, movable, collision)
+                            stop, t0, xp, movable, collision, secondary)
     # (one chunk that cannot start: answered as a chunked batch whose first chunk did not)
     # Every problem starts as "not started" (seed, TIMED_OUT), or INVALID_INPUT where its goal
     # or seed is bad (checked for the whole batch now: a bad request is INVALID_INPUT whether
@@ -137,6 +143,7 @@ def reference_solve(model: Model, objectives: Sequence[Objective], *, seeds=None
         p1 = min(P, p0 + per_chunk)
         objs = [o.take(p0, p1) for o in objectives]
         regs = [o.take(p0, p1) for o in regularizers]
+        secs = [o.take(p0, p1) for o in secondary]
         seeds_c = seeds if seeds is None or seeds.ndim == 1 else seeds[p0:p1]
         # a chunk whose checks and result selection alone (measured on earlier chunks of its
         # size) would end past the deadline is not started
@@ -145,7 +152,7 @@ def reference_solve(model: Model, objectives: Sequence[Objective], *, seeds=None
                 out.cancelled_from(p0)
             break
         out.put(p0, _solve_chunk(model, objs, regs, seeds_c, cfg, solver, K, deadline, stop,
-                                 t0, xp, movable, collision))
+                                 t0, xp, movable, collision, secs))
     return out.result(t0)
 
 
@@ -214,7 +221,7 @@ def goal_movable(model: Model, objectives) -> np.ndarray:
 
 
 def _solve_chunk(model, objectives, regularizers, seeds, cfg, solver, K, deadline, stop, t0,
-                 xp, movable=None, collision=None) -> IKResult:
+                 xp, movable=None, collision=None, secondary=()) -> IKResult:
     """One chunk of P problems: check seeds and goals, expand seeds, solve, select, verify."""
     t_start = time.perf_counter()
     P = objectives[0].num_problems
@@ -274,9 +281,14 @@ def _solve_chunk(model, objectives, regularizers, seeds, cfg, solver, K, deadlin
             q, conv2, iters2, pe, re, timed_out = run_lm(q, active & ~conv)
             conv, iters = conv | conv2, iters + iters2
     t_sel = time.perf_counter()
+    refine_with = None
+    if secondary:  # the secondary terms, lowered from the winning answers
+        secs = [_sanitized(o, invalid, xp) for o in secondary] if invalid.any() else secondary
+        refine_with = (list(objectives) + ([collision] if collision is not None else []), secs,
+                       fixed_columns(model, movable))
     out = select(model, objectives, cfg, q, rows_seed, conv, iters, pe, re,
                  timed_out and not stop.seen, invalid, msgs, P, K, t0, cancelled=stop.seen,
-                 collision=collision)
+                 collision=collision, refine_with=refine_with)
     if deadline_all is not None:
         _CHUNK_COST.record(P, K, t_lm - t_start, time.perf_counter() - t_sel,
                            collision is not None, speed)
@@ -472,7 +484,7 @@ def _sanitized(obj, invalid, xp):
 
 
 def select(model, objectives, cfg, q, rows_seed, conv, iters, pe, re, timed_out, invalid, msgs,
-           P, K, t0, *, cancelled: bool = False, collision=None) -> IKResult:
+           P, K, t0, *, cancelled: bool = False, collision=None, refine_with=None) -> IKResult:
     """One answer per problem from its K rows (problem-major): the converged row the solve mode
     prefers (speed: fewest iterations, then lowest seed index; distance: nearest the problem's
     seed, wrap-aware; manipulability: the largest), else the row with the smallest scaled
@@ -507,8 +519,13 @@ def select(model, objectives, cfg, q, rows_seed, conv, iters, pe, re, timed_out,
     q_best = q[xp.asarray(rows)]
     if speed:
         q_best = finalize_q(model, q_best, rows_seed[::K])
-    # Honest verification: FK at the returned q against the caller's tolerances and limits.
     seeds0 = rows_seed[::K]
+    if refine_with is not None:  # the secondary terms' cost lowered (the converged answers)
+        primary, secondary, fixed = refine_with
+        q_best = refine(model, primary, secondary, q_best, seeds0, xp.arange(P), cfg,
+                        xp.asarray(any_conv & ~invalid),
+                        None if fixed is None else const(xp, fixed))
+    # Honest verification: FK at the returned q against the caller's tolerances and limits.
     _, _, _, ctx = evaluate(model, objectives, q_best, seeds0, xp.arange(P), need_jacobian=False)
     pe_f, re_f = (to_numpy(a) for a in goal_errors(objectives, ctx, xp.arange(P)))
     qn = to_numpy(q_best)

@@ -69,6 +69,13 @@ class IKConfig:
     ``self_collisions``) of the robot's other links; the solver minimizes a penalty that starts
     ``collision_activation`` [m] beyond the margin, weighted by ``collision_weight``
     (:mod:`ros2_ik.ik.collision`), and every success is confirmed by the exact distances.
+
+    Secondary terms (a cost such as a rest posture, :mod:`ros2_ik.ik.terms`): a problem's answer
+    is found without them (so success is never theirs to lose), then up to
+    ``secondary_iterations`` steps lower their cost while the goals stay within the tolerances
+    and the constraints hold: each step follows their gradient projected into the goals' null
+    space (``secondary_damping`` keeps the rest of it out: :mod:`ros2_ik.ik.refine`), then
+    steps back onto the goals, and is kept only if all of that holds and their cost fell.
     """
 
     position_tolerance: float = 1e-4
@@ -93,6 +100,8 @@ class IKConfig:
     collision_margin: float = 0.01
     collision_activation: float = 0.005
     collision_weight: float = 1.0
+    secondary_iterations: int = 30
+    secondary_damping: float = 1e-6
 
     def __post_init__(self):
         # every option checked for type and range here, so a bad one never reaches a solver
@@ -114,6 +123,7 @@ class IKConfig:
                              ("nonmonotone_iterations", 0, MAX_ITERATIONS),
                              ("excursion_iterations", 0, MAX_ITERATIONS),
                              ("excursion_stall", 1, MAX_ITERATIONS),
+                             ("secondary_iterations", 0, MAX_ITERATIONS),
                              ("rng_seed", 0, 2**63 - 1)):
             object.__setattr__(self, name, check_int(getattr(self, name), name, low=lo, high=hi))
         for name in ("avoid_collisions", "self_collisions"):
@@ -126,6 +136,8 @@ class IKConfig:
                                                         high=hi))
         object.__setattr__(self, "collision_weight", check_number(
             self.collision_weight, "collision_weight", low=0.0, low_open=True, high=1e6))
+        object.__setattr__(self, "secondary_damping", check_number(
+            self.secondary_damping, "secondary_damping", low=0.0, low_open=True, high=1.0))
         object.__setattr__(self, "stall_ratio", check_number(self.stall_ratio, "stall_ratio",
                                                              low=0.0, low_open=True, high=1.0))
         if self.stall_ratio >= 1.0:

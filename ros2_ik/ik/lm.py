@@ -52,10 +52,10 @@ from .config import IKConfig
 from .seeds import clip_to_limits, limited_revolute
 from .residuals import constraints, evaluate, goal_errors
 
-__all__ = ["lm_solve_rows"]
+__all__ = ["lm_solve_rows", "fixed_columns"]
 
 
-def _fixed_columns(model: Model, movable):
+def fixed_columns(model: Model, movable):
     """Active Jacobian columns (indices into ``v_active``) of joints with no movable
     coordinate, or None when there are none."""
     if movable is None:
@@ -142,7 +142,7 @@ def lm_solve_rows(model: Model, objectives, q0, seed_q, problem_idx, cfg: IKConf
     nva = model.nv_active
     q = clip_to_limits(model, q0)
     active = xp.ones(N, dtype=bool) if active is None else active.copy()
-    fixed_cols = _fixed_columns(model, movable)
+    fixed_cols = fixed_columns(model, movable)
     fixed_cols = None if fixed_cols is None else const(xp, fixed_cols)
     rows = N if not block_rows or block_rows >= N else int(block_rows)
     blocks = [slice(b, min(N, b + rows)) for b in range(0, N, rows)]

@@ -170,7 +170,9 @@ def emit_lm_rows(e: Emit, ch: Chain, d: Dialect):
     # the restart rule of ik.seeds.expand_seeds: coordinates off the base->tip paths
     # (movable_coordinates) keep the problem's seed
     _, keep = restart_seeds(model, 1, 0, movable_coordinates(model, ch.tips))
-    ems = term_registry.emitters(ch)
+    # the terms the rows minimize: goals and constraints (a cost term is lowered after the
+    # answer is found: refine.py)
+    ems = [em for em in term_registry.emitters(ch) if em.kind != "cost"]
     # the residual rows: every term's, in order, and their Jacobian's structure
     nz = np.concatenate([em.structure() for em in ems], axis=0)
     m = nz.shape[0]

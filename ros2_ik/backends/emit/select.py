@@ -13,6 +13,7 @@ from .. import interface
 from .. import terms as term_registry
 from .chain import Chain, limits, qvars
 from .lm import emit_clip
+from .refine import emit_refine, has_secondary
 from .text import Emit, dlit
 
 
@@ -154,6 +155,8 @@ def emit_select_kernel(e: Emit, ch: Chain):
         e("const long long row = i * K + best;")
         e(f"const S* qr = q_rows + row * {nq};")
         emit_finalize(e, ch, lambda i: f"(double)qr[{i}]", "o", cont, lo, hi, around)
+        if has_secondary(ch):  # the cost terms lowered from the winning answer
+            emit_refine(e, ch)
         e(f"double* f = o + {nq};")
         e("double pe64 = 0, re64 = 0;  // the goals' errors, by FK")
         e("int failed = 0;  // the status of the first constraint an answer fails")

@@ -18,6 +18,7 @@ from __future__ import annotations
 from .base import Emitter, Field, RowsContext
 from .collision import CollisionEmitter
 from .pose import PoseEmitter
+from .posture import PostureEmitter
 
 __all__ = ["Emitter", "Field", "RowsContext", "REGISTRY", "emitters"]
 
@@ -25,6 +26,7 @@ __all__ = ["Emitter", "Field", "RowsContext", "REGISTRY", "emitters"]
 REGISTRY = {
     "pose": PoseEmitter,
     "collision": CollisionEmitter,
+    "posture": PostureEmitter,
 }
 
 

@@ -104,6 +104,20 @@ class Emitter:
         equations instead of rows (a penalty over many pairs), or []."""
         return []
 
+    # ------------------------------------------------------------------ a cost term
+    def secondary_rows(self) -> int:
+        """A cost term's rows (lowered after the answer is found: :mod:`ros2_ik.ik.refine`)."""
+        return 0
+
+    def sec_evaluate(self, e, c: RowsContext) -> str:
+        """A cost term's rows into ``rs`` from ``row0`` at the coordinates ``q<i>``; returns
+        the expression of its cost."""
+        raise NotImplementedError
+
+    def sec_jacobian(self, e, c: RowsContext) -> None:
+        """A cost term's Jacobian rows into ``Js`` (rows from ``row0``, ``nc`` columns)."""
+        raise NotImplementedError
+
     # ------------------------------------------------------------------ checks, selection
     def emit_check(self, e) -> None:
         """In ``r2ik_prep`` (float64; problem ``p``, the data ``dat``): set ``ok`` false when

@@ -1,0 +1,156 @@
+"""The posture term (ros2_ik/ik/terms/posture.py, ros2_ik/backends/terms/posture.py): a rest
+configuration kept as a secondary objective.
+
+- its rows' Jacobian equals finite differences (the reference);
+- it never costs the goals: every problem's success is the same with and without it (host
+  and reference), every success still within the tolerances by FK;
+- the answers are nearer the rest configuration than without it, never farther;
+- the host rows and the reference agree; the CUDA text (run on the CPU, float64) gives the
+  host backend's answers bit for bit;
+- its arguments are checked and named.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ros2_ik import IKConfig, IKSolver, fk_frames, load_robot
+from ros2_ik.backends import codegen, interface
+from ros2_ik.backends import host as hostrun
+from ros2_ik.backends.terms import emitters
+from ros2_ik.errors import IKError
+from ros2_ik.ik.objectives import EvalContext
+from ros2_ik.ik.seeds import movable_coordinates, restart_seeds
+from ros2_ik.ik.terms import Posture
+from ros2_ik.kinematics import pose_error
+
+TIP = "panda_hand_tcp"
+need_cxx = pytest.mark.skipif(hostrun.available() is None, reason="no g++ here")
+
+
+@pytest.fixture(scope="module")
+def panda():
+    return load_robot("panda")
+
+
+def _problems(m, n, seed):
+    rng = np.random.default_rng(seed)
+    T = np.asarray(fk_frames(m, m.random_q(rng, n), [TIP]))[:, 0]
+    return T, m.random_q(rng, n)
+
+
+def test_the_rows_jacobian_equals_finite_differences(panda):
+    m = panda
+    rng = np.random.default_rng(1)
+    q = m.random_q(rng, 5)
+    call = Posture(0.7).check(m, 5, q, {"rest": m.random_q(rng, 5)})
+    call["coords"] = np.nonzero(movable_coordinates(m, [TIP]))[0]
+    obj = Posture().objective(m, call)
+    pidx = np.arange(5)
+    r, J = obj.residual(EvalContext(m, q, q), pidx)
+    h = 1e-6
+    for k, col in enumerate(m.v_active):
+        i = int(np.nonzero(m.q_to_v == col)[0][0])
+        dq = np.zeros_like(q)
+        dq[:, i] = h
+        rp, _ = obj.residual(EvalContext(m, q + dq, q), pidx)
+        rm, _ = obj.residual(EvalContext(m, q - dq, q), pidx)
+        np.testing.assert_allclose((rp - rm) / (2 * h), J[:, :, k], atol=1e-7)
+
+
+@pytest.mark.parametrize("backend", ["host", "reference"])
+def test_success_is_unchanged_and_the_answers_are_nearer_the_rest(panda, backend):
+    m = panda
+    if backend == "host" and hostrun.available() is None:
+        pytest.skip("no g++ here")
+    T, seeds = _problems(m, 60 if backend == "reference" else 200, 2)
+    rest = m.neutral_q()
+    cfg = IKConfig(num_seeds=4, stall_iterations=5, timeout=None)
+    plain = IKSolver(m, [TIP], cfg, backend=backend).solve(T, seeds=seeds)
+    s = IKSolver(m, [TIP], cfg, backend=backend, terms=[Posture()])
+    assert s.backend == backend
+    post = s.solve(T, seeds=seeds, rest=rest)
+    np.testing.assert_array_equal(post.success, plain.success)
+    assert post.success.mean() > 0.9
+    pe, re = pose_error(T, np.asarray(fk_frames(m, post.q, [TIP]))[:, 0])
+    ok = post.success
+    assert np.all(pe[ok] <= cfg.position_tolerance * 1.0001)
+    assert np.all(re[ok] <= cfg.orientation_tolerance * 1.0001)
+    d0 = np.linalg.norm(plain.q - rest, axis=1)[ok]
+    d1 = np.linalg.norm(post.q - rest, axis=1)[ok]
+    assert np.all(d1 <= d0 + 1e-12)  # never farther
+    assert (d1 < d0 - 1e-6).mean() > 0.8 and d1.mean() < d0.mean() - 0.1  # and nearer
+
+
+@need_cxx
+def test_the_host_rows_agree_with_the_reference(panda):
+    m = panda
+    rng = np.random.default_rng(3)
+    q = m.random_q(rng, 60)
+    T = np.asarray(fk_frames(m, q, [TIP]))[:, 0]
+    # seeds near the answers: both backends take the same path there (far from it, a
+    # rounding apart at a branch of the LM can lead each to another answer)
+    seeds = np.clip(q + rng.normal(0, 0.2, q.shape), m.lower, m.upper)
+    cfg = IKConfig(num_seeds=1, timeout=None)
+    h = IKSolver(m, [TIP], cfg, terms=[Posture(0.5)]).solve(T, seeds=seeds)
+    r = IKSolver(m, [TIP], cfg, backend="reference", terms=[Posture(0.5)]).solve(T,
+                                                                                seeds=seeds)
+    # where the two backends found the same answer without the term (they may not: a
+    # rounding apart at a branch of the LM), the term's refinement of it is the same too
+    h0 = IKSolver(m, [TIP], cfg).solve(T, seeds=seeds)
+    r0 = IKSolver(m, [TIP], cfg, backend="reference").solve(T, seeds=seeds)
+    same = h0.success & r0.success & (np.abs(h0.q - r0.q).max(axis=1) < 1e-6)
+    assert same.mean() > 0.7
+    np.testing.assert_array_equal(h.success[same], r.success[same])
+    close = np.abs(h.q - r.q).max(axis=1)[same] < 1e-5
+    assert close.mean() > 0.9  # (the rest: another local step where rounding tips a test)
+
+
+@need_cxx
+def test_the_cuda_text_gives_the_host_answers_bit_for_bit(panda):
+    m = panda
+    T, seeds = _problems(m, 40, 4)
+    K, P, nq = 2, 40, m.nq
+    cfg = IKConfig(num_seeds=K, stall_iterations=5, timeout=None)
+    rest = m.random_q(np.random.default_rng(9), P)
+    host = IKSolver(m, [TIP], cfg, terms=[Posture()]).solve(T, seeds=seeds, rest=rest)
+    ch = codegen.chain_of(m, [TIP], None, ["posture"])
+    mod = hostrun.compile_host(codegen.solve_source(ch, "float64", host=True))
+    prep, lm, select = (mod.get_function(k) for k in ("r2ik_prep", "r2ik_lm", "r2ik_select"))
+    data = hostrun.TermData(emitters(ch), {
+        "pose_target": T.reshape(P, -1), "pose_weight": np.ones(6), "posture_rest": rest,
+        "posture_weight": np.ones((P, 1))}, P)
+    dat = data.record.view(np.uint8)
+    rnd = np.ascontiguousarray(restart_seeds(m, K, cfg.rng_seed,
+                                             movable_coordinates(m, [TIP]))[0].reshape(-1, nq))
+    sd = np.ascontiguousarray(seeds)
+    active, flags, done = np.zeros(P, np.uint8), np.zeros(P, np.uint8), np.zeros(P, np.int32)
+    opt = interface.options_record(cfg).view(np.uint8)
+    prep(P, P, 0, dat, sd, nq, active, flags, done)
+    N = P * K
+    qo, conv, it = np.zeros((N, nq)), np.zeros(N, np.uint8), np.zeros(N, np.int32)
+    pe, re, to = np.zeros(N), np.zeros(N), np.zeros(N, np.uint8)
+    stop = np.zeros(1, np.int32)
+    lm(N, P, K, sd, nq, rnd, 0, dat, active, opt, np.zeros(1, np.uint64), np.array([-1, 0]),
+       stop, done, qo, conv, it, pe, re, to)
+    out = np.zeros((P, nq + len(interface.out_fields(emitters(ch)))))
+    select(P, P, 0, K, qo, conv, it, pe, re, to, 0, flags, sd, nq, dat, opt, stop, out)
+    np.testing.assert_array_equal(out[:, :nq], host.q)
+
+
+def test_the_arguments_are_checked_and_named(panda):
+    m = panda
+    T, seeds = _problems(m, 3, 5)
+    s = IKSolver(m, [TIP], IKConfig(), terms=[Posture()])
+    for kw, word in (({"rest": np.zeros(2)}, "rest"), ({"rest": np.full(m.nq, np.nan)}, "rest"),
+                     ({"posture_weight": -1.0}, "posture_weight"),
+                     ({"posture_weight": "x"}, "posture_weight"), ({"bogus": 1}, "bogus")):
+        with pytest.raises(IKError, match=word):
+            s.solve(T, seeds=seeds, **kw)
+    with pytest.raises(IKError, match="weight"):
+        Posture(weight=0)
+    with pytest.raises(IKError, match="terms"):
+        IKSolver(m, [TIP], IKConfig(), terms=["posture"])
+    with pytest.raises(IKError, match="twice"):
+        IKSolver(m, [TIP], IKConfig(), terms=[Posture(), Posture(2.0)])
