@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from conftest import BACKEND, ENDLESS
+from term_kernels import driver_answers
 
 from ros2_ik.errors import InputTypeError, ShapeError
 from ros2_ik.kinematics import fk_frames, pose_error
@@ -440,55 +441,21 @@ def test_a_far_goal_stops_where_its_step_would_repeat():
 
 # ---------------------------------------------------------------- one source, its renderings
 
-def _driver_out(m, tips, src, T, seeds, cfg):
-    """The host driver of ``src`` (a rendering of the one source) on problems T (P, T, 4, 4)."""
-    import ctypes
-
-    from ros2_ik.backends import interface
-    from ros2_ik.ik.seeds import movable_coordinates, restart_seeds
-
-    mod = host.compile_host(src)
-    fn = mod.lib.r2ik_solve_host
-    fn.argtypes = [ctypes.c_void_p]
-    P, K, nq = T.shape[0], cfg.num_seeds, m.nq
-    rnd = restart_seeds(m, K, cfg.rng_seed, movable_coordinates(m, tips))[0]
-    rnd = np.ascontiguousarray(rnd if K > 1 else np.zeros((1, nq)))
-    from ros2_ik.backends.codegen import chain_of
-    from ros2_ik.backends.terms import emitters
-
-    opt = interface.options_record(cfg)
-    ems = emitters(chain_of(m, tips))
-    out = np.zeros((P, nq + len(interface.out_fields(ems))))
-    dat = host.TermData(ems, {"pose_target": T, "pose_weight": np.ones((len(tips), 6))}, P)
-    stop = np.zeros(1, np.int32)
-    rec = np.zeros(1, interface.SOLVE_DTYPE)
-    for name, value in (("p_begin", 0), ("p_end", P), ("K", K), ("seeds", seeds.ctypes.data),
-                        ("seed_stride", nq), ("rnd", rnd.ctypes.data), ("data", dat.address),
-                        ("opt", opt.ctypes.data), ("budget_ns", -1),
-                        ("stop", stop.ctypes.data), ("out", out.ctypes.data)):
-        rec[name] = value
-    fn(rec.ctypes.data)
-    return out
-
-
 @pytest.mark.parametrize("name, tips", CASES)
 def test_the_scalar_and_vector_renderings_give_the_same_rows_bit_for_bit(models, name, tips):
     """The LM rows are emitted once for both dialects: one row at a time, and 4 rows side by
     side in AVX2 lanes (where the CPU has it) give the same answers to the last bit, for every
     problem: q, status, errors, iterations, winning seed (restarts, the non-monotone phase and
     the limit excursion all on)."""
-    from ros2_ik.backends import codegen
-
     m = models[name]
     P = 200
     rng = np.random.default_rng(8)
     T = np.ascontiguousarray(fk_frames(m, m.random_q(rng, P), tips))
     seeds = m.random_q(rng, P)
     cfg = IKConfig(num_seeds=4, stall_iterations=5)
-    ch = codegen.chain_of(m, tips)
-    one = _driver_out(m, tips, codegen.solve_source(ch, "float64", host=True, lanes=0), T,
-                      seeds, cfg)
-    lanes = _driver_out(m, tips, codegen.solve_source(ch, "float64", host=True), T, seeds, cfg)
+    data = {"pose_target": T, "pose_weight": np.ones((len(tips), 6))}
+    one = driver_answers(m, tips, [], data, seeds, cfg, lanes=False)
+    lanes = driver_answers(m, tips, [], data, seeds, cfg)
     assert (one[:, m.nq] == Status.CONVERGED).mean() > 0.8
     np.testing.assert_array_equal(one, lanes)
     # and the prepared solver (slices on threads, lanes where 4 problems or more) the same

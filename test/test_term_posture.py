@@ -15,13 +15,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from term_kernels import kernel_answers
+
 from ros2_ik import IKConfig, IKSolver, fk_frames, load_robot
-from ros2_ik.backends import codegen, interface
 from ros2_ik.backends import host as hostrun
-from ros2_ik.backends.terms import emitters
 from ros2_ik.errors import IKError
 from ros2_ik.ik.objectives import EvalContext
-from ros2_ik.ik.seeds import movable_coordinates, restart_seeds
+from ros2_ik.ik.seeds import movable_coordinates
 from ros2_ik.ik.terms import Posture
 from ros2_ik.kinematics import pose_error
 
@@ -115,27 +115,9 @@ def test_the_cuda_text_gives_the_host_answers_bit_for_bit(panda):
     cfg = IKConfig(num_seeds=K, stall_iterations=5, timeout=None)
     rest = m.random_q(np.random.default_rng(9), P)
     host = IKSolver(m, [TIP], cfg, terms=[Posture()]).solve(T, seeds=seeds, rest=rest)
-    ch = codegen.chain_of(m, [TIP], None, ["posture"])
-    mod = hostrun.compile_host(codegen.solve_source(ch, "float64", host=True))
-    prep, lm, select = (mod.get_function(k) for k in ("r2ik_prep", "r2ik_lm", "r2ik_select"))
-    data = hostrun.TermData(emitters(ch), {
+    out = kernel_answers(m, [TIP], ["posture"], {
         "pose_target": T.reshape(P, -1), "pose_weight": np.ones(6), "posture_rest": rest,
-        "posture_weight": np.ones((P, 1))}, P)
-    dat = data.record.view(np.uint8)
-    rnd = np.ascontiguousarray(restart_seeds(m, K, cfg.rng_seed,
-                                             movable_coordinates(m, [TIP]))[0].reshape(-1, nq))
-    sd = np.ascontiguousarray(seeds)
-    active, flags, done = np.zeros(P, np.uint8), np.zeros(P, np.uint8), np.zeros(P, np.int32)
-    opt = interface.options_record(cfg).view(np.uint8)
-    prep(P, P, 0, dat, sd, nq, active, flags, done)
-    N = P * K
-    qo, conv, it = np.zeros((N, nq)), np.zeros(N, np.uint8), np.zeros(N, np.int32)
-    pe, re, to = np.zeros(N), np.zeros(N), np.zeros(N, np.uint8)
-    stop = np.zeros(1, np.int32)
-    lm(N, P, K, sd, nq, rnd, 0, dat, active, opt, np.zeros(1, np.uint64), np.array([-1, 0]),
-       stop, done, qo, conv, it, pe, re, to)
-    out = np.zeros((P, nq + len(interface.out_fields(emitters(ch)))))
-    select(P, P, 0, K, qo, conv, it, pe, re, to, 0, flags, sd, nq, dat, opt, stop, out)
+        "posture_weight": np.ones((P, 1))}, seeds, cfg)
     np.testing.assert_array_equal(out[:, :nq], host.q)
 
 

@@ -76,7 +76,7 @@ def solve_pose(model: Model, targets, *, tips: Sequence[str] | str | None = None
         return reference_solve(model, objs, seeds=seeds, config=cfg, solver=solver,
                                regularizers=regularizers, should_stop=should_stop,
                                start_time=t_call,
-                               collision=s.collision_objective(s._check_world(world)))
+                               collision=s.collision_objective(s.check_world(world)))
     t_prep = time.perf_counter()
     s = prepared_solver(model, tips, cfg, solver, backend, xp, collision)
     # the timeout counts from the call, less the preparation of the solver (a one-time build

@@ -35,7 +35,7 @@ from ..ik.batch import RESULT_COST, reference_solve
 from ..backends.result import result_of
 from ..ik.checks import (SOLVERS, check_call_options, check_collision, check_seed_shape,
                          check_start_time)
-from ..ik.config import IKConfig, IKResult, SolveMode
+from ..ik.config import IKConfig, IKResult, SolveMode, Status
 from ..ik.objectives import PoseObjective, _weights
 from ..ik.seeds import movable_coordinates, restart_seeds
 from ..kinematics.se3 import pq_to_pose
@@ -301,7 +301,7 @@ class IKSolver:
                                    allow_none=True)
             if timeout != cfg.timeout:
                 cfg = _with_timeout(cfg, timeout)
-        world = self._check_world(world)
+        world = self.check_world(world)
         calls = self._term_calls(t.shape[0], seeds, term_args, get_xp(t))
         if self._impl is None:
             per_tip = getattr(weights, "ndim", 0) == 3  # (P, T, 6): solve_ik's objectives
@@ -311,13 +311,16 @@ class IKSolver:
                                 should_stop=should_stop, start_time=t0,
                                 collision=self.collision_objective(world),
                                 secondary=[term.objective(self.model, call)
-                                           for term, call in calls if term.kind == "cost"])
+                                           for term, call in calls if term.kind == "cost"],
+                                constraints=[term.objective(self.model, call) for term, call
+                                             in calls if term.kind == "constraint"])
         elif self.backend == "cuda":
             r = self._impl.solve(t, seeds=seeds, weights=weights, should_stop=should_stop,
                                  timeout=cfg.timeout, start_time=t0, world=world)
         else:
             r = self._solve_host(t, seeds, weights, should_stop, cfg.timeout, t0, world, calls)
         r.backend = self.backend
+        explain_failures(self.model, r, calls)
         return r
 
     def _term_calls(self, P: int, seeds, args: dict, xp) -> list:
@@ -345,7 +348,10 @@ class IKSolver:
             out.append((term, call))
         return out
 
-    def _check_world(self, world):
+    def check_world(self, world):
+        """``world`` checked for this solver (a :class:`~ros2_ik.world.World` or None; one
+        given without collision avoidance is an error); its warnings about obstacles that
+        touch the robot where it cannot move away are :attr:`world_warnings`."""
         if world is None:
             return None
         from ..world import World  # noqa: PLC0415
@@ -425,6 +431,22 @@ class IKSolver:
                       self.collision_objective(world))
         RESULT_COST.record(P, m.nq, time.perf_counter() - t_out)
         return r
+
+
+def explain_failures(model, r: IKResult, calls) -> None:
+    """The messages of ``r``'s unsolved problems (NOT_CONVERGED) that a constraint term failed
+    or bounded (within the tolerances but past a bound; or not reached within one), in that
+    term's words (:meth:`~ros2_ik.ik.terms.StepBound.explain`)."""
+    cons = [(term, call) for term, call in calls if hasattr(term, "explain")]
+    if not cons or bool(np.all(r.success)):
+        return
+    failed = np.nonzero(r.status == int(Status.NOT_CONVERGED))[0][:1000]
+    if not failed.size:
+        return
+    for term, call in cons:
+        for p, text in zip(failed, term.explain(model, call, r.q[failed], failed)):
+            if text:
+                r.messages[p] = f"{r.messages[p]}; {text}" if r.messages[p] else text
 
 
 def check_terms(terms) -> tuple:

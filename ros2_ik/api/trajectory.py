@@ -15,6 +15,7 @@ trajectory optimizer.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
@@ -31,6 +32,7 @@ from ..ik.config import IKConfig, SolveMode, Status
 from ..ik.seeds import seed_distance
 from ..kinematics.se3 import matrix_to_quat, pq_to_pose, quat_to_matrix, slerp
 from ..model import MAX_BATCH, Model, check_model
+from ..ik.terms import StepBound
 from .solver import prepared_solver
 
 __all__ = ["trajectory_seed", "interpolate_keyframes", "TrajectoryResult", "MODES"]
@@ -70,6 +72,119 @@ class TrajectoryResult:
     @property
     def failed_nodes(self) -> np.ndarray:
         return np.nonzero(~self.success)[0]
+
+
+#: configurations kept at each node of a bounded path (:class:`_BoundedPath`)
+BEAM_WIDTH = 8
+#: draws around each kept configuration a node is solved from, and how many times more a
+#: widened beam draws (:class:`_BoundedPath`)
+JITTER_SEEDS = 8
+WIDEN = 32
+MAX_BEAM_WIDTH = 256
+
+
+class _BoundedPath:
+    """The nodes of a path solved under a step bound, as a beam search. A node is solved from
+    every configuration kept at the last solved node (``width`` at most): once from it and
+    ``JITTER_SEEDS`` times from points drawn within the bound around it (the draws from
+    ``rng_seed``: the same request, the same path), every answer bounded by
+    :class:`StepBound` from the configuration it came from. Of the answers, the one with the
+    least joint motion since the path's start is kept, then each the farthest (wrap-aware
+    L-infinity) from those kept: several branches, so that one that leads into an obstacle or
+    a joint limit does not end the path where another goes round. Where a node has no answer,
+    the last solved node is solved once more from its own parents with ``WIDEN`` times the
+    draws and twice the width (a wider beam where the narrow one ran dry), and the node
+    tried again. A node that still has none fails (its answer and message: those of the
+    best configuration's attempt), and the next counts its bound from the last solved node
+    times the nodes since. :meth:`fill` writes the solved nodes of the path that ends at the
+    last solved node's best configuration."""
+
+    def __init__(self, model: Model, seed, bound, width: int, rng_seed: int):
+        self.model, self.bound, self.width = model, bound, width
+        self.rng = np.random.default_rng(rng_seed)
+        self.beam = seed[None].copy()      # (W, nq) the last solved node's configurations
+        self.cost = np.zeros(1)            # their joint motion since the start
+        self.last = -1                     # the last solved node
+        self.kept: list = []               # (node, configurations, their parents' rows)
+        self.redo = None                   # how the last solved node was solved, to widen
+
+    def _dist(self, q, ref):
+        return np.asarray(seed_distance(self.model, q, np.broadcast_to(ref, q.shape)))
+
+    def _solve(self, ik, parents, pcost, target, b, draws: int, width: int, kw):
+        """Answers from ``parents``: (IKResult, the kept rows' configurations, their parents,
+        their costs, the best answer's row) or the result alone where none succeeded."""
+        W = parents.shape[0]
+        origin = np.tile(parents, (draws + 1, 1))
+        jitter = np.clip(origin[W:] + self.rng.uniform(-1.0, 1.0, origin[W:].shape) * b,
+                         self.model.lower, self.model.upper)
+        r = ik.solve(np.broadcast_to(target, ((draws + 1) * W, 4, 4)),
+                     seeds=np.concatenate([parents, jitter]), step_from=origin,
+                     max_joint_step=b, **kw)
+        ok = np.nonzero(r.success)[0]
+        if not ok.size:
+            return r, None
+        cand, parent = r.q[ok], ok % W
+        cost = pcost[parent] + self._dist(cand, parents[parent])
+        first = int(np.argsort(cost, kind="stable")[0])
+        pick = [first]  # the least motion, then each the farthest from those kept
+        near = self._dist(cand, cand[first])
+        while len(pick) < min(width, cand.shape[0]):
+            k = int(np.argmax(near))
+            if near[k] <= 0.0:
+                break
+            pick.append(k)
+            near = np.minimum(near, self._dist(cand, cand[k]))
+        pick = np.asarray(pick)
+        return r, (cand[pick], parent[pick], cost[pick], int(ok[first]))
+
+    def node(self, ik, i: int, target, **kw):
+        """Solve node ``i`` (its ``target`` (4, 4)); returns an IKResult of one problem."""
+        b = self.bound * (i - self.last)
+        r, got = self._solve(ik, self.beam, self.cost, target, b, JITTER_SEEDS, self.width, kw)
+        if got is None and self.redo is not None:  # a wider beam at the last solved node
+            pb, pc, pt, pbound = self.redo
+            _, wide = self._solve(ik, pb, pc, pt, pbound, WIDEN * JITTER_SEEDS,
+                                  2 * self.width, kw)
+            if wide is not None:
+                self.kept[-1] = (self.last, wide[0], wide[1])
+                self.beam, self.cost = wide[0], wide[2]
+                self.redo = None
+                r, got = self._solve(ik, self.beam, self.cost, target, b, JITTER_SEEDS,
+                                     self.width, kw)
+        if got is None:
+            return r.take([0])
+        self.redo = (self.beam, self.cost, target, b)
+        self.kept.append((i, got[0], got[1]))
+        self.beam, self.cost, self.last = got[0], got[2], i
+        return r.take([got[3]])
+
+    def fill(self, q) -> None:
+        """The solved nodes' rows of ``q`` along the path to the last one's best."""
+        row = 0
+        for i, cand, parent in reversed(self.kept):
+            q[i] = cand[row]
+            row = int(parent[row])
+
+
+def _max_joint_step(model: Model, value, mode: str):
+    """``max_joint_step`` as (nq,) [rad or m], or None."""
+    if value is None:
+        return None
+    if mode != "sequential":
+        raise InvalidInputError("max_joint_step bounds the step between neighbouring nodes, "
+                                "which only mode='sequential' solves one after the other; "
+                                "use mode='sequential'")
+    s = as_float_array(value, "max_joint_step", f"a number or shape ({model.nq},)", np)
+    if s.ndim == 0:
+        s = np.full(model.nq, float(s))
+    if s.shape != (model.nq,):
+        raise ShapeError(f"max_joint_step must be a number or shape ({model.nq},) (coordinates "
+                         f"{list(model.q_names)}), got {s.shape}")
+    if not bool(np.all(~np.isnan(s) & (s > 0))):
+        raise InvalidInputError(f"max_joint_step must be > 0 [rad or m] (inf: no bound), got "
+                                f"{describe(value)}")
+    return s.astype(np.float64)
 
 
 def _keyframes(keyframes) -> np.ndarray:
@@ -166,7 +281,8 @@ def trajectory_seed(model: Model, keyframes, node_indices: Sequence[int], *,
                     should_stop: Callable[[], bool] | None = None,
                     progress: Callable[[int, int, int], None] | None = None,
                     group=None, backend: str = "auto", world=None,
-                    collision=None) -> TrajectoryResult:
+                    collision=None, max_joint_step=None,
+                    beam_width: int = BEAM_WIDTH) -> TrajectoryResult:
     """IK at every node of a path between keyframe poses (in the model's base frame).
 
     Args:
@@ -186,6 +302,14 @@ def trajectory_seed(model: Model, keyframes, node_indices: Sequence[int], *,
         world, collision: with ``config.avoid_collisions``, as :func:`.solve_pose`'s: every node
             keeps clear of the robot itself and of the world (a node whose answers all collide
             is IN_COLLISION).
+        max_joint_step: with ``mode="sequential"``, how far each joint may move between
+            neighbouring nodes [rad or m]: a number, or (nq,) one per coordinate (inf: free);
+            a hard bound (:class:`~ros2_ik.ik.terms.StepBound`): every node is solved within
+            it of the last solved node (times the nodes since, where a node failed), a node
+            that cannot keep it fails and its message names the joint. None: no bound.
+            The path is searched as a beam (``beam_width`` configurations a node, see
+            :class:`_BoundedPath`), so a branch that leads into an obstacle or a limit does not
+            end it where another one goes round.
     """
     t0 = time.perf_counter()
     check_model(model)
@@ -203,6 +327,11 @@ def trajectory_seed(model: Model, keyframes, node_indices: Sequence[int], *,
     if progress is not None and not callable(progress):
         raise InputTypeError(f"progress must be a callable or None, got {describe(progress)}")
     check_collision(collision)
+    bound = _max_joint_step(model, max_joint_step, mode)
+    if isinstance(beam_width, bool) or not isinstance(beam_width, (int, np.integer)) or not (
+            1 <= beam_width <= MAX_BEAM_WIDTH):
+        raise InvalidInputError(f"beam_width must be a whole number in [1, {MAX_BEAM_WIDTH}], "
+                                f"got {describe(beam_width)}")
     _weights(weights, 1, np)  # checked now: a call that times out before its first chunk too
     K = _keyframes(keyframes)
     n = _node_indices(node_indices, K.shape[0])
@@ -242,11 +371,17 @@ def trajectory_seed(model: Model, keyframes, node_indices: Sequence[int], *,
     def remaining():
         return None if deadline is None else max(0.0, deadline - time.perf_counter())
 
-    ik = prepared_solver(model, [tip], cfg, solver, backend, collision=collision)
-    world = ik._check_world(world)
+    if bound is not None:  # the beam's seeds replace the random restarts (see _BoundedPath)
+        cfg = dataclasses.replace(cfg, num_seeds=1)
+    ik = prepared_solver(model, [tip], cfg, solver, backend, collision=collision,
+                         terms=() if bound is None else (StepBound(np.inf),))
+    world = ik.check_world(world)
 
     def stopped() -> bool:
         return should_stop is not None and bool(should_stop())
+
+    if bound is not None:
+        path = _BoundedPath(model, seed, bound, beam_width, cfg.rng_seed)
 
     step = PARALLEL_CHUNK if mode == "parallel" else 1
     chunks = (np.arange(s, min(s + step, N)) for s in range(0, N, step))
@@ -262,8 +397,13 @@ def trajectory_seed(model: Model, keyframes, node_indices: Sequence[int], *,
             break  # the rest are marked timed out already
         targets = _interpolate(K, n, qk, int(idx[0]), int(idx[-1]) + 1)
         done_targets.append(targets)
-        r = ik.solve(targets, weights=weights, seeds=seed if mode == "parallel" else current,
-                     timeout=remaining(), should_stop=should_stop, world=world)
+        if bound is None:
+            r = ik.solve(targets, weights=weights,
+                         seeds=seed if mode == "parallel" else current, timeout=remaining(),
+                         should_stop=should_stop, world=world)
+        else:  # one node, from every configuration of the beam
+            r = path.node(ik, int(idx[0]), targets[0], weights=weights, timeout=remaining(),
+                          should_stop=should_stop, world=world)
         q[idx] = r.q
         success[idx] = r.success
         status[idx] = r.status
@@ -283,6 +423,8 @@ def trajectory_seed(model: Model, keyframes, node_indices: Sequence[int], *,
             progress(done, N, failed)
     if stopped() and done < N:
         cancelled = True
+    if bound is not None:  # the solved nodes on the path through the beams
+        path.fill(q)
     # nodes after the last solved one all hold the seed: their jumps are 0
     jumps = np.zeros(max(N - 1, 0))
     if done:

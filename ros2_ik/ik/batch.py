@@ -27,7 +27,7 @@ from .config import INVALID_GOAL_MESSAGE, IKConfig, IKResult, SolveMode, Status,
 from .lm import fixed_columns, lm_solve_rows
 from .objectives import Objective, PoseObjective
 from .refine import refine
-from .residuals import evaluate, goal_errors
+from .residuals import constraints as residual_constraints, evaluate, goal_errors
 from .seeds import expand_seeds, finalize_q, movable_coordinates, seed_distance
 
 __all__ = ["reference_solve", "select", "goal_movable", "RESULT_COST", "ResultCost",
@@ -41,7 +41,8 @@ def reference_solve(model: Model, objectives: Sequence[Objective], *, seeds=None
                     regularizers: Sequence[Objective] = (),
                     should_stop: Callable[[], bool] | None = None,
                     start_time: float | None = None, collision=None,
-                    secondary: Sequence[Objective] = ()) -> IKResult:
+                    secondary: Sequence[Objective] = (),
+                    constraints: Sequence[Objective] = ()) -> IKResult:
     """Solve P IK problems at once on the objectives' array module (the reference).
 
     Args:
@@ -61,6 +62,10 @@ def reference_solve(model: Model, objectives: Sequence[Objective], *, seeds=None
         secondary: objectives of the secondary terms (:mod:`.terms`, kind "cost"): lowered
             after the answer is found, within the tolerances and the constraints
             (:mod:`.refine`).
+        constraints: objectives of the constraint terms (:mod:`.terms`, kind "constraint":
+            the step bound): their rows minimized with the goals, and every success keeps
+            their :meth:`~.objectives.Objective.constraint` >= 0 (checked on the answer; else
+            NOT_CONVERGED).
     Returns:
         :class:`IKResult`; success is verified by FK against the tolerances and limits (and the
         collision margin).
@@ -105,7 +110,9 @@ def reference_solve(model: Model, objectives: Sequence[Objective], *, seeds=None
     deadline = None if cfg.timeout is None else t0 + cfg.timeout
     stop = _LatchedStop(should_stop)
     secondary = list(secondary)
-    splittable = all(o.take(0, 1) is not None for o in objectives + regularizers + secondary)
+    constraints = list(constraints)
+    splittable = all(o.take(0, 1) is not None
+                     for o in objectives + regularizers + secondary + constraints)
 
     # Chunks of whole problems, solved one after the other: every chunk's checks, seeds,
     # iterations and verification are bounded in time and memory, and the deadline and
@@ -116,7 +123,7 @@ def reference_solve(model: Model, objectives: Sequence[Objective], *, seeds=None
         rows = LM_BLOCK_ROWS_COLLISIONS  # (a chunk's exact check of its answers: ~15 ms + P)
     if collision is not None:
         regularizers = regularizers + [collision]
-    m = sum(int(getattr(o, "dim", 6)) for o in objectives + regularizers)
+    m = sum(int(getattr(o, "dim", 6)) for o in objectives + regularizers + constraints)
     row = 6 * model.num_links * 128 + 32 * m * model.nv_active + 24 * model.nv ** 2 + 4096
     check_memory(K * row, "the reference-path solve of one problem", f"{K} seeds",
                  "use fewer seeds (num_seeds), or a model and goal a compiled backend takes")
@@ -124,7 +131,7 @@ def reference_solve(model: Model, objectives: Sequence[Objective], *, seeds=None
     kind = (collision is not None, cfg.solve_mode is SolveMode.SPEED)
     if per_chunk >= P and not _too_late(stop, deadline, P, K, kind):
         return _solve_chunk(model, objectives, regularizers, seeds, cfg, solver, K, deadline,
-                            stop, t0, xp, movable, collision, secondary)
+                            stop, t0, xp, movable, collision, secondary, constraints)
     # (one chunk that cannot start: answered as a chunked batch whose first chunk did not)
     # Every problem starts as "not started" (seed, TIMED_OUT), or INVALID_INPUT where its goal
     # or seed is bad (checked for the whole batch now: a bad request is INVALID_INPUT whether
@@ -144,6 +151,7 @@ def reference_solve(model: Model, objectives: Sequence[Objective], *, seeds=None
         objs = [o.take(p0, p1) for o in objectives]
         regs = [o.take(p0, p1) for o in regularizers]
         secs = [o.take(p0, p1) for o in secondary]
+        cons = [o.take(p0, p1) for o in constraints]
         seeds_c = seeds if seeds is None or seeds.ndim == 1 else seeds[p0:p1]
         # a chunk whose checks and result selection alone (measured on earlier chunks of its
         # size) would end past the deadline is not started
@@ -152,7 +160,7 @@ def reference_solve(model: Model, objectives: Sequence[Objective], *, seeds=None
                 out.cancelled_from(p0)
             break
         out.put(p0, _solve_chunk(model, objs, regs, seeds_c, cfg, solver, K, deadline, stop,
-                                 t0, xp, movable, collision, secs))
+                                 t0, xp, movable, collision, secs, cons))
     return out.result(t0)
 
 
@@ -221,17 +229,20 @@ def goal_movable(model: Model, objectives) -> np.ndarray:
 
 
 def _solve_chunk(model, objectives, regularizers, seeds, cfg, solver, K, deadline, stop, t0,
-                 xp, movable=None, collision=None, secondary=()) -> IKResult:
+                 xp, movable=None, collision=None, secondary=(), constraints=()) -> IKResult:
     """One chunk of P problems: check seeds and goals, expand seeds, solve, select, verify."""
     t_start = time.perf_counter()
     P = objectives[0].num_problems
     seeds_p, _, _ = check_seeds(model, seeds, P, xp)
     invalid, msgs = _invalid_problems(model, objectives, seeds, P, xp)
     # Invalid problems get a harmless placeholder target so the batch math stays finite.
-    all_obj = list(objectives) + list(regularizers)
+    all_obj = list(objectives) + list(regularizers) + list(constraints)
     if invalid.any():
         all_obj = [_sanitized(o, invalid, xp) for o in all_obj]
         objectives = all_obj[:len(objectives)]
+        constraints = all_obj[len(all_obj) - len(constraints):]
+    # what every success keeps: the collision margin, the constraint terms
+    kept = ([collision] if collision is not None else []) + list(constraints)
     if movable is None:
         movable = goal_movable(model, objectives)
     rows_seed = expand_seeds(model, seeds_p, K, cfg.rng_seed, xp, movable)
@@ -269,14 +280,14 @@ def _solve_chunk(model, objectives, regularizers, seeds, cfg, solver, K, deadlin
         polish = solver == "ccd+dls" and not (
             (deadline is not None and time.perf_counter() >= deadline) or stop())
         timed_out = timed_out or (solver == "ccd+dls" and not polish and not stop.seen)
-        if collision is not None and polish:  # CCD does not see collisions: a colliding row
-            # goes on (the rows CCD converged only: the others go on whatever their clearance)
+        if kept and polish:  # CCD does not see collisions nor constraints: a row that fails
+            # one goes on (the rows CCD converged only: the others go on whatever they keep)
             ccd_rows = xp.nonzero(conv)[0]
             if ccd_rows.shape[0]:
-                _, _, _, ctx = evaluate(model, [collision], q[ccd_rows], rows_seed[ccd_rows],
+                _, _, _, ctx = evaluate(model, kept, q[ccd_rows], rows_seed[ccd_rows],
                                         problem_idx[ccd_rows], need_jacobian=False)
                 conv = conv.copy()
-                conv[ccd_rows] = collision.constraint(ctx, problem_idx[ccd_rows]) >= 0
+                conv[ccd_rows] = residual_constraints(kept, ctx, problem_idx[ccd_rows]) >= 0
         if polish:  # LM from where CCD stopped, for the rows CCD did not finish
             q, conv2, iters2, pe, re, timed_out = run_lm(q, active & ~conv)
             conv, iters = conv | conv2, iters + iters2
@@ -284,11 +295,10 @@ def _solve_chunk(model, objectives, regularizers, seeds, cfg, solver, K, deadlin
     refine_with = None
     if secondary:  # the secondary terms, lowered from the winning answers
         secs = [_sanitized(o, invalid, xp) for o in secondary] if invalid.any() else secondary
-        refine_with = (list(objectives) + ([collision] if collision is not None else []), secs,
-                       fixed_columns(model, movable))
+        refine_with = (list(objectives) + kept, secs, fixed_columns(model, movable))
     out = select(model, objectives, cfg, q, rows_seed, conv, iters, pe, re,
                  timed_out and not stop.seen, invalid, msgs, P, K, t0, cancelled=stop.seen,
-                 collision=collision, refine_with=refine_with)
+                 collision=collision, refine_with=refine_with, constraints=constraints)
     if deadline_all is not None:
         _CHUNK_COST.record(P, K, t_lm - t_start, time.perf_counter() - t_sel,
                            collision is not None, speed)
@@ -484,7 +494,8 @@ def _sanitized(obj, invalid, xp):
 
 
 def select(model, objectives, cfg, q, rows_seed, conv, iters, pe, re, timed_out, invalid, msgs,
-           P, K, t0, *, cancelled: bool = False, collision=None, refine_with=None) -> IKResult:
+           P, K, t0, *, cancelled: bool = False, collision=None, refine_with=None,
+           constraints=()) -> IKResult:
     """One answer per problem from its K rows (problem-major): the converged row the solve mode
     prefers (speed: fewest iterations, then lowest seed index; distance: nearest the problem's
     seed, wrap-aware; manipulability: the largest), else the row with the smallest scaled
@@ -532,6 +543,9 @@ def select(model, objectives, cfg, q, rows_seed, conv, iters, pe, re, timed_out,
     in_limits = np.all((qn >= model.lower - 1e-12) & (qn <= model.upper + 1e-12), axis=1)
     ok = (pe_f <= cfg.position_tolerance) & (re_f <= cfg.orientation_tolerance) & in_limits
     ok &= ~invalid
+    if constraints:  # the constraint terms kept (else NOT_CONVERGED, as the compiled source)
+        cv = residual_constraints(constraints, ctx, xp.arange(P))
+        ok &= to_numpy(cv) >= 0
     unsolved = (Status.PREEMPTED if cancelled else
                 Status.TIMED_OUT if timed_out else Status.NOT_CONVERGED)
     clear = which = None

@@ -6,6 +6,7 @@ The compiled kernels' interface is generated from these types
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 from dataclasses import dataclass, field
 
@@ -175,6 +176,21 @@ class IKResult:
     @property
     def success_rate(self) -> float:
         return float(np.mean(self.success)) if len(self) else 0.0
+
+    def take(self, rows) -> "IKResult":
+        """The result of problems ``rows`` (indices) only."""
+        rows = np.asarray(rows, dtype=np.int64)
+
+        def pick(a):
+            return None if a is None else np.asarray(a)[rows]
+
+        return dataclasses.replace(
+            self, q=pick(self.q), success=pick(self.success),
+            position_error=pick(self.position_error),
+            orientation_error=pick(self.orientation_error), iterations=pick(self.iterations),
+            seed_index=pick(self.seed_index), status=pick(self.status),
+            messages=[self.messages[int(k)] if self.messages else "" for k in rows],
+            clearance=pick(self.clearance))
 
 
 INVALID_GOAL_MESSAGE = ("goal contains NaN/inf, a position beyond 1e6 m or a rotation that is "

@@ -3,9 +3,9 @@ picture): text tools, the fixed preludes, the robot's chains, FK and Jacobians, 
 the LM rows, CCD, the checks and selection, and the sources and host drivers."""
 
 from .chain import Chain, chain_of
-from .driver import (CCD_BLOCK_ROWS, KERNEL_RE, frames_source, host_variant, solve_source,
-                     source_hash)
-from .prelude import DEVICE_PRELUDE, HOST_SHIM, PRELUDE, VECTOR_TYPES, vector_sincos
+from .driver import CCD_BLOCK_ROWS, frames_source, solve_source, source_hash
+from .prelude import (DEVICE_PRELUDE, HOST_SHIM, KERNEL_RE, PRELUDE, VECTOR_TYPES, host_variant,
+                      vector_sincos)
 from .text import DTYPES, LANES, SCALAR, VECTOR, Dialect
 
 __all__ = ["Chain", "chain_of", "solve_source", "frames_source", "host_variant", "HOST_SHIM",

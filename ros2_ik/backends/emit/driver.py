@@ -4,10 +4,8 @@
 from __future__ import annotations
 
 import hashlib
-import re
 
 
-from ...errors import InvalidInputError
 from ...ik.batch import CCD_POLISH_SWEEPS
 from .. import interface
 from .. import terms as term_registry
@@ -15,7 +13,7 @@ from .ccd import emit_ccd_kernel
 from .chain import Chain
 from .kinematics import emit_frames_kernels
 from .lm import emit_functions, emit_lm_kernel, rows_namespace
-from .prelude import DEVICE_PRELUDE, HOST_SHIM, PRELUDE, VECTOR_TYPES, vector_sincos
+from .prelude import DEVICE_PRELUDE, PRELUDE, VECTOR_TYPES, host_variant, vector_sincos
 from .select import emit_prep_kernel, emit_select_kernel
 from .text import LANES, SCALAR, Dialect, Emit, header, scalar_type
 
@@ -230,26 +228,6 @@ extern "C" int r2ik_frames_host(const r2ik_frames_args* a) {{
   return 0;
 }}
 """
-
-
-KERNEL_RE = re.compile(r"^R2IK_KERNEL (\w+)\(([^)]*)\)", re.M)
-
-
-def host_variant(src: str) -> str:
-    """The generated CUDA text made into host C++: the device prelude swapped for
-    :data:`HOST_SHIM`, and per kernel an ``extern "C" host_<kernel>(rows, args...)`` that runs
-    it once per row, in row order (the threads do not cooperate, so this is the kernel's
-    result). Everything between is the very text NVRTC compiles."""
-    if DEVICE_PRELUDE not in src:
-        raise InvalidInputError("not a generated ros2_ik kernel source")
-    e = Emit()
-    for name, args in KERNEL_RE.findall(src):
-        params = [a.strip() for a in args.split(",")]
-        names = [re.findall(r"[A-Za-z_][A-Za-z_0-9]*", a)[-1] for a in params]
-        with e.block(f'extern "C" void host_{name}(long long rows, {args})'):
-            e(f"for (r2ik_row_ = 0; r2ik_row_ < rows; ++r2ik_row_) "
-              f"{name}({', '.join(names)});")
-    return src.replace(DEVICE_PRELUDE, HOST_SHIM) + e.text()
 
 
 def source_hash(src: str) -> str:

@@ -1,13 +1,14 @@
 """The fixed parts of every generated source: the device prelude (CUDA), the host shim (g++),
 the shared prelude, the host's ``r2ik_sincos`` recipe (:mod:`ros2_ik.backends.sincos`), and the
-host lanes' vector types."""
+host lanes' vector types; :func:`host_variant`, the CUDA text made into host C++."""
 
 from __future__ import annotations
 
+import re
 
-
+from ...errors import InvalidInputError
 from .. import sincos as sc
-from .text import Dialect, dlit
+from .text import Dialect, Emit, dlit
 
 
 def sincos_steps(T: str, lit, floor: str) -> str:
@@ -187,3 +188,23 @@ static inline void r2ik_sincos(Vv x, Vv& s, Vv& c) {{
   }}
 }}
 """
+
+
+KERNEL_RE = re.compile(r"^R2IK_KERNEL (\w+)\(([^)]*)\)", re.M)
+
+
+def host_variant(src: str) -> str:
+    """The generated CUDA text made into host C++: the device prelude swapped for
+    :data:`HOST_SHIM`, and per kernel an ``extern "C" host_<kernel>(rows, args...)`` that runs
+    it once per row, in row order (the threads do not cooperate, so this is the kernel's
+    result). Everything between is the very text NVRTC compiles."""
+    if DEVICE_PRELUDE not in src:
+        raise InvalidInputError("not a generated ros2_ik kernel source")
+    e = Emit()
+    for name, args in KERNEL_RE.findall(src):
+        params = [a.strip() for a in args.split(",")]
+        names = [re.findall(r"[A-Za-z_][A-Za-z_0-9]*", a)[-1] for a in params]
+        with e.block(f'extern "C" void host_{name}(long long rows, {args})'):
+            e(f"for (r2ik_row_ = 0; r2ik_row_ < rows; ++r2ik_row_) "
+              f"{name}({', '.join(names)});")
+    return src.replace(DEVICE_PRELUDE, HOST_SHIM) + e.text()

@@ -19,6 +19,7 @@ from .base import Emitter, Field, RowsContext
 from .collision import CollisionEmitter
 from .pose import PoseEmitter
 from .posture import PostureEmitter
+from .step import StepEmitter
 
 __all__ = ["Emitter", "Field", "RowsContext", "REGISTRY", "emitters"]
 
@@ -27,6 +28,7 @@ REGISTRY = {
     "pose": PoseEmitter,
     "collision": CollisionEmitter,
     "posture": PostureEmitter,
+    "step": StepEmitter,
 }
 
 

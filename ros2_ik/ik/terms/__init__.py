@@ -11,7 +11,8 @@ tolerances and the constraints: :mod:`ros2_ik.ik.refine`), and which arguments o
 
 The pose goal and the collision constraint are the prepared solver's own (its tips and
 ``IKConfig.avoid_collisions``); :class:`ros2_ik.IKSolver` takes more terms with ``terms=``:
-:class:`Posture` (a rest configuration). A term whose :attr:`name` has no compiled emitter is
+:class:`Posture` (a rest configuration, a cost), :class:`StepBound` (how far each joint may
+move from where it stands, a constraint). A term whose :attr:`name` has no compiled emitter is
 answered by the reference, with the same contract.
 """
 
@@ -19,5 +20,6 @@ from __future__ import annotations
 
 from .base import Term
 from .posture import Posture
+from .step import StepBound
 
-__all__ = ["Term", "Posture"]
+__all__ = ["Term", "Posture", "StepBound"]
