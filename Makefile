@@ -1,7 +1,7 @@
 # The two commands of the README, and a few helpers. Every target sets up the venv first
 # (scripts/setup.sh is idempotent and takes seconds when nothing changed).
 .PHONY: setup demo lint test docs docs-build fuzz bench bench-kinematics bench-ik bench-cpu bench-node \
-	bench-timeouts bench-swap bench-reach bench-gpu gpu-report bench-peers-setup bench-collision clean \
+	bench-timeouts bench-swap bench-reach bench-gpu gpu-report bench-peers-setup bench-collision bench-states clean \
 	viewer test-browser test-ros colcon-setup
 
 ## ROS 2 distribution: jazzy (the default: the LTS release, supported to 2029) or kilted (tested
@@ -116,6 +116,11 @@ bench-peers-setup: setup
 ## bench-collision: what collision avoidance costs (issue 33): one goal, a batch, a 1M reach study
 bench-collision: setup
 	@. scripts/env.sh && $(PY) bench/bench_collision.py $(ARGS)
+
+## bench-states: check_states on the panda with 20 primitives (states/s on 2 threads, against the
+## reference's exact distances); appended to bench/results/states.txt
+bench-states: setup
+	@. scripts/env.sh && $(PY) bench/bench_states.py --out bench/results/states.txt $(ARGS)
 
 ## bench-node: what the ROS node adds: service round trip vs bare solve, a 10k-goal request, compact conversion
 bench-node: setup

@@ -2,15 +2,16 @@
 
 The public API is here: :func:`load_robot` / :class:`Model`, :func:`fk`, :func:`fk_frames`,
 :func:`jacobian`, :func:`solve_pose`, :func:`solve_ik`, :class:`IKSolver`,
-:class:`ChainSolver`, :func:`trajectory_seed`, :class:`IKConfig` and the errors. The layers
+:class:`ChainSolver`, :func:`trajectory_seed`, :func:`check_states`, :func:`check_path`,
+:class:`IKConfig` and the errors. The layers
 below it (imports point down only): ``api`` (prepared solvers: the one dispatch point) ->
 ``backends`` (the one compiled source: host, CUDA) -> ``ik`` (the IK reference) ->
 ``kinematics`` (FK and Jacobian reference) -> ``model``. The core imports without rclpy and
 CuPy; everything that touches ROS lives in ``ros2_ik.ros``.
 """
 
-from .api import (ChainSolver, IKSolver, Kinematics, fk, fk_frames, jacobian, solve_ik,
-                  solve_pose, trajectory_seed)
+from .api import (ChainSolver, IKSolver, Kinematics, check_path, check_states, fk, fk_frames,
+                  jacobian, solve_ik, solve_pose, trajectory_seed)
 from .backend import Backend, get_backend, get_xp
 from .errors import (BackendUnavailableError, IKError, InputTypeError, InvalidInputError,
                      ShapeError,
@@ -25,5 +26,5 @@ __all__ = [
     "UrdfError", "UnknownLinkError", "UnknownJointError", "ShapeError", "InvalidInputError",
     "InputTypeError", "BackendUnavailableError", "__version__", "fk", "fk_frames", "jacobian",
     "solve_pose", "solve_ik", "IKSolver", "ChainSolver", "Kinematics", "trajectory_seed",
-    "IKConfig", "IKResult", "SolveMode", "Status",
+    "IKConfig", "IKResult", "SolveMode", "Status", "check_states", "check_path",
 ]

@@ -9,7 +9,8 @@ is the node's namespace + name, so ``~/compute_ik`` is ``/ros2_ik/compute_ik``):
   (:mod:`.handlers.goal`)
 - publishes ``~/solution``, ``~/markers`` (visualization_msgs/MarkerArray), ``/diagnostics``
   (diagnostic_msgs/DiagnosticArray), ``~/reach_map``
-- services ``~/compute_ik``, ``~/compute_fk``, ``~/compute_jacobian`` and, when moveit_msgs is
+- services ``~/compute_ik``, ``~/compute_fk``, ``~/compute_jacobian``, ``~/check_states``
+  and, when moveit_msgs is
   importable, ``~/solve_ik`` / ``~/solve_fk`` (:mod:`.handlers`, one module each)
 - actions ``~/trajectory_seed`` and ``~/reach_study``
 
@@ -44,8 +45,8 @@ from ..backend import BackendUnavailableError, get_backend
 from .compat import distribution
 from .diagnostics import Stats, diagnostic_status
 from .executor import NodeExecutor, quiet_events
-from .handlers import (compute_fk, compute_ik, compute_jacobian, goal, interactive, moveit,
-                       reach_study, trajectory_seed, world)
+from .handlers import (check_states, compute_fk, compute_ik, compute_jacobian, goal,
+                       interactive, moveit, reach_study, trajectory_seed, world)
 from .joint_states import DRAIN_S, JointStates
 from .markers import collision_markers, ik_markers
 from .model_source import ModelSource, describe
@@ -146,6 +147,7 @@ class KinematicsNode(Node):
         compute_ik.register(w)
         compute_fk.register(w)
         compute_jacobian.register(w)
+        check_states.register(w)
         goal.register(w, self._cb_topics)
         self._actions = [trajectory_seed.register(w), reach_study.register(w)]
         moveit.register(w)

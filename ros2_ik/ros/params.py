@@ -135,6 +135,14 @@ PARAMS: tuple[ParamSpec, ...] = (
               "such requests are COLLISION_CHECKING_UNAVAILABLE, naming it)."),
     ParamSpec("collision.base_frame_aliases", "world", "Comma-separated frame ids taken as the "
               "robot's base frame in obstacle poses (no tf here)."),
+    # --- state checks and base placement ---
+    ParamSpec("check_states.max_states", 5_000_000, "Most states one ~/check_states request "
+              "checks (an interpolated path's states included); bigger requests are rejected "
+              "with INVALID_REQUEST.", range=(1, 50_000_000)),
+    ParamSpec("placement.max_problems", 20_000_000, "Most pairs of a coarse candidate and a "
+              "task pose one ~/base_placement goal scores (candidates of the coarse grid x task "
+              "poses); bigger goals are rejected with INVALID_REQUEST (the "
+              "ros2_ik_base_placement command has no limit).", range=(1, 1_000_000_000)),
 )
 
 SPECS: dict[str, ParamSpec] = {p.name: p for p in PARAMS}
@@ -186,6 +194,8 @@ class Settings:
     collision_world_file: str
     collision_ignore_octomap: bool
     collision_base_frame_aliases: str
+    check_states_max_states: int
+    placement_max_problems: int
 
     @classmethod
     def from_values(cls, values: Mapping[str, Any] | None = None) -> "Settings":

@@ -12,7 +12,7 @@ from ..emit.text import Emit
 from .base import Emitter, Field, RowsContext
 from .collision_kernels import emit_collision, emit_trig
 
-__all__ = ["CollisionEmitter"]
+__all__ = ["CollisionEmitter", "emit_state_checks", "states_source", "STATE_OUT"]
 
 
 class CollisionEmitter(Emitter):
@@ -114,3 +114,53 @@ class CollisionEmitter(Emitter):
             e("o[0] = (double)cost; o[1] = (double)clear; o[2] = d64; o[3] = (double)which;")
             e(f"for (int i = 0; i < {nc * nc}; ++i) o[4 + i] = (double)H[i];")
             e(f"for (int i = 0; i < {nc}; ++i) o[{4 + nc * nc} + i] = (double)g[i];")
+
+
+# ------------------------------------------------------------------ the state checks
+
+#: numbers per configuration :func:`emit_state_checks`' kernel writes
+STATE_OUT = 4
+
+
+def emit_state_checks(e: Emit, cc, nq: int) -> None:
+    """``r2ik_check_states``: the exact check of configurations (:func:`.collision_kernels.
+    emit_exact`), one per row: ``out (B, 4)`` = the self pairs' smallest distance and its pair,
+    the world's and its pair (the reference's numbering, :func:`ros2_ik.ik.collision.clearance`
+    with ``reach``); ``q_all (B, nq)``, the packed scene ``obs`` (:func:`.collision_scene.
+    pack_scene`) with ``n_obs`` obstacles."""
+    used = list(cc.qi)
+    e(f"""
+// out (B, {STATE_OUT}): self pairs' smallest distance, its pair, the world's, its pair""")
+    args = ("long long B, const double* R2IK_RESTRICT q_all, const double* R2IK_RESTRICT obs, "
+            "long long n_obs, int self_on, double reach, double* R2IK_RESTRICT out")
+    with e.kernel("r2ik_check_states", args):
+        e("const long long b = R2IK_ROW;")
+        e("if (b >= B) return;")
+        e(f"const double* q = q_all + b * {nq};")
+        e("double sc, wc; long long sw, ww;")
+        qs = "".join(f"q[{i}], " for i in used)
+        e(f"r2ik_coll_exact({qs}obs, n_obs, self_on != 0, reach, sc, sw, wc, ww);")
+        e(f"double* o = out + b * {STATE_OUT};")
+        e("o[0] = sc; o[1] = (double)sw; o[2] = wc; o[3] = (double)ww;")
+
+
+def states_source(model, cc) -> str:
+    """The host source of the state checks of ``model`` whose collision links move by the
+    joints of ``cc`` (:func:`.collision_scene.collision_chain`): the collision device code and
+    :func:`emit_state_checks`' kernel, rendered for g++ (``host_r2ik_check_states``). Only
+    the kinematic structure is compiled: the spheres, pairs and world are the packed scene."""
+    from ..emit.prelude import host_variant  # noqa: PLC0415
+    from ..emit.prelude import DEVICE_PRELUDE, PRELUDE  # noqa: PLC0415
+    from .collision_kernels import emit_exact  # noqa: PLC0415
+
+    e = Emit()
+    e(f"// ros2_ik generated state-check kernels: model {model.name!r}, {len(cc.nodes)} joints "
+      "moving collision links, scalar double.")
+    e(DEVICE_PRELUDE)
+    e("typedef double S;")
+    e(PRELUDE)
+    used = list(cc.qi)
+    emit_collision(e, cc, 1, used, lambda i: f"q{i}", check=False)
+    emit_exact(e, cc, used, lambda i: f"q{i}")
+    emit_state_checks(e, cc, model.nq)
+    return host_variant(e.text())

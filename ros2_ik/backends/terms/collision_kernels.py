@@ -41,7 +41,7 @@ from ..emit.text import lin as _lin
 from ..emit.text import lit as _lit
 from .collision_scene import GROUP_W, HEAD, LBMAX, LINK_W, CollisionChain
 
-__all__ = ["emit_collision", "emit_trig"]
+__all__ = ["emit_collision", "emit_trig", "emit_exact"]
 
 _SDF = r"""
 // signed distance of the point (px, py, pz) to obstacle ob (ros2_ik.world.World.packed: code,
@@ -315,25 +315,51 @@ def _emit_penalty(e, nc: int, any_, setup: tuple, rows) -> None:
         e("r2ik_rank1<S>(H, g, jr, rv);")
 
 
-def _emit_bound(e, check: bool, d: str):
-    """A skipped pair's bound ``d`` (the check only: into the smallest distance, pair -1)."""
+def _emit_bound(e, check: bool, d: str, lim: str = "thr"):
+    """A skipped pair's bound ``d`` (the check only: into the smallest distance, pair -1).
+    With a limit ``lim`` other than ``thr`` (the exact check's, :func:`emit_exact`: skipped
+    at the smallest distance yet), a bound is kept only at or beyond ``thr``: one skipped for
+    being no nearer than the smallest yet is not a bound to keep (its square root may round
+    a hair below it)."""
     if check:
-        e(f"if ({d} < clear) {{ clear = {d}; which = -1; }}")
+        cond = f"{d} < clear" if lim == "thr" else f"{d} < clear && {d} >= thr"
+        e(f"if ({cond}) {{ clear = {d}; which = -1; }}")
 
 
-def _emit_self(e, cc: CollisionChain, nc: int, check: bool, any_):
+def _emit_self(e, cc: CollisionChain, nc: int, check: bool, any_, lim: str = "thr"):
     """The self pairs: link pair, group pair, sphere pair (see the module docstring). Below
     the link pair's bound the distances are taken in link b's node frame: link a's groups and
     spheres are placed there (one relative transform per link pair), link b's are the data as
-    they are (no placement); the nearest pair's row goes back to the base frame."""
-    with e.block("for (int pi = 0; pi < NPR && self_on; ++pi)"):
+    they are (no placement); the nearest pair's row goes back to the base frame. With a limit
+    other than ``thr`` (the exact check), the pair whose links' bounds are nearest is looked at
+    first: what it finds skips most other pairs at their bounds."""
+    if lim == "thr":
+        e.block("for (int pi = 0; pi < NPR && self_on; ++pi)")
+    else:
+        e("int first_ = 0;  // the link pair whose bounds are nearest: looked at first")
+        with e.block(""):
+            e("S bmin_ = S(1e30);")
+            with e.block("for (int pi = 0; pi < NPR && self_on; ++pi)"):
+                e("const double* A = LK + R2IK_LW * (int)PR[2 * pi];")
+                e("const double* B = LK + R2IK_LW * (int)PR[2 * pi + 1];")
+                e("const int na = (int)A[0], nb = (int)B[0];")
+                e("const int ia = (int)PR[2 * pi], ib = (int)PR[2 * pi + 1];")
+                _link_bound(e, "ia", "na", "A", "la")
+                _link_bound(e, "ib", "nb", "B", "lb")
+                e("const S fx = lax - lbx, fy = lay - lby, fz = laz - lbz;")
+                e("const S fd = sqrt(fx * fx + fy * fy + fz * fz) - S(A[7] + B[7]);")
+                e("if (fd < bmin_) { bmin_ = fd; first_ = pi; }")
+        e.block("for (int k = -1; k < NPR && self_on; ++k)")
+        e("if (k == first_ || NPR == 0) continue;")
+        e("const int pi = k < 0 ? first_ : k;")
+    with e:
         e("const double* A = LK + R2IK_LW * (int)PR[2 * pi];")
         e("const double* B = LK + R2IK_LW * (int)PR[2 * pi + 1];")
         e("const int na = (int)A[0], nb = (int)B[0];")
         e("const int ia = (int)PR[2 * pi], ib = (int)PR[2 * pi + 1];")
         _link_bound(e, "ia", "na", "A", "la")
         _link_bound(e, "ib", "nb", "B", "lb")
-        _emit_cull(e, check, any_, "la", "lb", "A[7] + B[7]", "hl")
+        _emit_cull(e, check, any_, "la", "lb", "A[7] + B[7]", "hl", lim)
         e("// node a in node b's frame: Rr = Rb^T Ra, pr = Rb^T (pa - pb)")
         e("const S* Ra = fR[na]; const S* Rb = fR[nb];")
         e("const S ex_ = fp[na][0] - fp[nb][0], ey_ = fp[na][1] - fp[nb][1], "
@@ -349,11 +375,11 @@ def _emit_self(e, cc: CollisionChain, nc: int, check: bool, any_):
         with e.block("for (int ga = (int)A[1]; ga < (int)A[2]; ++ga)"):
             e("const double* GA = GR + R2IK_GW * ga;")
             _place_rel(e, "(GA + 2)", "ga")
-            _emit_cull(e, check, any_, "ga", "lbn", "GA[5] + B[7]", "ha")
+            _emit_cull(e, check, any_, "ga", "lbn", "GA[5] + B[7]", "ha", lim)
             with e.block("for (int gb = (int)B[1]; gb < (int)B[2]; ++gb)"):
                 e("const double* GB = GR + R2IK_GW * gb;")
                 e("const S gbx = S(GB[2]), gby = S(GB[3]), gbz = S(GB[4]);")
-                _emit_cull(e, check, any_, "ga", "gb", "GA[5] + GB[5]", "hg")
+                _emit_cull(e, check, any_, "ga", "gb", "GA[5] + GB[5]", "hg", lim)
                 e("const int b0 = (int)GB[0], b1 = (int)GB[1];")
                 if not check:  # the group pair's nearest sphere pair gives its row
                     e("S bd_ = thr, bdist_ = S(1), bdx_ = S(0), bdy_ = S(0), bdz_ = S(1), "
@@ -368,7 +394,7 @@ def _emit_self(e, cc: CollisionChain, nc: int, check: bool, any_):
                     _place_rel(e, "(SP + 4 * i)", "pa")
                     e("const double ra = SP[4 * i + 3];")
                     if check:
-                        _emit_cull(e, check, any_, "pa", "gb", "ra + GB[5]", "hs")
+                        _emit_cull(e, check, any_, "pa", "gb", "ra + GB[5]", "hs", lim)
                     else:  # nothing in group b can be nearer than what a lane has (<= thr)
                         e("const S hsx = pax - gbx, hsy = pay - gby, hsz = paz - gbz;")
                         e("const S hslim = bd_ + S(ra + GB[5]);")
@@ -446,21 +472,21 @@ def _link_bound(e, c: str, node: str, ptr: str, out: str):
         e(f"{out}x = {out}_x; {out}y = {out}_y; {out}z = {out}_z;")
 
 
-def _emit_cull(e, check: bool, any_, a: str, b: str, radii: str, v: str):
+def _emit_cull(e, check: bool, any_, a: str, b: str, radii: str, v: str, lim: str = "thr"):
     """Skip the rest of the loop body when the spheres at ``a``x/y/z and ``b``x/y/z (radii
-    summing to ``radii``) are margin + activation apart or more (the check: their distance
-    as the bound)."""
+    summing to ``radii``) are margin + activation (``lim``) apart or more (the check: their
+    distance as the bound)."""
     e(f"const S {v}x = {a}x - {b}x, {v}y = {a}y - {b}y, {v}z = {a}z - {b}z;")
     e(f"const S {v}2 = {v}x * {v}x + {v}y * {v}y + {v}z * {v}z;")
-    e(f"const S {v}lim = thr + S({radii});")
+    e(f"const S {v}lim = {lim} + S({radii});")
     with e.block(f"if (!{any_(f'{v}2 < {v}lim * {v}lim')})"):
         if check:
             e(f"const S {v}d = sqrt({v}2) - S({radii});")
-            _emit_bound(e, check, f"{v}d")
+            _emit_bound(e, check, f"{v}d", lim)
         e("continue;")
 
 
-def _emit_world(e, cc: CollisionChain, nc: int, check: bool, any_):
+def _emit_world(e, cc: CollisionChain, nc: int, check: bool, any_, lim: str = "thr"):
     """The world: obstacle by obstacle (the solve: first against the whole robot's bound),
     link, group, sphere (see the module docstring); squared distances first, a square root
     only where needed."""
@@ -472,28 +498,36 @@ def _emit_world(e, cc: CollisionChain, nc: int, check: bool, any_):
         e(f"const S {var}qx = {prefix}x - ox, {var}qy = {prefix}y - oy, "
           f"{var}qz = {prefix}z - oz;")
         e(f"const S {var}q2 = {var}qx * {var}qx + {var}qy * {var}qy + {var}qz * {var}qz;")
-        e(f"const S {var}lim = thr + S(orad + {rad});")
+        e(f"const S {var}lim = {lim} + S(orad + {rad});")
         with e.block(f"if (orad >= 0.0 && !{any_(f'{var}q2 < {var}lim * {var}lim')})"):
             if check:
                 e(f"const S {var}far = sqrt({var}q2) - S(orad + {rad});")
-                _emit_bound(e, check, f"{var}far")
+                _emit_bound(e, check, f"{var}far", lim)
             e("continue;")
         e(f"const S {var} = r2ik_dist<S>(ob, {prefix}x, {prefix}y, {prefix}z) - S({rad});")
-        with e.block(f"if (!{any_(f'{var} < thr')})"):
-            _emit_bound(e, check, var)
+        with e.block(f"if (!{any_(f'{var} < {lim}')})"):
+            _emit_bound(e, check, var, lim)
             e("continue;")
 
     with e.block("for (long long o = 0; o < n_obs; ++o)"):
         e("const double* ob = obs + 16 * o;")
         e("const double orad = ORAD[o];  // its bounding sphere (-1: a half-space)")
         e("const S ox = S(ob[10]), oy = S(ob[11]), oz = S(ob[12]);")
-        if not check:  # the whole robot's box first (the check takes it link by link)
+        if not check or lim != "thr":  # the whole robot's box first (the check against
+            # margin + activation takes it link by link)
             e("const S rqx = r2ik_sel(ox < lox, lox - ox, r2ik_sel(ox > hix, ox - hix, S(0)));")
             e("const S rqy = r2ik_sel(oy < loy, loy - oy, r2ik_sel(oy > hiy, oy - hiy, S(0)));")
             e("const S rqz = r2ik_sel(oz < loz, loz - oz, r2ik_sel(oz > hiz, oz - hiz, S(0)));")
-            e("const S rlim = thr + S(orad);")
-            e(f"if (orad >= 0.0 && !{any_('rqx * rqx + rqy * rqy + rqz * rqz < rlim * rlim')}) "
-              "continue;")
+            e(f"const S rlim = {lim} + S(orad);")
+            if check:
+                with e.block("if (orad >= 0.0 && !(rqx * rqx + rqy * rqy + rqz * rqz < "
+                             "rlim * rlim))"):
+                    e("const S rfar = sqrt(rqx * rqx + rqy * rqy + rqz * rqz) - S(orad);")
+                    _emit_bound(e, check, "rfar", lim)
+                    e("continue;")
+            else:
+                e(f"if (orad >= 0.0 && !{any_('rqx * rqx + rqy * rqy + rqz * rqz < rlim * rlim')})"
+                  " continue;")
         with e.block("for (int c = 0; c < NL; ++c)"):
             e("const double* L = LK + R2IK_LW * c;")
             e("if (L[3] != 0.0 || SKP[o * NL + c] != 0.0) continue;  // rigid with the base, "
@@ -520,10 +554,10 @@ def _emit_world(e, cc: CollisionChain, nc: int, check: bool, any_):
                     # the obstacle's bounding sphere: beyond the band (the check: the bound),
                     # or (the solve) not nearer than the lane's best
                     if check:
-                        e("const S slim = thr + S(orad + rs);")
+                        e(f"const S slim = {lim} + S(orad + rs);")
                         with e.block("if (orad >= 0.0 && !(sq2 < slim * slim))"):
                             e("const S sfar = sqrt(sq2) - S(orad + rs);")
-                            _emit_bound(e, check, "sfar")
+                            _emit_bound(e, check, "sfar", lim)
                             e("continue;")
                     else:
                         e("const S sreach = S(orad + rs) + wd_;")
@@ -552,8 +586,10 @@ def _emit_world(e, cc: CollisionChain, nc: int, check: bool, any_):
                             lambda: _emit_row(e, cc, "nd", "pw", "gw", "+"))
 
 
-def _emit_body(e, cc: CollisionChain, nc: int, check: bool, any_):
-    """The frames, the robot block's tables, then the self pairs and the world."""
+def _emit_body(e, cc: CollisionChain, nc: int, check: bool, any_, lim: str = "thr"):
+    """The frames, the robot block's tables, then the self pairs and the world (``lim``: the
+    distance beyond which a pair is skipped, ``thr`` = margin + activation but for the exact
+    check)."""
     _emit_frames(e, cc)
     e("const double* rb = obs + 16 * n_obs;  // the robot block (pack_scene)")
     e("const int NL = (int)rb[0], NG = (int)rb[1], NS = (int)rb[2], NPR = (int)rb[3];")
@@ -571,9 +607,9 @@ def _emit_body(e, cc: CollisionChain, nc: int, check: bool, any_):
         e("const int nd = (int)L[0];")
         _place(e, "nd", "(L + 4)", "t")
         e("kbx[c] = tx; kby[c] = ty; kbz[c] = tz;")
-    _emit_self(e, cc, nc, check, any_)
+    _emit_self(e, cc, nc, check, any_, lim)
     with e.block("if (n_obs > 0)"):
-        if not check:
+        if not check or lim != "thr":
             e("// the box around every moving link's bound (none beyond LBMAX links: "
               "unbounded)")
             e("S lox = S(-1e30), loy = S(-1e30), loz = S(-1e30), hix = S(1e30), "
@@ -590,7 +626,7 @@ def _emit_body(e, cc: CollisionChain, nc: int, check: bool, any_):
                       "hiy = r2ik_sel(kby[c] + r > hiy, kby[c] + r, hiy);")
                     e("loz = r2ik_sel(kbz[c] - r < loz, kbz[c] - r, loz); "
                       "hiz = r2ik_sel(kbz[c] + r > hiz, kbz[c] + r, hiz);")
-        _emit_world(e, cc, nc, check, any_)
+        _emit_world(e, cc, nc, check, any_, lim)
 
 
 def emit_collision(e, cc: CollisionChain, nc: int, qvars, qv, check: bool = True):
@@ -635,3 +671,40 @@ R2IK_FN void r2ik_rank1(S* H, S* g, const S* jr, const S rv) {{
         _emit_body(e, cc, nc, True, lambda m: f"({m})")
 
 
+
+
+def emit_exact(e, cc: CollisionChain, qvars, qv) -> None:
+    """``r2ik_coll_exact``: the check of one configuration in float64, the self pairs and the
+    world apart (each: the smallest distance and its pair, numbered as
+    :meth:`ros2_ik.ik.collision.CollisionObjective.nearest` numbers them), exact below
+    ``reach`` (a bound beyond it, pair -1; ``reach`` = inf: exact everywhere, as
+    :func:`ros2_ik.ik.collision.clearance` by default). It is ``r2ik_coll_min``'s loop with
+    one more rule: a pair (a link pair, a group, a sphere) whose bound is no nearer than the
+    smallest distance found yet is skipped unlooked at (a branch and bound: what it holds
+    cannot be nearer, as every bound is a bound), so the distance stays exact at the cost of
+    the few pairs near the nearest. 1e30 (pair -1) where nothing is checked."""
+    args = ", ".join(f"const double q{i}" for i in qvars)
+    with e.block(f"R2IK_FN void r2ik_coll_exact({args}, const double* R2IK_RESTRICT obs_all, "
+                 "const long long n_all, const bool self_all, const double reach, "
+                 "double& self_clear, long long& self_which, double& world_clear, "
+                 "long long& world_which)"):
+        e("typedef double S;")
+        e("const double margin = reach, act = 0.0;  // (thr = reach)")
+        _emit_nodes(e, cc, qv, sincos=False)
+        lim = "(clear < thr ? clear : thr)"
+        e("// the self pairs (the obstacles left out: the robot block follows them)")
+        with e.block(""):
+            e("const double* obs = obs_all + 16 * n_all;")
+            e("const long long n_obs = 0;")
+            e("const bool self_on = self_all;")
+            e("double clear = 1e30; long long which = -1;")
+            _emit_body(e, cc, 1, True, lambda m: f"({m})", lim)
+            e("self_clear = clear; self_which = which;")
+        e("// the world")
+        with e.block(""):
+            e("const double* obs = obs_all;")
+            e("const long long n_obs = n_all;")
+            e("const bool self_on = false;")
+            e("double clear = 1e30; long long which = -1;")
+            _emit_body(e, cc, 1, True, lambda m: f"({m})", lim)
+            e("world_clear = clear; world_which = which;")
