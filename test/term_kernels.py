@@ -22,10 +22,11 @@ def _rnd(m, tips, cfg):
     return np.ascontiguousarray(rnd.reshape(-1, nq) if K > 1 else np.zeros((1, nq)))
 
 
-def kernel_answers(m, tips, terms, data: dict, seeds, cfg) -> np.ndarray:
+def kernel_answers(m, tips, terms, data: dict, seeds, cfg, goal="pose") -> np.ndarray:
     """r2ik_prep, r2ik_lm and r2ik_select of the CUDA text, run on the CPU; ``data``: the
-    terms' fields by their struct names (``pose_target`` (P, T*16), ``step_origin`` ...)."""
-    ch = codegen.chain_of(m, tips, None, list(terms))
+    terms' fields by their struct names (``pose_target`` (P, T*16), ``step_origin`` ...);
+    ``goal`` the goal term's compiled name."""
+    ch = codegen.chain_of(m, tips, None, list(terms), goal=goal)
     mod = hostrun.compile_host(codegen.solve_source(ch, "float64", host=True))
     prep, lm, select = (mod.get_function(k) for k in ("r2ik_prep", "r2ik_lm", "r2ik_select"))
     P, K, nq = seeds.shape[0], cfg.num_seeds, m.nq
@@ -47,10 +48,11 @@ def kernel_answers(m, tips, terms, data: dict, seeds, cfg) -> np.ndarray:
     return out
 
 
-def driver_answers(m, tips, terms, data: dict, seeds, cfg, *, lanes: bool = True) -> np.ndarray:
+def driver_answers(m, tips, terms, data: dict, seeds, cfg, *, lanes: bool = True,
+                   goal="pose") -> np.ndarray:
     """The host driver ``r2ik_solve_host`` of the host rendering, its LM rows one at a time
     (``lanes`` False) or 4 side by side in AVX2 lanes (where the CPU has them)."""
-    ch = codegen.chain_of(m, tips, None, list(terms))
+    ch = codegen.chain_of(m, tips, None, list(terms), goal=goal)
     src = codegen.solve_source(ch, "float64", host=True, **({} if lanes else {"lanes": 0}))
     fn = hostrun.compile_host(src).lib.r2ik_solve_host
     fn.argtypes = [ctypes.c_void_p]

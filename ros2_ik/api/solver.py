@@ -35,7 +35,7 @@ from ..ik.batch import RESULT_COST, reference_solve
 from ..backends.result import result_of
 from ..ik.checks import (SOLVERS, check_call_options, check_collision, check_seed_shape,
                          check_start_time)
-from ..ik.config import IKConfig, IKResult, SolveMode, Status
+from ..ik.config import IKConfig, IKResult, SolveMode
 from ..ik.objectives import PoseObjective, _weights
 from ..ik.seeds import movable_coordinates, restart_seeds
 from ..kinematics.se3 import pq_to_pose
@@ -117,7 +117,8 @@ class IKSolver:
             naming them) unless it was built with ``accept_missing=True``.
         terms: more terms of the solve (:mod:`ros2_ik.ik.terms`: a :class:`Posture` ...),
             besides the pose goal of the tips and the collision constraint; what they take per
-            call are keyword arguments of :meth:`solve` (their ``arguments``).
+            call are keyword arguments of :meth:`solve` (their ``arguments``). A goal term
+            (:class:`~ros2_ik.ik.terms.GoalSet`) takes the place of the pose goal.
     """
 
     def __init__(self, model: Model, tips: Sequence[str] | str | None = None,
@@ -125,6 +126,15 @@ class IKSolver:
                  backend: str = "auto", xp=np, collision=None, terms=()):
         self.model = model = check_model(model)
         self.terms = check_terms(terms)
+        goals = [t for t in self.terms if t.kind == "goal"]
+        if len(goals) > 1:
+            raise InvalidInputError(f"terms holds {len(goals)} goal terms; give one (it takes "
+                                    "the place of the pose goal)")
+        #: the goal term that takes the place of the pose goal, or None
+        self.goal = goals[0] if goals else None
+        if self.goal is not None and solver != "dls":
+            raise InvalidInputError(f"a {type(self.goal).__name__} needs solver 'dls' (CCD "
+                                    "turns towards one pose)")
         tips = model.tips if tips is None else tips
         self.tips = tuple(check_names(tips, "tips"))
         if not self.tips:
@@ -246,7 +256,9 @@ class IKSolver:
         from ..backends.codegen import chain_of  # noqa: PLC0415
 
         m, cfg = self.model, self.config
-        chain = chain_of(m, self.tips, self.collision, [t.name for t in self.terms])
+        chain = chain_of(m, self.tips, self.collision,
+                         [t.compiled_name for t in self.terms if t is not self.goal],
+                         goal="pose" if self.goal is None else self.goal.compiled_name)
         K = int(cfg.num_seeds)
         rnd = restart_seeds(m, K, cfg.rng_seed, movable_coordinates(m, self.tips))[0]
         if which == "host":
@@ -294,7 +306,9 @@ class IKSolver:
         """
         t0 = time.perf_counter() if start_time is None else float(check_start_time(start_time))
         check_call_options(self.config, self.solver, should_stop)
-        t = check_targets(targets, self.tips, get_xp(targets))
+        xp = get_xp(targets)
+        t = (check_targets(targets, self.tips, xp) if self.goal is None
+             else self.goal.targets(targets, self.tips, xp))
         cfg = self.config
         if timeout is not ... and timeout is not cfg.timeout:
             timeout = check_number(timeout, "timeout", low=0.0, high=MAX_TIMEOUT,
@@ -302,11 +316,13 @@ class IKSolver:
             if timeout != cfg.timeout:
                 cfg = _with_timeout(cfg, timeout)
         world = self.check_world(world)
-        calls = self._term_calls(t.shape[0], seeds, term_args, get_xp(t))
+        calls = self._term_calls(t.shape[0], seeds, term_args, xp, t, weights)
         if self._impl is None:
             per_tip = getattr(weights, "ndim", 0) == 3  # (P, T, 6): solve_ik's objectives
-            objs = [PoseObjective(self.model, tip, t[:, k], weights[:, k] if per_tip else weights)
-                    for k, tip in enumerate(self.tips)]
+            objs = ([goal.objective(self.model, call) for goal, call in calls
+                     if goal is self.goal] or
+                    [PoseObjective(self.model, tip, t[:, k], weights[:, k] if per_tip else weights)
+                     for k, tip in enumerate(self.tips)])
             r = reference_solve(self.model, objs, seeds=seeds, config=cfg, solver=self.solver,
                                 should_stop=should_stop, start_time=t0,
                                 collision=self.collision_objective(world),
@@ -320,12 +336,15 @@ class IKSolver:
         else:
             r = self._solve_host(t, seeds, weights, should_stop, cfg.timeout, t0, world, calls)
         r.backend = self.backend
-        explain_failures(self.model, r, calls)
+        for term, call in calls:
+            term.finish(self.model, call, r)
         return r
 
-    def _term_calls(self, P: int, seeds, args: dict, xp) -> list:
+    def _term_calls(self, P: int, seeds, args: dict, xp, targets=None, weights=None) -> list:
         """[(term, its checked arguments for this call)] of the solver's terms; an argument no
-        term takes is an IKError naming it."""
+        term takes is an IKError naming it. Every call holds the coordinates the solve moves
+        (``coords``), the tips and the config; the goal term's also the targets (``goal
+        .targets``'s) and the weights (P, T, 6)."""
         known = {a for term in self.terms for a in term.arguments}
         unknown = sorted(set(args) - known)
         if unknown:
@@ -344,7 +363,11 @@ class IKSolver:
         out = []
         for term in self.terms:
             call = term.check(m, P, full, args)
-            call["coords"] = coords
+            call.update(coords=coords, tips=self.tips, config=self.config)
+            if term is self.goal:
+                w = _host_weights(weights, P, len(self.tips))
+                call.update(targets=targets, weights=xp.broadcast_to(
+                    xp.asarray(w), (P, len(self.tips), 6)))
             out.append((term, call))
         return out
 
@@ -393,20 +416,17 @@ class IKSolver:
     def _solve_host(self, t, seeds, weights, should_stop, timeout, t0, world,
                     calls=()) -> IKResult:
         m = self.model
-        P, T = t.shape[0], t.shape[1]
+        P, T = t.shape[0], len(self.tips)
         K = int(self.config.num_seeds)
         if P * K > MAX_BATCH:
             raise InvalidInputError(f"{P} problems x {K} seeds = {P * K} rows exceeds the limit "
                                     f"{MAX_BATCH}; split the batch or use fewer seeds")
-        w = _host_weights(weights, P, T)
         if seeds is None:
             s = m.tables.neutral_q
         else:
             s = check_seed_shape(m, seeds, P, np)
             if s.dtype != np.float64:
                 s = s.astype(np.float64)
-        if t.shape[-1] == 7:
-            t = pq_to_pose(t)
         budget = -1
         if timeout is not None:
             # the answers of a large batch take time to write after the kernels stop: that
@@ -416,7 +436,10 @@ class IKSolver:
                 RESULT_COST.check(P, m.nq, t0 + timeout)
             reserve = RESULT_COST.estimate(P, m.nq) if P >= RESULT_COST.MIN_ROWS else 0.0
             budget = max(0, int((timeout - reserve - (time.perf_counter() - t0)) * 1e9))
-        data = {"_P": P, "pose_target": t, "pose_weight": w}
+        data = {"_P": P}
+        if self.goal is None:
+            data.update(pose_target=pq_to_pose(t) if t.shape[-1] == 7 else t,
+                        pose_weight=_host_weights(weights, P, T))
         for term, call in calls:
             for field, value in term.data(m, call).items():
                 data[f"{term.name}_{field}"] = value
@@ -431,22 +454,6 @@ class IKSolver:
                       self.collision_objective(world))
         RESULT_COST.record(P, m.nq, time.perf_counter() - t_out)
         return r
-
-
-def explain_failures(model, r: IKResult, calls) -> None:
-    """The messages of ``r``'s unsolved problems (NOT_CONVERGED) that a constraint term failed
-    or bounded (within the tolerances but past a bound; or not reached within one), in that
-    term's words (:meth:`~ros2_ik.ik.terms.StepBound.explain`)."""
-    cons = [(term, call) for term, call in calls if hasattr(term, "explain")]
-    if not cons or bool(np.all(r.success)):
-        return
-    failed = np.nonzero(r.status == int(Status.NOT_CONVERGED))[0][:1000]
-    if not failed.size:
-        return
-    for term, call in cons:
-        for p, text in zip(failed, term.explain(model, call, r.q[failed], failed)):
-            if text:
-                r.messages[p] = f"{r.messages[p]}; {text}" if r.messages[p] else text
 
 
 def check_terms(terms) -> tuple:

@@ -220,9 +220,10 @@ class _LatchedStop:
 
 def goal_movable(model: Model, objectives) -> np.ndarray:
     """(nq,) bool: the coordinates a solve for these goal objectives may move
-    (:func:`.seeds.movable_coordinates` of their links). Regularizers add none; a goal
-    objective without a ``link`` (a custom one) makes every coordinate movable."""
-    links = [getattr(o, "link", None) for o in objectives]
+    (:func:`.seeds.movable_coordinates` of their links: ``link``, or ``links`` for a goal of
+    several). Regularizers add none; a goal objective without one (a custom one) makes every
+    coordinate movable."""
+    links = [l for o in objectives for l in getattr(o, "links", (getattr(o, "link", None),))]
     if any(not isinstance(l, (int, np.integer)) for l in links):
         return movable_coordinates(model, None)
     return movable_coordinates(model, links)
@@ -486,10 +487,14 @@ class _Results:
 
 
 def _sanitized(obj, invalid, xp):
+    """``obj`` with the goals of the problems ``invalid`` made harmless (an objective's own
+    ``sanitized``, the pose goal's here), so that the batch's arithmetic stays finite."""
     if isinstance(obj, PoseObjective):
         T = obj.targets.copy()
         T[xp.asarray(invalid)] = xp.eye(4)
         return PoseObjective(obj.model, obj.link_name, T, obj.weights)
+    if hasattr(obj, "sanitized"):
+        return obj.sanitized(invalid)
     return obj
 
 

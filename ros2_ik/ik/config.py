@@ -169,6 +169,9 @@ class IKResult:
     world_version: int | None = None
     #: the backend that answered ("host", "cuda" or "reference"; "" where not said)
     backend: str = ""
+    #: (P,) with a goal set (:class:`ros2_ik.ik.terms.GoalSet`): the candidate each answer
+    #: reaches (the nearest within the tolerances); None without
+    goal_index: np.ndarray | None = None
 
     def __len__(self):
         return int(self.success.shape[0])
@@ -190,7 +193,7 @@ class IKResult:
             orientation_error=pick(self.orientation_error), iterations=pick(self.iterations),
             seed_index=pick(self.seed_index), status=pick(self.status),
             messages=[self.messages[int(k)] if self.messages else "" for k in rows],
-            clearance=pick(self.clearance))
+            clearance=pick(self.clearance), goal_index=pick(self.goal_index))
 
 
 INVALID_GOAL_MESSAGE = ("goal contains NaN/inf, a position beyond 1e6 m or a rotation that is "

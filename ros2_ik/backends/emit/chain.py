@@ -48,14 +48,15 @@ class Chain:
         return len(self.colq)
 
 
-def chain_of(model: Model, tips, collision=None, terms=()) -> Chain | None:
+def chain_of(model: Model, tips, collision=None, terms=(), goal: str = "pose") -> Chain | None:
     """The chain data for ``tips`` (link names or indices), or None when a joint on a path is
     not revolute, continuous, prismatic or fixed (the generator covers 1-DOF chains only) or no
     joint on the paths can move (nothing to solve for; the reference answers those). With a
     ``collision`` model (:class:`ros2_ik.model.collision.CollisionModel`) the solve kernels
     carry the collision terms (None also when a collision link's path has another joint);
-    ``terms``: the names of more terms the kernels carry (after the pose goal and the
-    collisions)."""
+    ``terms``: the names of more terms the kernels carry (after the goal and the
+    collisions); ``goal``: the goal term's (the pose of every tip, or a goal set:
+    ``"goalset/<N>"``)."""
     if isinstance(tips, str) or not len(tips):
         if not isinstance(tips, str):
             raise InvalidInputError("no tips given for the generated kernels")
@@ -76,7 +77,7 @@ def chain_of(model: Model, tips, collision=None, terms=()) -> Chain | None:
                  off=tuple(float(v) for v in c.off), col=tuple(int(v) for v in c.col),
                  link=tuple(int(l) for l in c.link), mimic=tuple(bool(m) for m in c.mimic),
                  post=c.post, colq=tuple(int(v) for v in c.colq), coll=coll,
-                 terms=("pose",) + (("collision",) if coll is not None else ())
+                 terms=(goal,) + (("collision",) if coll is not None else ())
                  + tuple(terms))
 
 

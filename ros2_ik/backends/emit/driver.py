@@ -44,7 +44,7 @@ def solve_source(ch: Chain, dtype="float32", *, host: bool = False, lanes: int |
         e("if (R2IK_ROW == 0) { clock0[0] = r2ik_now(); stop[0] = (int)params[1]; }")
     emit_prep_kernel(e, ch)
     emit_lm_kernel(e, ch)
-    if ch.T == 1:
+    if ch.T == 1 and ch.terms[0] == "pose":  # (CCD turns towards one pose)
         emit_ccd_kernel(e, ch)
     emit_select_kernel(e, ch)
     for em in ems:
@@ -80,7 +80,7 @@ def solve_driver(ch: Chain) -> str:
     keeps its CCD rows (select verifies them by FK)."""
     nq, T = ch.model.nq, ch.T
     ccd = ""
-    if T == 1:
+    if T == 1 and ch.terms[0] == "pose":
         ccd = f"""
   if (a->solver == R2IK_SOLVER_CCD || a->solver == R2IK_SOLVER_CCD_DLS) {{
     // CCD rows, problem by problem (each started only before the deadline and a stop); for

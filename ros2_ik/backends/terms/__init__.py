@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from .base import Emitter, Field, RowsContext
 from .collision import CollisionEmitter
+from .goalset import GoalSetEmitter
 from .pose import PoseEmitter
 from .posture import PostureEmitter
 from .step import StepEmitter
@@ -27,11 +28,17 @@ __all__ = ["Emitter", "Field", "RowsContext", "REGISTRY", "emitters"]
 REGISTRY = {
     "pose": PoseEmitter,
     "collision": CollisionEmitter,
+    "goalset": GoalSetEmitter,
     "posture": PostureEmitter,
     "step": StepEmitter,
 }
 
 
 def emitters(ch) -> list:
-    """The emitters of a chain's terms (``ch.terms``), in its order."""
-    return [REGISTRY[name](ch) for name in ch.terms]
+    """The emitters of a chain's terms (``ch.terms``: a name, or ``name/argument`` for a term
+    whose code depends on a number of its own, a goal set's size), in its order."""
+    out = []
+    for term in ch.terms:
+        name, _, arg = term.partition("/")
+        out.append(REGISTRY[name](ch, arg) if arg else REGISTRY[name](ch))
+    return out

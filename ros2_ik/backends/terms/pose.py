@@ -11,7 +11,8 @@ from ..emit.kinematics import emit_fk_tip, emit_jacobian
 from ..emit.text import Emit, ternary
 from .base import Emitter, Field, RowsContext
 
-__all__ = ["PoseEmitter", "emit_so3_log", "emit_evaluate", "ROTATION_TOL_C"]
+__all__ = ["PoseEmitter", "emit_so3_log", "emit_evaluate", "emit_tip_residual", "emit_goal_check",
+           "ROTATION_TOL_C"]
 
 #: the goal check's rotation bound (validate.ROTATION_TOL) as the generated code writes it
 ROTATION_TOL_C = "1e-6"
@@ -51,6 +52,51 @@ R2IK_FN void r2ik_so3_log(S m00, S m01, S m02, S m10, S m11, S m12, S m20, S m21
 """)
 
 
+def emit_tip_residual(e: Emit, r: str, o: int, log: str, sel=ternary) -> None:
+    """One tip's 6 residual rows ``r[o..o+5]`` at its pose ``R`` (9, row-major) and ``pv``
+    (3) against the goal ``Tt`` (4x4 row-major) weighted by ``wt`` (6), and the running
+    largest errors ``pe_max`` / ``re_max`` (as :class:`ros2_ik.ik.objectives.PoseObjective`)."""
+    e("  const S d0 = pv[0] - Tt[3], d1 = pv[1] - Tt[7], d2 = pv[2] - Tt[11];")
+    e("  const S ep0 = Tt[0] * d0 + Tt[4] * d1 + Tt[8] * d2;")
+    e("  const S ep1 = Tt[1] * d0 + Tt[5] * d1 + Tt[9] * d2;")
+    e("  const S ep2 = Tt[2] * d0 + Tt[6] * d1 + Tt[10] * d2;")
+    mats = []
+    for a in range(3):
+        for b in range(3):
+            mats.append(f"Tt[{a}] * R[{b}] + Tt[{4 + a}] * R[{3 + b}] + "
+                        f"Tt[{8 + a}] * R[{6 + b}]")
+    e(f"  {log}(" + ",\n      ".join(mats) + ", er);")
+    e(f"  {r}[{o}] = wt[0] * ep0; {r}[{o + 1}] = wt[1] * ep1; {r}[{o + 2}] = wt[2] * ep2;")
+    e(f"  {r}[{o + 3}] = wt[3] * er[0]; {r}[{o + 4}] = wt[4] * er[1]; "
+      f"{r}[{o + 5}] = wt[5] * er[2];")
+    sq = [f"ep{a} * ep{a}" for a in range(3)] + [f"er[{a}] * er[{a}]" for a in range(3)]
+    part = [f"({sel(f'wt[{i}] > 0', sq[i], 'S(0)')})" for i in range(6)]
+    e(f"  const S pm = {part[0]} + {part[1]} + {part[2]};")
+    e(f"  const S rm = {part[3]} + {part[4]} + {part[5]};")
+    e("  const S spm = sqrt(pm), srm = sqrt(rm);")
+    e(f"  pe_max = {sel('spm > pe_max', 'spm', 'pe_max')}; "
+      f"re_max = {sel('srm > re_max', 'srm', 're_max')};")
+
+
+def emit_goal_check(e: Emit, field: str, count: int) -> None:
+    """In ``r2ik_prep``: ``ok`` false unless problem ``p``'s ``count`` goals (4x4, row-major,
+    in the data member ``field``) are finite, their positions within MAX_VALUE and their
+    rotations orthonormal within :data:`ROTATION_TOL_C` and right-handed (as
+    ``PoseObjective.invalid_problems``)."""
+    e(f"const double* t = dat->{field} + p * dat->{field}_stride;")
+    e(f"for (int j = 0; j < {16 * count}; ++j) if (!(t[j] - t[j] == 0.0)) ok = false;")
+    with e.block(f"for (int k = 0; ok && k < {count}; ++k)"):
+        e("const double* m = t + 16 * k;")
+        e(f"if (fabs(m[3]) > {MAX_VALUE!r} || fabs(m[7]) > {MAX_VALUE!r} || "
+          f"fabs(m[11]) > {MAX_VALUE!r}) ok = false;")
+        e("for (int a = 0; a < 3; ++a) for (int b = 0; b < 3; ++b) {")
+        e("  const double d = m[a] * m[b] + m[4 + a] * m[4 + b] + m[8 + a] * m[8 + b];")
+        e(f"  if (fabs(d - (a == b ? 1.0 : 0.0)) > {ROTATION_TOL_C}) ok = false; }}")
+        e("const double det = m[0] * (m[5] * m[10] - m[6] * m[9]) - m[1] * (m[4] * m[10] - "
+          "m[6] * m[8]) + m[2] * (m[4] * m[9] - m[5] * m[8]);")
+        e("if (!(det > 0)) ok = false;")
+
+
 def emit_evaluate(e: Emit, ch: Chain, name: str, *, frames: bool, sel=ternary,
                    log: str = "r2ik_so3_log<S>", sincos: bool = False,
                    export_trig: bool = False):
@@ -82,28 +128,8 @@ def emit_evaluate(e: Emit, ch: Chain, name: str, *, frames: bool, sel=ternary,
             e(f"// ---- tip {t}: {ch.model.link_names[ch.tips[t]]}")
             emit_fk_tip(e, ch, t, qv, keep_joint_frames=frames, sincos=sincos,
                          export_trig=export_trig)
-            o = 6 * t
             e(f"{{ const S* Tt = tgt + {16 * t}; const S* wt = w + {6 * t};")
-            e("  const S d0 = pv[0] - Tt[3], d1 = pv[1] - Tt[7], d2 = pv[2] - Tt[11];")
-            e("  const S ep0 = Tt[0] * d0 + Tt[4] * d1 + Tt[8] * d2;")
-            e("  const S ep1 = Tt[1] * d0 + Tt[5] * d1 + Tt[9] * d2;")
-            e("  const S ep2 = Tt[2] * d0 + Tt[6] * d1 + Tt[10] * d2;")
-            mats = []
-            for a in range(3):
-                for b in range(3):
-                    mats.append(f"Tt[{a}] * R[{b}] + Tt[{4 + a}] * R[{3 + b}] + "
-                                f"Tt[{8 + a}] * R[{6 + b}]")
-            e(f"  {log}(" + ",\n      ".join(mats) + ", er);")
-            e(f"  r[{o}] = wt[0] * ep0; r[{o + 1}] = wt[1] * ep1; r[{o + 2}] = wt[2] * ep2;")
-            e(f"  r[{o + 3}] = wt[3] * er[0]; r[{o + 4}] = wt[4] * er[1]; "
-              f"r[{o + 5}] = wt[5] * er[2];")
-            sq = [f"ep{a} * ep{a}" for a in range(3)] + [f"er[{a}] * er[{a}]" for a in range(3)]
-            part = [f"({sel(f'wt[{i}] > 0', sq[i], 'S(0)')})" for i in range(6)]
-            e(f"  const S pm = {part[0]} + {part[1]} + {part[2]};")
-            e(f"  const S rm = {part[3]} + {part[4]} + {part[5]};")
-            e("  const S spm = sqrt(pm), srm = sqrt(rm);")
-            e(f"  pe_max = {sel('spm > pe_max', 'spm', 'pe_max')}; "
-              f"re_max = {sel('srm > re_max', 'srm', 're_max')};")
+            emit_tip_residual(e, "r", 6 * t, log, sel)
             if frames:
                 e(f"  pt{t}_0 = pv[0]; pt{t}_1 = pv[1]; pt{t}_2 = pv[2];")
             e("}")
@@ -169,19 +195,7 @@ class PoseEmitter(Emitter):
         """In ``r2ik_prep``: ``ok`` false unless problem ``p``'s goals are finite, their
         positions within MAX_VALUE and their rotations orthonormal within
         :data:`ROTATION_TOL_C` and right-handed (as ``PoseObjective.invalid_problems``)."""
-        T = self.ch.T
-        e("const double* t = dat->pose_target + p * dat->pose_target_stride;")
-        e(f"for (int j = 0; j < {16 * T}; ++j) if (!(t[j] - t[j] == 0.0)) ok = false;")
-        with e.block(f"for (int k = 0; ok && k < {T}; ++k)"):
-            e("const double* m = t + 16 * k;")
-            e(f"if (fabs(m[3]) > {MAX_VALUE!r} || fabs(m[7]) > {MAX_VALUE!r} || "
-              f"fabs(m[11]) > {MAX_VALUE!r}) ok = false;")
-            e("for (int a = 0; a < 3; ++a) for (int b = 0; b < 3; ++b) {")
-            e("  const double d = m[a] * m[b] + m[4 + a] * m[4 + b] + m[8 + a] * m[8 + b];")
-            e(f"  if (fabs(d - (a == b ? 1.0 : 0.0)) > {ROTATION_TOL_C}) ok = false; }}")
-            e("const double det = m[0] * (m[5] * m[10] - m[6] * m[9]) - m[1] * (m[4] * m[10] - "
-              "m[6] * m[8]) + m[2] * (m[4] * m[9] - m[5] * m[8]);")
-            e("if (!(det > 0)) ok = false;")
+        emit_goal_check(e, "pose_target", self.ch.T)
 
     def emit_verify(self, e: Emit, qargs: str) -> None:
         """In ``r2ik_select``: ``pe64`` / ``re64``, the answer's goal errors by float64 FK."""

@@ -12,14 +12,16 @@ tolerances and the constraints: :mod:`ros2_ik.ik.refine`), and which arguments o
 The pose goal and the collision constraint are the prepared solver's own (its tips and
 ``IKConfig.avoid_collisions``); :class:`ros2_ik.IKSolver` takes more terms with ``terms=``:
 :class:`Posture` (a rest configuration, a cost), :class:`StepBound` (how far each joint may
-move from where it stands, a constraint). A term whose :attr:`name` has no compiled emitter is
-answered by the reference, with the same contract.
+move from where it stands, a constraint), :class:`GoalSet` (several goals a problem, any of
+which will do: a goal, in the place of the pose goal). A term whose :attr:`name` has no
+compiled emitter is answered by the reference, with the same contract.
 """
 
 from __future__ import annotations
 
 from .base import Term
+from .goalset import GoalSet
 from .posture import Posture
 from .step import StepBound
 
-__all__ = ["Term", "Posture", "StepBound"]
+__all__ = ["Term", "Posture", "StepBound", "GoalSet"]

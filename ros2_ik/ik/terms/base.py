@@ -51,3 +51,13 @@ class Term:
         """The compiled term's fields for a call: {field name: float64 array, (P, width) or
         one set of width}."""
         raise NotImplementedError
+
+    @property
+    def compiled_name(self) -> str:
+        """The name its compiled emitter is built by (``name``, or ``name/argument`` where
+        the code depends on a number of the term's: a goal set's size)."""
+        return self.name
+
+    def finish(self, model, call: dict, result) -> None:
+        """What this term adds to a call's :class:`~ros2_ik.ik.IKResult` (both backends):
+        the words of its failures, what its answers reached."""

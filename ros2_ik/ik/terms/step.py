@@ -178,6 +178,18 @@ class StepBound(Term):
         return {"origin": call["origin"], "max_step": call["max_step"],
                 "weight": call["weight"].reshape(-1, 1)}
 
+    def finish(self, model, call: dict, result) -> None:
+        """The messages of the unsolved problems (NOT_CONVERGED) say what the bound did: the
+        joint an answer would move past it, or, inside it, that the goal was not reached
+        within it."""
+        from ..config import Status  # noqa: PLC0415
+
+        failed = np.nonzero(np.asarray(result.status) == int(Status.NOT_CONVERGED))[0][:1000]
+        for p, text in zip(failed, self.explain(model, call, np.asarray(result.q)[failed],
+                                                failed)):
+            m = result.messages[p]
+            result.messages[p] = f"{m}; {text}" if m else text
+
     def explain(self, model, call: dict, q, problems) -> list:
         """Why answers ``q`` (n, nq) of ``problems`` (n,) are not successes, as far as this
         term can tell: the joint that moves past its bound, or, inside it, that the goal was
