@@ -169,6 +169,8 @@ class IKSolver:
         #: the build whose end this solver waits for, answering with the reference meanwhile
         #: (a thread that does not wait for builds: ros2_ik.backends.host.set_background_builds)
         self._building = ""
+        #: the backend asked for ("auto", "host", "cuda" or "reference")
+        self.requested_backend = backend
         self.backend, self.reason, self._impl = self._choose(backend)
 
     @property
@@ -307,8 +309,7 @@ class IKSolver:
         t0 = time.perf_counter() if start_time is None else float(check_start_time(start_time))
         check_call_options(self.config, self.solver, should_stop)
         xp = get_xp(targets)
-        t = (check_targets(targets, self.tips, xp) if self.goal is None
-             else self.goal.targets(targets, self.tips, xp))
+        t = self.targets_of(targets, xp)
         cfg = self.config
         if timeout is not ... and timeout is not cfg.timeout:
             timeout = check_number(timeout, "timeout", low=0.0, high=MAX_TIMEOUT,
@@ -316,7 +317,7 @@ class IKSolver:
             if timeout != cfg.timeout:
                 cfg = _with_timeout(cfg, timeout)
         world = self.check_world(world)
-        calls = self._term_calls(t.shape[0], seeds, term_args, xp, t, weights)
+        calls = self.term_calls(t.shape[0], seeds, term_args, xp, t, weights)
         if self._impl is None:
             per_tip = getattr(weights, "ndim", 0) == 3  # (P, T, 6): solve_ik's objectives
             objs = ([goal.objective(self.model, call) for goal, call in calls
@@ -340,7 +341,37 @@ class IKSolver:
             term.finish(self.model, call, r)
         return r
 
-    def _term_calls(self, P: int, seeds, args: dict, xp, targets=None, weights=None) -> list:
+    def targets_of(self, targets, xp=np):
+        """``targets`` checked for this solver: (P, T, 4, 4) / (P, T, 7) for its tips, or
+        its goal term's (a goal set: (P, N, T, 4, 4))."""
+        if self.goal is not None:
+            return self.goal.targets(targets, self.tips, xp)
+        return check_targets(targets, self.tips, xp)
+
+    def seeds_of(self, seeds, P: int, xp=np):
+        """The seeds of P problems as a solve takes them: (P, nq) (None: mid-range; one
+        seed: a view of it for every problem)."""
+        m = self.model
+        if seeds is None:
+            return xp.broadcast_to(xp.asarray(m.neutral_q()), (P, m.nq))
+        s = check_seed_shape(m, seeds, P, xp)
+        return s if s.ndim == 2 else xp.broadcast_to(s, (P, m.nq))
+
+    def solve_k_best(self, targets, k: int, *, min_distance: float = 0.1, seeds=None,
+                     weights=(1, 1, 1, 1, 1, 1), should_stop=None, timeout=..., world=None,
+                     **term_args):
+        """Up to ``k`` distinct answers a problem, best first (:mod:`ros2_ik.api.kbest`):
+        every answer verified as :meth:`solve`'s (FK, limits, the terms' constraints and,
+        with collision avoidance, the exact distances), ranked by the solve mode's cost, each
+        at least ``min_distance`` [rad or m, wrap-aware L-infinity] from those before it.
+        Returns a :class:`~ros2_ik.api.kbest.KBestResult`."""
+        from .kbest import solve_k_best  # noqa: PLC0415
+
+        return solve_k_best(self, targets, k, min_distance=min_distance, seeds=seeds,
+                            weights=weights, should_stop=should_stop, timeout=timeout,
+                            world=world, **term_args)
+
+    def term_calls(self, P: int, seeds, args: dict, xp, targets=None, weights=None) -> list:
         """[(term, its checked arguments for this call)] of the solver's terms; an argument no
         term takes is an IKError naming it. Every call holds the coordinates the solve moves
         (``coords``), the tips and the config; the goal term's also the targets (``goal
@@ -354,11 +385,7 @@ class IKSolver:
         if not self.terms:
             return []
         m = self.model
-        if seeds is None:
-            full = xp.broadcast_to(xp.asarray(m.neutral_q()), (P, m.nq))
-        else:
-            s = check_seed_shape(m, seeds, P, xp)
-            full = s if s.ndim == 2 else xp.broadcast_to(s, (P, m.nq))
+        full = self.seeds_of(seeds, P, xp)
         coords = np.nonzero(movable_coordinates(m, self.tips))[0]
         out = []
         for term in self.terms:

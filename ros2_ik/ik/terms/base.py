@@ -52,6 +52,11 @@ class Term:
         one set of width}."""
         raise NotImplementedError
 
+    def arguments_of(self, call: dict) -> dict:
+        """The arguments of ``solve`` that give back this checked ``call``, one value a problem
+        (what a solve of several rows a problem repeats: :mod:`ros2_ik.api.kbest`)."""
+        return {}
+
     @property
     def compiled_name(self) -> str:
         """The name its compiled emitter is built by (``name``, or ``name/argument`` where

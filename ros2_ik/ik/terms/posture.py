@@ -104,6 +104,9 @@ class Posture(Term):
         return {"rest": xp.ascontiguousarray(rest, dtype=xp.float64),
                 "weight": xp.ascontiguousarray(w, dtype=xp.float64)}
 
+    def arguments_of(self, call: dict) -> dict:
+        return {"rest": call["rest"], "posture_weight": call["weight"]}
+
     def objective(self, model, call: dict):
         return PostureRows(model, call["coords"], call["rest"], call["weight"])
 

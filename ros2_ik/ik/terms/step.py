@@ -170,6 +170,9 @@ class StepBound(Term):
                 "max_step": xp.ascontiguousarray(s, dtype=xp.float64),
                 "weight": xp.full(P, STEP_WEIGHT)}
 
+    def arguments_of(self, call: dict) -> dict:
+        return {"step_from": call["origin"], "max_joint_step": call["max_step"]}
+
     def objective(self, model, call: dict):
         return StepRows(model, call["coords"], call["origin"], call["max_step"],
                         call["weight"])
