@@ -67,9 +67,9 @@ def check_k(k, min_distance) -> tuple:
 
 def solve_k_best(solver, targets, k: int, *, min_distance: float = 0.1, seeds=None,
                  weights=(1, 1, 1, 1, 1, 1), should_stop=None, timeout=..., world=None,
-                 **term_args) -> KBestResult:
+                 start_time: float | None = None, **term_args) -> KBestResult:
     """See :meth:`ros2_ik.IKSolver.solve_k_best`."""
-    t0 = time.perf_counter()
+    t0 = time.perf_counter() if start_time is None else float(start_time)
     k, min_distance = check_k(k, min_distance)
     m, cfg = solver.model, solver.config
     if solver.xp is not np:
@@ -80,8 +80,6 @@ def solve_k_best(solver, targets, k: int, *, min_distance: float = 0.1, seeds=No
     P = t.shape[0]
     S = max(int(cfg.num_seeds), 2 * k)
     # the seeds a solve takes, and the terms' arguments with their defaults (the seed) settled
-    from .solver import prepared_solver  # noqa: PLC0415
-
     seeds_p = solver.seeds_of(seeds, P)
     calls = solver.term_calls(P, seeds_p, term_args, xp, t, weights)
     args = {}
@@ -92,9 +90,7 @@ def solve_k_best(solver, targets, k: int, *, min_distance: float = 0.1, seeds=No
     w = np.asarray(weights, dtype=np.float64)
     if w.ndim >= 2 and w.shape[0] == P:
         w = np.repeat(w, S, axis=0)
-    one = prepared_solver(m, list(solver.tips), dataclasses.replace(cfg, num_seeds=1),
-                          solver.solver, solver.requested_backend, xp, solver.collision,
-                          solver.terms)
+    one = solver.variant(dataclasses.replace(cfg, num_seeds=1))
     r = one.solve(np.repeat(t, S, axis=0), seeds=rows, weights=w, should_stop=should_stop,
                   timeout=timeout, start_time=t0, world=world, **args)
     return _ranked(m, cfg, solver.tips, r, rows, np.repeat(seeds_p, S, axis=0), P, S, k,

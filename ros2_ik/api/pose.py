@@ -10,6 +10,8 @@ from __future__ import annotations
 import time
 from typing import Callable, Sequence
 
+import numpy as np
+
 from ..backend import get_xp
 from ..errors import InvalidInputError
 from ..ik.batch import reference_solve
@@ -20,7 +22,7 @@ from ..model import Model, check_model
 from ..validate import check_names, link_index
 from .solver import check_targets, prepared_solver
 
-__all__ = ["solve_pose", "solve_ik"]
+__all__ = ["solve_pose", "solve_pose_k_best", "pose_solver", "solve_ik"]
 
 _POSE_TYPES = (PoseObjective, PositionObjective, OrientationObjective)
 
@@ -29,7 +31,7 @@ def solve_pose(model: Model, targets, *, tips: Sequence[str] | str | None = None
                weights=(1, 1, 1, 1, 1, 1), seeds=None, config: IKConfig | None = None,
                solver: str = "dls", regularizers: Sequence[Objective] = (),
                should_stop=None, group=None, backend: str = "auto", world=None,
-               collision=None) -> IKResult:
+               collision=None, terms=(), **term_args) -> IKResult:
     """Pose IK for one or several tips.
 
     Args:
@@ -52,24 +54,28 @@ def solve_pose(model: Model, targets, *, tips: Sequence[str] | str | None = None
             keep clear of (None: self-collision only).
         collision: with ``config.avoid_collisions``, the robot's collision model (default:
             :func:`ros2_ik.model.collision.collision_model` of ``model``).
+        terms: more terms (:mod:`ros2_ik.ik.terms`: ``Posture``, ``StepBound``, a ``GoalSet``
+            in the place of the pose goal); ``term_args`` what they take per call (``rest=``,
+            ``max_joint_step=`` ...).
     Returns:
         :class:`IKResult`; every success verified by FK against the tolerances and limits (and,
         with collision avoidance, by the exact distances of its ``clearance``).
     """
     t_call = time.perf_counter()  # the timeout counts from here
-    check_model(model)
-    if group is not None:
-        if regularizers:
+    if regularizers:
+        if terms or term_args:
+            raise InvalidInputError("regularizers are the reference's objectives; give terms "
+                                    "(ros2_ik.ik.terms) instead of both")
+        check_model(model)
+        if group is not None:
             raise InvalidInputError("regularizers are built for one model; a group solve "
                                     "takes none")
-        model, tips = apply_group(model, group, tips)
-    tips = check_names(model.tips if tips is None else tips, "tips")
-    for tip in tips:
-        link_index(model, tip, "tips")  # UnknownLinkError listing the valid names
-    cfg = check_call_options(config, solver, should_stop, backend)
-    check_collision(collision)
-    xp = get_xp(targets)
-    if regularizers:
+        tips = check_names(model.tips if tips is None else tips, "tips")
+        for tip in tips:
+            link_index(model, tip, "tips")
+        cfg = check_call_options(config, solver, should_stop, backend)
+        check_collision(collision)
+        xp = get_xp(targets)
         t = check_targets(targets, tips, xp)
         objs = [PoseObjective(model, tip, t[:, k], weights) for k, tip in enumerate(tips)]
         s = prepared_solver(model, tips, cfg, solver, "reference", xp, collision)
@@ -77,13 +83,50 @@ def solve_pose(model: Model, targets, *, tips: Sequence[str] | str | None = None
                                regularizers=regularizers, should_stop=should_stop,
                                start_time=t_call,
                                collision=s.collision_objective(s.check_world(world)))
-    t_prep = time.perf_counter()
-    s = prepared_solver(model, tips, cfg, solver, backend, xp, collision)
-    # the timeout counts from the call, less the preparation of the solver (a one-time build
-    # of its kernels: seconds of g++ for a robot this machine has not seen)
-    t_call += time.perf_counter() - t_prep
+    s, cfg, t_call = pose_solver(model, tips=tips, config=config, solver=solver,
+                                 should_stop=should_stop, group=group, backend=backend,
+                                 xp=get_xp(targets), collision=collision, terms=terms,
+                                 start_time=t_call)
     return s.solve(targets, seeds=seeds, weights=weights, should_stop=should_stop,
-                   timeout=cfg.timeout, start_time=t_call, world=world)
+                   timeout=cfg.timeout, start_time=t_call, world=world, **term_args)
+
+
+def solve_pose_k_best(model: Model, targets, k: int, *, min_distance: float = 0.1,
+                      tips: Sequence[str] | str | None = None, weights=(1, 1, 1, 1, 1, 1),
+                      seeds=None, config: IKConfig | None = None, solver: str = "dls",
+                      should_stop=None, group=None, backend: str = "auto", world=None,
+                      collision=None, terms=(), **term_args):
+    """Up to ``k`` distinct answers a problem, best first (:meth:`ros2_ik.IKSolver.
+    solve_k_best`; the arguments as :func:`solve_pose`'s). Returns a
+    :class:`~ros2_ik.api.kbest.KBestResult`."""
+    s, cfg, t_call = pose_solver(model, tips=tips, config=config, solver=solver,
+                                 should_stop=should_stop, group=group, backend=backend,
+                                 xp=get_xp(targets), collision=collision, terms=terms,
+                                 start_time=time.perf_counter())
+    return s.solve_k_best(targets, k, min_distance=min_distance, seeds=seeds, weights=weights,
+                          should_stop=should_stop, timeout=cfg.timeout, world=world,
+                          start_time=t_call, **term_args)
+
+
+def pose_solver(model: Model, *, tips=None, config: IKConfig | None = None,
+                solver: str = "dls", should_stop=None, group=None, backend: str = "auto",
+                xp=np, collision=None, terms=(), start_time: float | None = None):
+    """The prepared :class:`~.solver.IKSolver` :func:`solve_pose` answers with (the group's
+    model and tips where a group is given), the call's checked config (its ``timeout`` the
+    call's: the prepared solver keeps none), and the time that timeout counts from
+    (``start_time``, less the solver's preparation: a one-time build of its kernels)."""
+    t_call = time.perf_counter() if start_time is None else start_time
+    check_model(model)
+    if group is not None:
+        model, tips = apply_group(model, group, tips)
+    tips = check_names(model.tips if tips is None else tips, "tips")
+    for tip in tips:
+        link_index(model, tip, "tips")  # UnknownLinkError listing the valid names
+    cfg = check_call_options(config, solver, should_stop, backend)
+    check_collision(collision)
+    t_prep = time.perf_counter()
+    s = prepared_solver(model, tips, cfg, solver, backend, xp, collision, terms)
+    return s, cfg, t_call + (time.perf_counter() - t_prep)
 
 
 def solve_ik(model: Model, objectives: Sequence[Objective], *, seeds=None,

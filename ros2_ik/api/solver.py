@@ -357,9 +357,15 @@ class IKSolver:
         s = check_seed_shape(m, seeds, P, xp)
         return s if s.ndim == 2 else xp.broadcast_to(s, (P, m.nq))
 
+    def variant(self, config: IKConfig) -> "IKSolver":
+        """The prepared solver of this one's model, tips, solver, backend, collision model and
+        terms with another ``config``."""
+        return prepared_solver(self.model, list(self.tips), config, self.solver,
+                               self.requested_backend, self.xp, self.collision, self.terms)
+
     def solve_k_best(self, targets, k: int, *, min_distance: float = 0.1, seeds=None,
                      weights=(1, 1, 1, 1, 1, 1), should_stop=None, timeout=..., world=None,
-                     **term_args):
+                     start_time: float | None = None, **term_args):
         """Up to ``k`` distinct answers a problem, best first (:mod:`ros2_ik.api.kbest`):
         every answer verified as :meth:`solve`'s (FK, limits, the terms' constraints and,
         with collision avoidance, the exact distances), ranked by the solve mode's cost, each
@@ -369,7 +375,7 @@ class IKSolver:
 
         return solve_k_best(self, targets, k, min_distance=min_distance, seeds=seeds,
                             weights=weights, should_stop=should_stop, timeout=timeout,
-                            world=world, **term_args)
+                            world=world, start_time=start_time, **term_args)
 
     def term_calls(self, P: int, seeds, args: dict, xp, targets=None, weights=None) -> list:
         """[(term, its checked arguments for this call)] of the solver's terms; an argument no

@@ -27,7 +27,8 @@ from ...validate import as_float_array, describe
 from ..objectives import Objective
 from .base import Term
 
-__all__ = ["StepBound", "StepRows", "STEP_MARGIN", "STEP_MARGIN_FRACTION", "STEP_WEIGHT"]
+__all__ = ["StepBound", "StepRows", "STEP_MARGIN", "STEP_MARGIN_FRACTION", "STEP_WEIGHT",
+           "velocity_steps", "wrapped"]
 
 #: the hinge stands this far inside the bound (at most): the LM keeps its answers inside by a
 #: margin, so an answer at the bound is not lost to rounding [rad or m]
@@ -123,13 +124,7 @@ class StepBound(Term):
     def default_step(self, model) -> np.ndarray:
         """The bound (nq,) of a call that gives none."""
         if self.dt is not None:
-            vel = np.asarray(model.velocity_limit, dtype=float)[np.asarray(model.q_to_v)]
-            bad = [model.q_names[i] for i in np.nonzero(~(np.isfinite(vel) & (vel > 0)))[0]]
-            if bad:
-                raise InvalidInputError(
-                    f"StepBound(dt=...) needs a velocity limit > 0 on every joint; {bad} have "
-                    "none in the URDF: give max_step instead")
-            return vel * self.dt
+            return velocity_steps(model, self.dt, "StepBound(dt=...)", "max_step")
         s = np.asarray(self.max_step, dtype=float)
         if s.ndim == 0:
             return np.full(model.nq, float(s))
@@ -215,6 +210,17 @@ class StepBound(Term):
                 out.append(f"within max_joint_step of where the joints stand (tightest: "
                            f"{name} {d[k, j]:.4g} of {s[k, j]:.4g})")
         return out
+
+
+def velocity_steps(model, dt: float, what: str = "dt", instead: str = "max_joint_step"):
+    """(nq,) each coordinate's URDF velocity limit x ``dt``; an IKError naming the joints
+    without one (``what`` names the request, ``instead`` what to give)."""
+    vel = np.asarray(model.velocity_limit, dtype=float)[np.asarray(model.q_to_v)]
+    bad = [model.q_names[i] for i in np.nonzero(~(np.isfinite(vel) & (vel > 0)))[0]]
+    if bad:
+        raise InvalidInputError(f"{what} needs a velocity limit > 0 on every joint; {bad} have "
+                                f"none in the URDF: give {instead} instead")
+    return vel * float(dt)
 
 
 def _steps(value, what: str, xp):

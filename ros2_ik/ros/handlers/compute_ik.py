@@ -5,6 +5,13 @@ compact array (N*K*7 values in ``compact_frame_id``); the seed is mid-range, ove
 the latest joint_states, then by the request's ``seed``; options the request leaves at 0 or
 '' are the node's parameters. Every problem is answered (status, errors, iterations), every
 success verified by FK against the tolerances the request asked for.
+
+The objectives beyond the pose goal are terms of the solve (:mod:`ros2_ik.ik.terms`): a rest
+posture (``rest_posture``, ``posture_weight``: :class:`~ros2_ik.ik.terms.Posture`), a step
+bound (``max_joint_step``, ``step_time``: :class:`~ros2_ik.ik.terms.StepBound`), goal sets
+(``goals_per_problem``: :class:`~ros2_ik.ik.terms.GoalSet`, the answer's ``goal_indices``),
+and several ranked answers (``max_solutions``, ``min_solution_distance``:
+:meth:`ros2_ik.IKSolver.solve_k_best`, ``solution_counts`` and ``more_solutions``).
 """
 
 from __future__ import annotations
@@ -17,10 +24,14 @@ from ros2_ik_interfaces.srv import ComputeIK
 
 from ... import api
 from ...backend import to_numpy
+from ...ik.terms import GoalSet, Posture, StepBound
+from ...ik.terms.goalset import MAX_GOALS
+from ...ik.terms.step import velocity_steps
+from ...api.kbest import MAX_K
 from .. import codes
 from ..codes import RequestError
 from ..conversions import (as_f64, check_poses, describe_bad_pose, f64_array, i32_array,
-                           poses_to_pq, u32_array)
+                           joint_states, poses_to_pq, u32_array)
 from ..request import (Context, IKOutcome, collisions_flag, config, fill_solutions,
                        overall_code, solver_name,
                        summary, to_base, weights)
@@ -81,6 +92,7 @@ def handle(ctx: Context, req, resp) -> IKOutcome:
         raise RequestError(codes.INVALID_REQUEST,
                            f"tip_links {tips} names a link twice; give each tip once")
     K = len(tips)
+    G, k_best, min_dist = _shape_options(req)
     n_friendly, n_compact = len(req.goals), len(req.compact_goals)
     if n_friendly and n_compact:
         raise RequestError(codes.INVALID_REQUEST,
@@ -89,18 +101,21 @@ def handle(ctx: Context, req, resp) -> IKOutcome:
         raise RequestError(codes.INVALID_REQUEST,
                            "empty batch: no goals given; fill `goals` (one PoseStamped per "
                            "problem and tip) or `compact_goals` (N*K*7 values)")
+    per = "" if G == 1 else f" x {G} goals_per_problem"
     if n_compact:
-        if n_compact % (7 * K):
+        if n_compact % (7 * K * G):
             raise RequestError(codes.INVALID_REQUEST,
                                f"compact_goals has {n_compact} values, not a multiple of 7 x "
-                               f"{K} tip(s); give N*{K}*7 values (x y z qx qy qz qw per goal)")
-        N = n_compact // (7 * K)
+                               f"{K} tip(s){per}; give N*{G * K}*7 values (x y z qx qy qz qw "
+                               "per goal)")
+        N = n_compact // (7 * K * G)
     else:
-        if n_friendly % K:
+        if n_friendly % (K * G):
             raise RequestError(codes.INVALID_REQUEST,
                                f"{n_friendly} goals are not a multiple of the {K} tip links "
-                               f"{tips}; give one goal per problem and tip (index p*K + k)")
-        N = n_friendly // K
+                               f"{tips}{per}; give one goal per problem{', candidate' * (G > 1)}"
+                               f" and tip (index {'(p*G + g)*K' if G > 1 else 'p*K'} + k)")
+        N = n_friendly // (K * G)
     if N > s.max_batch:
         raise RequestError(codes.INVALID_REQUEST,
                            f"{N} problems exceed the node's max_batch = {s.max_batch}; split the "
@@ -115,25 +130,29 @@ def handle(ctx: Context, req, resp) -> IKOutcome:
     w = weights(req.axis_weights, req.position_only)
     seed = ctx.seed_q(robot, req.seed, "seed",
                       ignore_unknown=getattr(req, "ignore_unknown_joints", False))
+    terms, term_args = _terms(ctx, req, robot, seed, G)
 
     if n_compact:
-        raw = as_f64(req.compact_goals).reshape(N, K, 7)
+        raw = as_f64(req.compact_goals).reshape(N * G, K, 7)
         frames: list[str] | str = req.compact_frame_id
         what = "compact_frame_id"
     else:
         raw, frames = poses_to_pq(req.goals)
-        raw = raw.reshape(N, K, 7)
+        raw = raw.reshape(N * G, K, 7)
         what = "goal header.frame_id"
     pq, ok, reason = check_poses(raw, position_only=req.position_only)
-    if N == 1 and K == 1 and ONE_GOAL_PATH:
+    if N == 1 and K == 1 and G == 1 and k_best == 1 and not terms and ONE_GOAL_PATH:
         return _one(ctx, req, resp, robot, tips, raw, pq, bool(ok[0, 0]), int(reason[0, 0]),
                     frames, what, seed, solver, cfg, w, group, collision, world)
-    pq = to_base(robot, pq, frames, seed, what)
-    ok_p = ok.all(axis=1)
+    pq = to_base(robot, pq, frames, seed, what).reshape(N, G, K, 7)
+    ok, raw, reason = ok.reshape(N, G, K), raw.reshape(N, G, K, 7), reason.reshape(N, G, K)
+    ok_p = ok.all(axis=(1, 2))
     messages: dict[int, str] = {}
     for p in np.nonzero(~ok_p)[0][:100]:
-        k = int(np.nonzero(~ok[p])[0][0])
-        messages[int(p)] = f"tip {tips[k]!r}: {describe_bad_pose(raw[p, k], int(reason[p, k]))}"
+        g, k = (int(i[0]) for i in np.nonzero(~ok[p]))
+        which = f"candidate {g}, " if G > 1 else ""
+        messages[int(p)] = (f"{which}tip {tips[k]!r}: "
+                            f"{describe_bad_pose(raw[p, g, k], int(reason[p, g, k]))}")
 
     q = np.tile(seed, (N, 1))
     status = np.full(N, codes.INVALID_GOAL, dtype=np.int32)
@@ -141,14 +160,32 @@ def handle(ctx: Context, req, resp) -> IKOutcome:
     re = np.full(N, np.nan)
     iters = np.zeros(N, dtype=np.uint32)
     clear = np.full(N, np.nan) if collision is not None else None
+    goal_index = np.full(N, -1, dtype=np.int32)
+    counts = np.zeros(N, dtype=np.uint32)
+    more: list = []
     solve_time = 0.0
     idx = np.nonzero(ok_p)[0]
     if idx.size:
         targets = pq if idx.size == N else pq[idx]
-        res = api.solve_pose(model, ctx.xp.asarray(targets), tips=tips, weights=w,
-                             seeds=seed, config=cfg, solver=solver,
-                             should_stop=ctx.should_stop, group=group, world=world,
-                             collision=collision)
+        targets = targets[:, 0] if G == 1 else targets
+        xp = ctx.xp if k_best == 1 else np
+        s_ik, _, t_call = api.pose_solver(model, tips=tips, config=cfg, solver=solver,
+                                       should_stop=ctx.should_stop, group=group, xp=xp,
+                                       collision=collision, terms=terms)
+        if k_best == 1:
+            res = s_ik.solve(xp.asarray(targets), seeds=seed, weights=w,
+                             should_stop=ctx.should_stop, timeout=cfg.timeout,
+                             start_time=t_call, world=world, **term_args)
+        else:
+            kb = s_ik.solve_k_best(targets, k_best, min_distance=min_dist, seeds=seed,
+                                   weights=w, should_stop=ctx.should_stop,
+                                   timeout=cfg.timeout, world=world, start_time=t_call,
+                                   **term_args)
+            res = kb.best
+            counts[idx] = kb.count.astype(np.uint32)
+            more = [kb.q[j, 1:int(kb.count[j])] for j in range(idx.size)]
+        if res.goal_index is not None:
+            goal_index[idx] = np.asarray(res.goal_index, dtype=np.int32)
         q[idx] = to_numpy(res.q)
         if clear is not None and res.clearance is not None:
             clear[idx] = res.clearance
@@ -163,6 +200,16 @@ def handle(ctx: Context, req, resp) -> IKOutcome:
             messages[int(idx[j])] = res.messages[j]
 
     fill_solutions(robot, req, resp, q)
+    if G > 1 and hasattr(resp, "goal_indices"):
+        resp.goal_indices = i32_array(goal_index)
+    if k_best > 1 and hasattr(resp, "solution_counts"):
+        resp.solution_counts = u32_array(counts)
+        rest = np.concatenate(more) if more else np.zeros((0, model.nq))
+        full = robot.full_q(rest)
+        if req.compact_response:
+            resp.compact_more_solutions = f64_array(full)
+        else:
+            resp.more_solutions = joint_states(robot.out_names, full)
     resp.status = i32_array(status)
     resp.position_errors = f64_array(pe)
     resp.orientation_errors = f64_array(re)
@@ -173,8 +220,59 @@ def handle(ctx: Context, req, resp) -> IKOutcome:
     code = overall_code(status)
     resp.error_code.val = code
     resp.message = summary(status, messages)
-    return IKOutcome(robot=robot, tips=tips, targets=pq, q=q, status=status, code=code,
+    shown = pq[np.arange(N), np.maximum(goal_index, 0)]  # (the candidate reached, else the first)
+    return IKOutcome(robot=robot, tips=tips, targets=shown, q=q, status=status, code=code,
                      solve_time=solve_time, clearance=clear, world=world, collision=collision)
+
+
+def _shape_options(req) -> tuple:
+    """The request's goals per problem and answers per problem (checked), and the least
+    distance between answers."""
+    G = int(getattr(req, "goals_per_problem", 0)) or 1
+    k = int(getattr(req, "max_solutions", 0)) or 1
+    d = float(getattr(req, "min_solution_distance", 0.0)) or 0.1
+    if G > MAX_GOALS:
+        raise RequestError(codes.INVALID_REQUEST, f"goals_per_problem = {G} exceeds "
+                           f"{MAX_GOALS}; give at most {MAX_GOALS} candidates a problem")
+    if k > MAX_K:
+        raise RequestError(codes.INVALID_REQUEST, f"max_solutions = {k} exceeds {MAX_K}; ask "
+                           f"for at most {MAX_K} answers a problem")
+    if not math.isfinite(d) or d < 0:
+        raise RequestError(codes.INVALID_REQUEST, f"min_solution_distance = {d} must be a "
+                           "finite number >= 0 [rad or m] (0: 0.1)")
+    return G, k, d
+
+
+def _terms(ctx: Context, req, robot: LoadedRobot, seed, G: int) -> tuple:
+    """The terms a request asks for beyond the pose goal, and what they take per call."""
+    terms: list = []
+    args: dict = {}
+    if G > 1:  # (solvers for 2, 4, 8 ... candidates: a request's count is padded up)
+        terms.append(GoalSet(min(MAX_GOALS, 1 << (G - 1).bit_length())))
+    rest = getattr(req, "rest_posture", None)
+    if rest is not None and (len(rest.name) or len(rest.position)):
+        weight = float(getattr(req, "posture_weight", 0.0)) or 1.0
+        if not math.isfinite(weight) or weight <= 0:
+            raise RequestError(codes.INVALID_REQUEST, f"posture_weight = {weight} must be a "
+                               "finite number > 0 (0: 1)")
+        terms.append(Posture())
+        args.update(rest=robot.apply_joint_values(seed.copy(), list(rest.name),
+                                                  as_f64(rest.position), what="rest_posture",
+                                                  strict=True, clip=True),
+                    posture_weight=weight)
+    step, dt = (float(getattr(req, n, 0.0)) for n in ("max_joint_step", "step_time"))
+    for name, v in (("max_joint_step", step), ("step_time", dt)):
+        if not math.isfinite(v) or v < 0:
+            raise RequestError(codes.INVALID_REQUEST, f"{name} = {v} must be a finite number "
+                               ">= 0 (0: none)")
+    if step > 0 or dt > 0:
+        model = robot.model
+        bound = np.full(model.nq, step if step > 0 else np.inf)
+        if dt > 0:
+            bound = np.minimum(bound, velocity_steps(model, dt, "step_time"))
+        terms.append(StepBound(np.inf))
+        args["max_joint_step"] = bound
+    return terms, args
 
 
 #: One goal for one tip (what MoveIt and most clients send) takes :func:`_one`: the

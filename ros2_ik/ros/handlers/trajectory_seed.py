@@ -15,6 +15,7 @@ import numpy as np
 from ros2_ik_interfaces.action import TrajectorySeed
 
 from ... import api
+from ...ik.terms.step import velocity_steps
 from .. import codes
 from ..codes import RequestError
 from ..conversions import check_poses, describe_bad_pose, f64_array, i32_array, poses_to_pq
@@ -146,7 +147,8 @@ def handle(ctx: Context, goal, result, *, progress=None) -> dict:
 
     r = api.trajectory_seed(model, pq, nidx, tip=tip, mode=mode, seed=seed, config=cfg,
                             solver=solver, should_stop=ctx.should_stop, progress=progress,
-                            world=world, collision=collision)
+                            world=world, collision=collision,
+                            max_joint_step=_step_bound(goal, model, mode, dt))
     status = np.asarray(r.status, dtype=np.int32)
     full = robot.full_q(np.asarray(r.q))
     _fill_trajectory(result.trajectory, robot.out_names, full, dt)
@@ -178,3 +180,22 @@ def _fill_trajectory(traj, names, Q: np.ndarray, dt: float) -> None:
         sec_to_duration(i * dt, p.time_from_start)
         pts.append(p)
     traj.points = pts
+
+
+def _step_bound(goal, model, mode: str, dt: float):
+    """The goal's step bound between neighbouring nodes (nq,), or None."""
+    step = float(getattr(goal, "max_joint_step", 0.0))
+    by_velocity = bool(getattr(goal, "step_from_velocity", False))
+    if not math.isfinite(step) or step < 0:
+        raise RequestError(codes.INVALID_REQUEST, f"max_joint_step = {step!r} must be a finite "
+                           "number >= 0 [rad or m] (0: no bound)")
+    if step == 0 and not by_velocity:
+        return None
+    if mode != "sequential":
+        raise RequestError(codes.INVALID_REQUEST, "max_joint_step bounds the step between "
+                           "neighbouring nodes, which only mode 'sequential' solves one after "
+                           "the other; use mode 'sequential'")
+    bound = np.full(model.nq, step if step > 0 else np.inf)
+    if by_velocity:
+        bound = np.minimum(bound, velocity_steps(model, dt, "step_from_velocity"))
+    return bound
