@@ -38,6 +38,7 @@ setup(
             'ros2_ik_node = ros2_ik.ros.node:main',
             'ros2_ik_demo = ros2_ik.demo:main',
             'reach_study = ros2_ik.reach.cli:run',
+            'ros2_ik_base_placement = ros2_ik.reach.placement_cli:run',
             'ros2_ik_collision_pairs = ros2_ik.api.collision_pairs:main',
             'ros2_ik_spheres = ros2_ik.api.spheres_cli:main',
             'ros2_ik_viewer = ros2_ik.viewer.cli:main',

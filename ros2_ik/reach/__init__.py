@@ -7,8 +7,12 @@
 - :mod:`.plots`    -- PNG heat maps (matplotlib, imported only when drawing)
 - :mod:`.ray_executor` -- the optional Ray executor (``ray`` imported only when used)
 - :mod:`.cli`      -- the ``reach_study`` command (``python -m ros2_ik.reach``)
+- :mod:`.placement` -- base placement: where should the robot stand (:func:`run_placement`);
+  :mod:`.placement_cli` its command, ``ros2_ik_base_placement``
 """
 
+from .placement import (Placement, PlacementConfig, PlacementResult, Region, run_placement,
+                        score_bases)
 from .runner import LocalExecutor, StudyResult, run_study
 from .study import (COLUMNS, OUT_OF_REACH, VOXEL_COLUMNS, Study, StudyConfig, limit_margin,
                     manipulability, reach_bound, solve_shard, voxel_table)
@@ -19,4 +23,5 @@ __all__ = ["Study", "StudyConfig", "run_study", "StudyResult", "LocalExecutor", 
            "Box", "Sphere", "grid_targets", "load_targets", "from_poses",
            "fibonacci_directions", "tool_orientations", "solve_shard", "voxel_table",
            "reach_bound", "manipulability", "limit_margin", "COLUMNS", "VOXEL_COLUMNS",
-           "OUT_OF_REACH"]
+           "OUT_OF_REACH", "Placement", "PlacementConfig", "PlacementResult", "Region",
+           "run_placement", "score_bases"]

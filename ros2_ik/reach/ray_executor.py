@@ -23,6 +23,7 @@ from typing import Callable, Iterator
 import numpy as np
 
 from ..errors import BackendUnavailableError
+from .runner import STUDY_TASK
 from .study import ShardSpec
 
 __all__ = ["RayExecutor", "ray_available"]
@@ -72,18 +73,19 @@ def _worker_spec(key: str, boxed_ref: list) -> ShardSpec:
 
 
 def _solve_shard_task(spec_key: str, boxed_spec: list, poses: np.ndarray, start: int,
-                      stop: int, threads: int) -> dict:
-    """The body of one Ray task: solve targets ``start:stop`` (see :func:`study.solve_shard`).
+                      stop: int, threads: int, task: str = STUDY_TASK) -> dict:
+    """The body of one Ray task: solve rows ``start:stop`` with ``task`` (see
+    :func:`study.solve_shard`, a base placement's coarse shard).
 
     With the study's backend "auto" the task solves on the GPU when Ray gave it one (Ray hides
     the GPUs from a task that asked for none) and on the CPU path otherwise."""
-    from .study import solve_shard  # noqa: PLC0415
+    from .runner import shard_task  # noqa: PLC0415
 
     spec = _worker_spec(spec_key, boxed_spec)
 
     if threads > 0:  # the host backend's batch threads (read per call)
         os.environ["ROS2_IK_THREADS"] = str(int(threads))
-    cols = solve_shard(spec, poses[start:stop])
+    cols = shard_task(task)(spec, poses[start:stop])
     cols["worker_pid"] = os.getpid()
     return cols
 
@@ -139,7 +141,8 @@ class RayExecutor:
             retry_exceptions=False)
 
     def run(self, spec: ShardSpec, poses: np.ndarray, todo: list[tuple[int, int, int]],
-            should_stop: Callable[[], bool] | None) -> Iterator[tuple[int, dict]]:
+            should_stop: Callable[[], bool] | None, task: str = STUDY_TASK
+            ) -> Iterator[tuple[int, dict]]:
         ray = self._ray
         blob = pickle.dumps(spec)  # pickled once: its digest is the workers' key
         key = hashlib.sha256(blob).hexdigest()
@@ -147,7 +150,7 @@ class RayExecutor:
         poses_ref = ray.put(np.ascontiguousarray(poses))
         pending = {}
         for i, a, b in todo:
-            ref = self._task.remote(key, boxed_spec, poses_ref, a, b, self.threads)
+            ref = self._task.remote(key, boxed_spec, poses_ref, a, b, self.threads, task)
             pending[ref] = i
         try:
             while pending:

@@ -24,7 +24,7 @@ import numpy as np
 from ..errors import InputTypeError
 from ..validate import check_callable, check_flag, check_path, describe
 from .store import StudyStore, model_digest
-from .study import COLUMNS, OUT_OF_REACH, ShardSpec, Study, solve_shard, voxel_table
+from .study import COLUMNS, OUT_OF_REACH, ShardSpec, Study, voxel_table
 
 __all__ = ["run_study", "StudyResult", "LocalExecutor", "merge_columns"]
 
@@ -45,6 +45,19 @@ class StudyResult:
     plots: list = field(default_factory=list)
 
 
+#: the shard task of a reach study (an executor's ``task``: "module:function")
+STUDY_TASK = "ros2_ik.reach.study:solve_shard"
+
+
+def shard_task(task: str) -> Callable:
+    """The function a task name "module:function" names (a shard's work: ``fn(spec,
+    rows, should_stop) -> columns``, e.g. :func:`ros2_ik.reach.study.solve_shard`)."""
+    import importlib  # noqa: PLC0415
+
+    module, _, name = task.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
 class LocalExecutor:
     """Solves shards in this process (the solver uses every core), two in flight: while one
     shard's Python work runs (checks, selection, manipulability, the caller writing it), the
@@ -54,7 +67,9 @@ class LocalExecutor:
     IN_FLIGHT = 2
 
     def run(self, spec: ShardSpec, poses: np.ndarray, todo: list[tuple[int, int, int]],
-            should_stop: Callable[[], bool] | None) -> Iterator[tuple[int, dict]]:
+            should_stop: Callable[[], bool] | None, task: str = STUDY_TASK
+            ) -> Iterator[tuple[int, dict]]:
+        fn = shard_task(task)
         pending: deque = deque()
         jobs = iter(todo)
         with cf.ThreadPoolExecutor(self.IN_FLIGHT, thread_name_prefix="ros2_ik-shard") as ex:
@@ -65,8 +80,7 @@ class LocalExecutor:
                         if job is None or (should_stop is not None and should_stop()):
                             break
                         i, a, b = job
-                        pending.append((i, ex.submit(solve_shard, spec, poses[a:b],
-                                                     should_stop)))
+                        pending.append((i, ex.submit(fn, spec, poses[a:b], should_stop)))
                     if not pending:
                         return
                     i, fut = pending.popleft()

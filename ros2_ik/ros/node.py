@@ -12,7 +12,7 @@ is the node's namespace + name, so ``~/compute_ik`` is ``/ros2_ik/compute_ik``):
 - services ``~/compute_ik``, ``~/compute_fk``, ``~/compute_jacobian``, ``~/check_states``
   and, when moveit_msgs is
   importable, ``~/solve_ik`` / ``~/solve_fk`` (:mod:`.handlers`, one module each)
-- actions ``~/trajectory_seed`` and ``~/reach_study``
+- actions ``~/trajectory_seed``, ``~/reach_study`` and ``~/base_placement``
 
 Threading (:mod:`.wiring`, :mod:`.executor`): one executor thread does every rcl call; solves
 run in worker pools; models are prepared in the background. (Services on a second executor
@@ -45,8 +45,8 @@ from ..backend import BackendUnavailableError, get_backend
 from .compat import distribution
 from .diagnostics import Stats, diagnostic_status
 from .executor import NodeExecutor, quiet_events
-from .handlers import (check_states, compute_fk, compute_ik, compute_jacobian, goal,
-                       interactive, moveit, reach_study, trajectory_seed, world)
+from .handlers import (base_placement, check_states, compute_fk, compute_ik, compute_jacobian,
+                       goal, interactive, moveit, reach_study, trajectory_seed, world)
 from .joint_states import DRAIN_S, JointStates
 from .markers import collision_markers, ik_markers
 from .model_source import ModelSource, describe
@@ -149,7 +149,8 @@ class KinematicsNode(Node):
         compute_jacobian.register(w)
         check_states.register(w)
         goal.register(w, self._cb_topics)
-        self._actions = [trajectory_seed.register(w), reach_study.register(w)]
+        self._actions = [trajectory_seed.register(w), reach_study.register(w),
+                         base_placement.register(w)]
         moveit.register(w)
         self._handle = interactive.register(w)
         if self._handle is not None and self._source.robot is not None:

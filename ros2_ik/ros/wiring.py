@@ -51,8 +51,10 @@ SERVICE_QOS = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE,
 CLIENT_QOS = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE,
                         durability=DurabilityPolicy.VOLATILE)
 #: worker threads per pool: services (a long request leaves the others free), the goal topic
-#: (one: solutions in goal order), trajectory goals, reach studies, the rviz goal handle
-POOL_SIZES = {"services": 4, "goal": 1, "actions": 2, "reach": 1, "interactive": 1}
+#: (one: solutions in goal order), trajectory goals, reach studies, base placements, the rviz
+#: goal handle
+POOL_SIZES = {"services": 4, "goal": 1, "actions": 2, "reach": 1, "placement": 1,
+              "interactive": 1}
 
 
 
