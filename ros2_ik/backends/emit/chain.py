@@ -11,6 +11,7 @@ from ...errors import InvalidInputError
 from ...ik.seeds import limited_revolute
 from ...model import Model
 from ...model.chain import chain_table
+from .node import Node
 
 
 
@@ -79,6 +80,17 @@ def chain_of(model: Model, tips, collision=None, terms=(), goal: str = "pose") -
                  post=c.post, colq=tuple(int(v) for v in c.colq), coll=coll,
                  terms=(goal,) + (("collision",) if coll is not None else ())
                  + tuple(terms))
+
+
+def tip_nodes(ch: Chain, t: int) -> list:
+    """The joints on tip ``t``'s path as a tree's nodes (each the parent of the next)."""
+    out = []
+    for k, j in enumerate(range(ch.starts[t], ch.starts[t + 1])):
+        out.append(Node(link=int(ch.link[j]), parent=k - 1, pre=ch.pre[j],
+                        axis=tuple(float(v) for v in ch.axis[j]), prismatic=bool(ch.prismatic[j]),
+                        qi=int(ch.qi[j]), mult=float(ch.mult[j]), off=float(ch.off[j]),
+                        col=int(ch.col[j])))
+    return out
 
 
 def joint_frame_decl(ch: Chain, T: str = "S") -> str:

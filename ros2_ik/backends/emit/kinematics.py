@@ -1,115 +1,149 @@
-"""FK and Jacobians in generated code: the chain FK to each tip (with its joints' world axes
-and origins), the residual Jacobian's columns, and the frames kernels (``r2ik_fk``,
-``r2ik_jac``)."""
+"""FK and Jacobians in generated code, once: FK over a tree of joints (:func:`emit_node_frames`)
+and a joint's Jacobian column at a point (:func:`emit_column`), which the tips' FK, the
+residual Jacobian, the frames kernels (``r2ik_fk``, ``r2ik_jac``) and the collision terms'
+spheres and rows all use."""
 
 from __future__ import annotations
-
 
 import numpy as np
 
 from .text import Emit, lin, lit
-from .chain import Chain, jac_structure, joint_frame_decl, qvars
+from .chain import Chain, jac_structure, joint_frame_decl, qvars, tip_nodes
+
+
+def node_value(nd, qv) -> str:
+    """The joint value of a node (its coordinate, scaled and offset for a mimic joint)."""
+    val = qv(nd.qi)
+    if nd.mult != 1.0 or nd.off != 0.0:
+        val = f"({val} * {lit(nd.mult)} + {lit(nd.off)})"
+    return val
+
+
+def emit_node_frames(e: Emit, nodes, qv, trig) -> None:
+    """FK over a tree of joints (:class:`.chain.Node`, parents first): each node's frame
+    after its joint (``nR{k}_{0..8}`` row-major, ``np{k}_{0..2}``), its world axis
+    ``nz{k}_*`` and joint origin ``nj{k}_*`` (before a prismatic joint's travel), as
+    constants of the current block. ``trig(k, nd, val)`` sets a revolute node's ``ns{k}`` /
+    ``nc{k}`` (declared here) to the sine and cosine of ``val``. The one FK of the generated
+    code: the tips' (:func:`emit_fk_tip`), the frames kernels' and the collision spheres'."""
+    for k, nd in enumerate(nodes):
+        pre = nd.pre
+        e(f"// node {k}: joint into link {k}")
+        p = nd.parent
+        A = {}
+        for a in range(3):
+            for b in range(3):
+                if p < 0:
+                    A[a, b] = lit(pre[a, b])
+                else:
+                    s = lin([(pre[c, b], f"nR{p}_{3 * a + c}") for c in range(3)])
+                    A[a, b] = s if s is not None else "S(0)"
+        for a in range(3):
+            if p < 0:
+                e(f"const S nj{k}_{a} = {lit(pre[a, 3])};")
+            else:
+                s = lin([(pre[c, 3], f"nR{p}_{3 * a + c}") for c in range(3)])
+                e(f"const S nj{k}_{a} = np{p}_{a}" + (f" + ({s});" if s else ";"))
+        e("const S " + ", ".join(f"A{k}_{a}{b} = {A[a, b]}" for a in range(3) for b in range(3))
+          + ";")
+        ax = nd.axis
+        for a in range(3):
+            s = lin([(ax[b], f"A{k}_{a}{b}") for b in range(3)])
+            e(f"const S nz{k}_{a} = {s if s is not None else 'S(0)'};")
+        val = node_value(nd, qv)
+        if nd.prismatic:
+            e(f"const S nv{k} = {val};")
+            for a in range(3):
+                e(f"const S np{k}_{a} = nj{k}_{a} + nz{k}_{a} * nv{k};")
+            for a in range(3):
+                for b in range(3):
+                    e(f"const S nR{k}_{3 * a + b} = A{k}_{a}{b};")
+            continue
+        for a in range(3):
+            e(f"const S np{k}_{a} = nj{k}_{a};")
+        e(f"S nc{k}, ns{k};")
+        trig(k, nd, val)
+        x, y, z = ax
+        if x == 0.0 and y == 0.0 and abs(z) == 1.0:
+            sgn = "" if z > 0 else "-"
+            for a in range(3):
+                e(f"const S nR{k}_{3 * a} = nc{k} * A{k}_{a}0 + {sgn}ns{k} * A{k}_{a}1;")
+                e(f"const S nR{k}_{3 * a + 1} = nc{k} * A{k}_{a}1 - {sgn}ns{k} * A{k}_{a}0;")
+                e(f"const S nR{k}_{3 * a + 2} = A{k}_{a}2;")
+        else:
+            C = f"(S(1) - nc{k})"
+            m = {(0, 0): f"nc{k} + {lit(x * x)} * {C}",
+                 (0, 1): f"{lit(x * y)} * {C} - {lit(z)} * ns{k}",
+                 (0, 2): f"{lit(x * z)} * {C} + {lit(y)} * ns{k}",
+                 (1, 0): f"{lit(y * x)} * {C} + {lit(z)} * ns{k}",
+                 (1, 1): f"nc{k} + {lit(y * y)} * {C}",
+                 (1, 2): f"{lit(y * z)} * {C} - {lit(x)} * ns{k}",
+                 (2, 0): f"{lit(z * x)} * {C} - {lit(y)} * ns{k}",
+                 (2, 1): f"{lit(z * y)} * {C} + {lit(x)} * ns{k}",
+                 (2, 2): f"nc{k} + {lit(z * z)} * {C}"}
+            e("const S " + ", ".join(f"m{k}_{i}{j} = {v}" for (i, j), v in m.items()) + ";")
+            for a in range(3):
+                for b in range(3):
+                    e(f"const S nR{k}_{3 * a + b} = A{k}_{a}0 * m{k}_0{b} + A{k}_{a}1 * m{k}_1{b}"
+                      f" + A{k}_{a}2 * m{k}_2{b};")
+
+
+def emit_column(e: Emit, z, o, p, prismatic: bool, mult: float) -> None:
+    """The Jacobian column of one joint at a point, as constants of the current block:
+    ``zx, zy, zz`` its world axis ``z`` (times a mimic joint's ``mult``), and ``vx, vy, vz``
+    the point's velocity per unit of the joint: ``z x (p - o)`` (``o`` the joint's origin) for
+    a revolute joint, ``z`` for a prismatic one. The one Jacobian column of the generated code:
+    the tips' residual rows, the frames kernels' and the collision rows'."""
+    if mult == 1.0:
+        e(f"const S zx = {z[0]}, zy = {z[1]}, zz = {z[2]};")
+    else:
+        e(f"const S zx = {z[0]} * {lit(mult)}, zy = {z[1]} * {lit(mult)}, "
+          f"zz = {z[2]} * {lit(mult)};")
+    if prismatic:
+        e("const S vx = zx, vy = zy, vz = zz;")
+    else:
+        e(f"const S dx = {p[0]} - {o[0]}, dy = {p[1]} - {o[1]}, dz = {p[2]} - {o[2]};")
+        e("const S vx = zy * dz - zz * dy, vy = zz * dx - zx * dz, vz = zx * dy - zy * dx;")
 
 
 def emit_fk_tip(e: Emit, ch: Chain, t: int, qv, *, keep_joint_frames: bool,
-                 sincos: bool = False, export_trig: bool = False):
-    """FK along tip t's chain into R[9] (row-major) and pv[3]. ``qv(i)`` names q coordinate i.
-    With ``keep_joint_frames`` the joints' world axes z{j}_a and origins pj{j}_a are set, else
-    only what the chain needs. With ``sincos`` (the solve
-    kernels) a joint's sine and cosine come from one ``r2ik_sincos(x, s, c)`` call: CUDA's
-    ``sincos`` on a GPU, on the host :mod:`.sincos`'s recipe); without (the frames kernels)
-    from ``sin`` and ``cos``; with ``export_trig`` each revolute joint's pair also goes to
-    ``esn{j}`` / ``ecs{j}`` (for the collision terms: :func:`trig_exports`)."""
-    jj = [0]
+                sincos: bool = False, export_trig: bool = False):
+    """FK along tip t's chain into R[9] (row-major) and pv[3] (:func:`emit_node_frames` over
+    the joints of its path, then the tip's fixed transform). ``qv(i)`` names q coordinate i.
+    With ``keep_joint_frames`` the joints' world axes z{j}_a and origins pj{j}_a are set. With
+    ``sincos`` (the solve kernels) a joint's sine and cosine come from one ``r2ik_sincos(x, s,
+    c)`` call (CUDA's ``sincos`` on a GPU, on the host :mod:`.sincos`'s recipe); without (the
+    frames kernels) from ``sin`` and ``cos``; with ``export_trig`` each revolute joint's pair
+    also goes to ``esn{j}`` / ``ecs{j}`` (for the collision terms: :func:`trig_exports`)."""
+    nodes = tip_nodes(ch, t)
+    j0 = ch.starts[t]
 
-    def sin_cos(val):
+    def trig(k, nd, val):
         if sincos:
-            e(f"S c, sn_; r2ik_sincos({val}, sn_, c);")
+            e(f"r2ik_sincos({val}, ns{k}, nc{k});")
             if export_trig:
-                e(f"esn{jj[0]} = sn_; ecs{jj[0]} = c;")
-            return "sn_"
-        e(f"const S c = cos({val});")
-        return f"sin({val})"
-    e("R[0] = S(1); R[1] = S(0); R[2] = S(0); R[3] = S(0); R[4] = S(1); R[5] = S(0); "
-      "R[6] = S(0); R[7] = S(0); R[8] = S(1); pv[0] = S(0); pv[1] = S(0); pv[2] = S(0);")
-    for j in range(ch.starts[t], ch.starts[t + 1]):
-        jj[0] = j
-        A = ch.pre[j]
-        e(f"// joint {j}: link {ch.model.link_names[ch.link[j]]}")
-        for a in range(3):
-            s = lin([(A[0, 3], f"R[{3 * a}]"), (A[1, 3], f"R[{3 * a + 1}]"),
-                      (A[2, 3], f"R[{3 * a + 2}]")])
-            if s is not None:
-                e(f"pv[{a}] = pv[{a}] + ({s});")
-        with e.block(""):
-            for a in range(3):
-                for b in range(3):
-                    s = lin([(A[0, b], f"R[{3 * a}]"), (A[1, b], f"R[{3 * a + 1}]"),
-                              (A[2, b], f"R[{3 * a + 2}]")])
-                    e(f"const S n{a}{b} = {s if s is not None else 'S(0)'};")
-            e("R[0] = n00; R[1] = n01; R[2] = n02; R[3] = n10; R[4] = n11; R[5] = n12; "
-              "R[6] = n20; R[7] = n21; R[8] = n22;")
-        ax, ay, az = (float(v) for v in ch.axis[j])
-        zname = f"z{j}_" if keep_joint_frames else "zz"
-        need_z = keep_joint_frames or ch.prismatic[j]
-        if need_z:
-            if not keep_joint_frames:
-                e("{")
-                e("S zz0, zz1, zz2;")
-            for a in range(3):
-                s = lin([(ax, f"R[{3 * a}]"), (ay, f"R[{3 * a + 1}]"), (az, f"R[{3 * a + 2}]")])
-                e(f"{zname}{a} = {s if s is not None else 'S(0)'};")
-        if keep_joint_frames:
-            e(f"pj{j}_0 = pv[0]; pj{j}_1 = pv[1]; pj{j}_2 = pv[2];")
-        val = qv(ch.qi[j])
-        if ch.mult[j] != 1.0 or ch.off[j] != 0.0:
-            val = f"({val} * {lit(ch.mult[j])} + {lit(ch.off[j])})"
-        if ch.prismatic[j]:
-            e(f"{{ const S d = {val};")
-            for a in range(3):
-                e(f"  pv[{a}] = pv[{a}] + {zname}{a} * d;")
-            e("}")
-        elif ax == 0.0 and ay == 0.0:
-            with e.block(""):
-                sv = sin_cos(val)
-                if az == 1.0:
-                    e(f"const S s = {sv};")
-                elif az == -1.0:
-                    e(f"const S s = -{sv};")
-                else:
-                    e(f"const S s = {sv} * {lit(az)};")
-                for a in range(3):
-                    e(f"{{ const S x0 = R[{3 * a}], x1 = R[{3 * a + 1}]; "
-                      f"R[{3 * a}] = c * x0 + s * x1; R[{3 * a + 1}] = c * x1 - s * x0; }}")
+                e(f"esn{j0 + k} = ns{k}; ecs{j0 + k} = nc{k};")
         else:
-            with e.block(""):
-                if sincos:
-                    sv = sin_cos(val)
-                    e(f"const S s = {sv}; const S C = S(1) - c;")
-                else:
-                    e(f"const S c = cos({val}); const S s = sin({val}); const S C = S(1) - c;")
-                # m = c I + C a a^T + s [a]x
-                m = {
-                    "00": f"c + {lit(ax * ax)} * C", "01": f"{lit(ax * ay)} * C - {lit(az)} * s",
-                    "02": f"{lit(ax * az)} * C + {lit(ay)} * s",
-                    "10": f"{lit(ay * ax)} * C + {lit(az)} * s", "11": f"c + {lit(ay * ay)} * C",
-                    "12": f"{lit(ay * az)} * C - {lit(ax)} * s",
-                    "20": f"{lit(az * ax)} * C - {lit(ay)} * s",
-                    "21": f"{lit(az * ay)} * C + {lit(ax)} * s", "22": f"c + {lit(az * az)} * C",
-                }
-                for k, v in m.items():
-                    e(f"const S m{k} = {v};")
-                for a in range(3):
-                    e(f"{{ const S x0 = R[{3 * a}], x1 = R[{3 * a + 1}], x2 = R[{3 * a + 2}];")
-                    for b in range(3):
-                        e(f"  R[{3 * a + b}] = x0 * m0{b} + x1 * m1{b} + x2 * m2{b};")
-                    e("}")
-        if need_z and not keep_joint_frames:
-            e("}")
+            e(f"nc{k} = cos({val}); ns{k} = sin({val});")
+
+    with e.block(""):
+        emit_node_frames(e, nodes, qv, trig)
+        last = len(nodes) - 1
+        if last < 0:
+            e("R[0] = S(1); R[1] = S(0); R[2] = S(0); R[3] = S(0); R[4] = S(1); R[5] = S(0); "
+              "R[6] = S(0); R[7] = S(0); R[8] = S(1); pv[0] = S(0); pv[1] = S(0); pv[2] = S(0);")
+        else:
+            e(" ".join(f"R[{i}] = nR{last}_{i};" for i in range(9)) + " "
+              + " ".join(f"pv[{a}] = np{last}_{a};" for a in range(3)))
+        if keep_joint_frames:
+            for k in range(len(nodes)):
+                j = j0 + k
+                e(" ".join(f"z{j}_{a} = nz{k}_{a};" for a in range(3)) + " "
+                  + " ".join(f"pj{j}_{a} = nj{k}_{a};" for a in range(3)))
     B = ch.post[t]
     for a in range(3):
         s = lin([(B[0, 3], f"R[{3 * a}]"), (B[1, 3], f"R[{3 * a + 1}]"),
-                  (B[2, 3], f"R[{3 * a + 2}]")])
+                 (B[2, 3], f"R[{3 * a + 2}]")])
         if s is not None:
             e(f"pv[{a}] = pv[{a}] + ({s});")
     if not np.array_equal(B[:3, :3], np.eye(3)):
@@ -138,19 +172,9 @@ def emit_jacobian(e: Emit, ch: Chain, name: str):
                 c = ch.col[j]
                 if c < 0:
                     continue
-                mj = ch.mult[j]
-                if mj == 1.0:
-                    e(f"  {{ const S zx = z{j}_0, zy = z{j}_1, zz = z{j}_2;")
-                else:
-                    e(f"  {{ const S zx = z{j}_0 * {lit(mj)}, zy = z{j}_1 * {lit(mj)}, "
-                      f"zz = z{j}_2 * {lit(mj)};")
-                if ch.prismatic[j]:
-                    e("    const S vx = zx, vy = zy, vz = zz;")
-                else:
-                    e(f"    const S dx = pt{t}_0 - pj{j}_0, dy = pt{t}_1 - pj{j}_1, "
-                      f"dz = pt{t}_2 - pj{j}_2;")
-                    e("    const S vx = zy * dz - zz * dy, vy = zz * dx - zx * dz, "
-                      "vz = zx * dy - zy * dx;")
+                e("  {")
+                emit_column(e, [f"z{j}_{a}" for a in range(3)], [f"pj{j}_{a}" for a in range(3)],
+                            [f"pt{t}_{a}" for a in range(3)], ch.prismatic[j], ch.mult[j])
                 rows = [(a, "v") for a in range(3)]
                 if not ch.prismatic[j]:
                     rows += [(a, "w") for a in range(3)]
@@ -210,15 +234,12 @@ def emit_frames_kernels(e: Emit, ch: Chain, scalar: str):
             if ch.col[j] < 0:
                 continue
             c = va[int(model.q_to_v[ch.qi[j]])]
-            mj = lit(ch.mult[j])
-            e(f"{{ const S zx = z{j}_0 * {mj}, zy = z{j}_1 * {mj}, zz = z{j}_2 * {mj};")
-            if ch.prismatic[j]:
-                e(f"  o[{c}] += zx; o[{nva + c}] += zy; o[{2 * nva + c}] += zz; }}")
-            else:
-                e(f"  const S dx = pv[0] - pj{j}_0, dy = pv[1] - pj{j}_1, dz = pv[2] - pj{j}_2;")
-                e(f"  o[{c}] += zy * dz - zz * dy; o[{nva + c}] += zz * dx - zx * dz; "
-                  f"o[{2 * nva + c}] += zx * dy - zy * dx;")
-                e(f"  o[{3 * nva + c}] += zx; o[{4 * nva + c}] += zy; o[{5 * nva + c}] += zz; }}")
+            with e.block(""):
+                emit_column(e, [f"z{j}_{a}" for a in range(3)], [f"pj{j}_{a}" for a in range(3)],
+                            [f"pv[{a}]" for a in range(3)], ch.prismatic[j], ch.mult[j])
+                e(f"o[{c}] += vx; o[{nva + c}] += vy; o[{2 * nva + c}] += vz;")
+                if not ch.prismatic[j]:
+                    e(f"o[{3 * nva + c}] += zx; o[{4 * nva + c}] += zy; o[{5 * nva + c}] += zz;")
 
     kernel("r2ik_fk", pose)
     kernel("r2ik_jac", jac)

@@ -37,8 +37,7 @@ half-space).
 from __future__ import annotations
 
 from ...world import SHAPE_CODES
-from ..emit.text import lin as _lin
-from ..emit.text import lit as _lit
+from ..emit.kinematics import emit_column, emit_node_frames, node_value
 from .collision_scene import GROUP_W, HEAD, LBMAX, LINK_W, CollisionChain
 
 __all__ = ["emit_collision", "emit_trig", "emit_exact"]
@@ -160,14 +159,6 @@ R2IK_FN void r2ik_pen(const S x, const S eta, S& v, S& dv) {
 """
 
 
-def _node_val(nd, qv) -> str:
-    """The joint value of a node (its coordinate, scaled and offset for a mimic joint)."""
-    val = qv(nd.qi)
-    if nd.mult != 1.0 or nd.off != 0.0:
-        val = f"({val} * {_lit(nd.mult)} + {_lit(nd.off)})"
-    return val
-
-
 def emit_trig(e, cc: CollisionChain, S: str, qv, name: str, known: dict) -> None:
     """``S name[2 * nodes]``: each revolute node's sine and cosine for ``r2ik_coll`` (its
     ``trig`` argument): the pair of ``known`` ({(q index, mult, offset): (sine, cosine)}, what
@@ -180,76 +171,20 @@ def emit_trig(e, cc: CollisionChain, S: str, qv, name: str, known: dict) -> None
         if got is not None:
             e(f"{name}[{2 * k}] = {got[0]}; {name}[{2 * k + 1}] = {got[1]};")
         else:
-            e(f"r2ik_sincos({_node_val(nd, qv)}, {name}[{2 * k}], {name}[{2 * k + 1}]);")
+            e(f"r2ik_sincos({node_value(nd, qv)}, {name}[{2 * k}], {name}[{2 * k + 1}]);")
 
 
 def _emit_nodes(e, cc: CollisionChain, qv, sincos: bool):
-    """Each node's frame after its joint (nR{k}_{0..8} row-major, np{k}_{0..2}), its world
-    axis nz{k}_* and joint origin nj{k}_* (before a prismatic joint's travel). ``sincos``: a
-    revolute joint's sine and cosine from ``trig`` (:func:`emit_trig`), else ``sin``/``cos``."""
-    for k, nd in enumerate(cc.nodes):
-        pre = nd.pre
-        e(f"// node {k}: joint into link {k}")
-        p = nd.parent
-        A = {}
-        for a in range(3):
-            for b in range(3):
-                if p < 0:
-                    A[a, b] = _lit(pre[a, b])
-                else:
-                    s = _lin([(pre[c, b], f"nR{p}_{3 * a + c}") for c in range(3)])
-                    A[a, b] = s if s is not None else "S(0)"
-        for a in range(3):
-            if p < 0:
-                e(f"const S nj{k}_{a} = {_lit(pre[a, 3])};")
-            else:
-                s = _lin([(pre[c, 3], f"nR{p}_{3 * a + c}") for c in range(3)])
-                e(f"const S nj{k}_{a} = np{p}_{a}" + (f" + ({s});" if s else ";"))
-        e("const S " + ", ".join(f"A{k}_{a}{b} = {A[a, b]}" for a in range(3) for b in range(3))
-          + ";")
-        ax = nd.axis
-        for a in range(3):
-            s = _lin([(ax[b], f"A{k}_{a}{b}") for b in range(3)])
-            e(f"const S nz{k}_{a} = {s if s is not None else 'S(0)'};")
-        val = _node_val(nd, qv)
-        if nd.prismatic:
-            e(f"const S nv{k} = {val};")
-            for a in range(3):
-                e(f"const S np{k}_{a} = nj{k}_{a} + nz{k}_{a} * nv{k};")
-            for a in range(3):
-                for b in range(3):
-                    e(f"const S nR{k}_{3 * a + b} = A{k}_{a}{b};")
-            continue
-        for a in range(3):
-            e(f"const S np{k}_{a} = nj{k}_{a};")
-        e(f"S nc{k}, ns{k};")
+    """Each node's frame (:func:`ros2_ik.backends.emit.kinematics.emit_node_frames`); a
+    revolute joint's sine and cosine from ``trig`` (:func:`emit_trig`, ``sincos``), else from
+    ``sin`` / ``cos``."""
+    def trig(k, nd, val):
         if sincos:
             e(f"ns{k} = trig[{2 * k}]; nc{k} = trig[{2 * k + 1}];")
         else:
             e(f"nc{k} = cos({val}); ns{k} = sin({val});")
-        x, y, z = ax
-        if x == 0.0 and y == 0.0 and abs(z) == 1.0:
-            sgn = "" if z > 0 else "-"
-            for a in range(3):
-                e(f"const S nR{k}_{3 * a} = nc{k} * A{k}_{a}0 + {sgn}ns{k} * A{k}_{a}1;")
-                e(f"const S nR{k}_{3 * a + 1} = nc{k} * A{k}_{a}1 - {sgn}ns{k} * A{k}_{a}0;")
-                e(f"const S nR{k}_{3 * a + 2} = A{k}_{a}2;")
-        else:
-            C = f"(S(1) - nc{k})"
-            m = {(0, 0): f"nc{k} + {_lit(x * x)} * {C}",
-                 (0, 1): f"{_lit(x * y)} * {C} - {_lit(z)} * ns{k}",
-                 (0, 2): f"{_lit(x * z)} * {C} + {_lit(y)} * ns{k}",
-                 (1, 0): f"{_lit(y * x)} * {C} + {_lit(z)} * ns{k}",
-                 (1, 1): f"nc{k} + {_lit(y * y)} * {C}",
-                 (1, 2): f"{_lit(y * z)} * {C} - {_lit(x)} * ns{k}",
-                 (2, 0): f"{_lit(z * x)} * {C} - {_lit(y)} * ns{k}",
-                 (2, 1): f"{_lit(z * y)} * {C} + {_lit(x)} * ns{k}",
-                 (2, 2): f"nc{k} + {_lit(z * z)} * {C}"}
-            e("const S " + ", ".join(f"m{k}_{i}{j} = {v}" for (i, j), v in m.items()) + ";")
-            for a in range(3):
-                for b in range(3):
-                    e(f"const S nR{k}_{3 * a + b} = A{k}_{a}0 * m{k}_0{b} + A{k}_{a}1 * m{k}_1{b}"
-                      f" + A{k}_{a}2 * m{k}_2{b};")
+
+    emit_node_frames(e, cc.nodes, qv, trig)
 
 
 def _emit_frames(e, cc: CollisionChain):
@@ -276,27 +211,23 @@ def _place(e, node: str, ptr: str, out: str):
 def _emit_row(e, cc: CollisionChain, node: str, c: str, n: str, sign: str):
     """``jr[col] {sign}= coef * (n . J_p(c))[col]`` over the moving ancestors of the node
     numbered ``node`` at run time (the point ``c``x/y/z, the direction ``n``x/y/z): a switch
-    over the nodes, each case the unrolled rows of its ancestors."""
+    over the nodes, each case the unrolled rows of its ancestors (each column by
+    :func:`ros2_ik.backends.emit.kinematics.emit_column`)."""
     with e.block(f"switch ({node})"):
         for k0 in range(len(cc.nodes)):
-            lines = []
-            for k in cc.ancestry(k0):
+            cols = [k for k in cc.ancestry(k0) if cc.nodes[k].col >= 0]
+            if not cols:
+                continue
+            e(f"case {k0}:")
+            for k in cols:
                 nd = cc.nodes[k]
-                if nd.col < 0:
-                    continue
-                mult = "" if nd.mult == 1.0 else f" * {_lit(nd.mult)}"
-                if nd.prismatic:
-                    t = f"({n}x * nz{k}_0 + {n}y * nz{k}_1 + {n}z * nz{k}_2)"
-                else:
-                    dx, dy, dz = (f"({c}{a} - nj{k}_{i})" for i, a in enumerate("xyz"))
-                    t = (f"({n}x * (nz{k}_1 * {dz} - nz{k}_2 * {dy}) + {n}y * (nz{k}_2 * {dx} - "
-                         f"nz{k}_0 * {dz}) + {n}z * (nz{k}_0 * {dy} - nz{k}_1 * {dx}))")
-                lines.append(f"jr[{nd.col}] = jr[{nd.col}] {sign} coef * {t}{mult};")
-            if lines:
-                e(f"case {k0}:")
-                for line in lines:
-                    e("  " + line)
-                e("  break;")
+                with e.block(""):
+                    emit_column(e, [f"nz{k}_{a}" for a in range(3)],
+                                [f"nj{k}_{a}" for a in range(3)], [f"{c}{a}" for a in "xyz"],
+                                nd.prismatic, nd.mult)
+                    e(f"jr[{nd.col}] = jr[{nd.col}] {sign} coef * ({n}x * vx + {n}y * vy + "
+                      f"{n}z * vz);")
+            e("  break;")
         e("default: break;")
 
 

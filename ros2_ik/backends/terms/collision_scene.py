@@ -17,6 +17,7 @@ from ...model.chain import ONE_DOF
 from ...model.collision import CollisionModel
 from ...model.joint_types import JointType
 from ...world import PACKED
+from ..emit.node import Node
 
 __all__ = ["CollisionChain", "Node", "collision_chain", "pack_scene", "PackedScene", "HEAD",
            "LINK_W", "GROUP_W", "LBMAX", "covered"]
@@ -25,21 +26,6 @@ __all__ = ["CollisionChain", "Node", "collision_chain", "pack_scene", "PackedSce
 HEAD, LINK_W, GROUP_W = 8, 8, 8
 #: links whose bounding centres a kernel keeps per evaluation (beyond: placed where used)
 LBMAX = 32
-
-
-@dataclass(frozen=True)
-class Node:
-    """A moving joint on a collision link's path (its child link ``link``)."""
-
-    link: int
-    parent: int          # node index, -1: the base
-    pre: np.ndarray      # (4, 4) parent node frame -> this joint's frame
-    axis: tuple
-    prismatic: bool
-    qi: int
-    mult: float
-    off: float
-    col: int             # column of the solve (index into colq), -1: not moved by it
 
 
 @dataclass(frozen=True)
