@@ -33,6 +33,10 @@ def _rot(a, b):
 
 @pytest.fixture(scope="module")
 def cell():
+    return make_cell()
+
+
+def make_cell():
     """The panda, a floor, a table with a box on it, 8 task poses over the table pointing
     down."""
     m = load_robot("panda")

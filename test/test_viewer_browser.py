@@ -91,3 +91,73 @@ def test_a_mouse_drag_of_the_gizmo_is_solved(page):
     assert float(oe[0]) <= IKConfig().orientation_tolerance
     after = c.stable_screenshot()
     assert _changed(before, after).sum() > 200
+
+
+# ---------------------------------------------------------------------- base placement
+@pytest.fixture(scope="module")
+def placement_page():
+    from ros2_ik.reach.placement import run_placement
+    from test_placement import _placement, make_cell
+
+    pl = _placement(make_cell())
+    res = run_placement(pl)
+    viewer = Viewer(load_robot("panda"), robots.urdf_string("panda"), port=0)
+    try:
+        view = viewer.show_placement(pl, res)
+        with Chromium() as c:
+            c.open(viewer.url)
+            clients = _until(lambda: viewer.server.get_clients(), 60, "the page's connection")
+            client = next(iter(clients.values()))
+            _until(lambda: client.camera.fov > 0, 30, "the page's camera")
+            yield viewer, view, c, client
+    finally:
+        viewer.close()
+
+
+def test_a_click_on_the_placement_map_stands_the_robot_there(placement_page):
+    """A mouse click on a cell of the map (a tile on the floor, where the page's camera shows
+    it): the viewer stands the robot at that cell's best candidate, and the page shows it
+    there."""
+    from ros2_ik.viewer.placement import TILE_Z
+
+    viewer, view, c, client = placement_page
+    before = c.stable_screenshot()
+    H, W = before.shape[:2]
+    best = view.result.candidates["base"][0]
+    # a cell away from the best candidate's, whose best candidate reaches something
+    d = np.hypot(view.cells[:, 0] - best[0], view.cells[:, 1] - best[1])
+    j = int(np.argmax(np.where(view.cell_fraction > 0, d, -1)))
+    x, y = view.cells[j]
+    n = view.selections
+    for dx, dy in ((0, 0), (0.03, 0.03), (-0.03, 0.03)):  # the tile's centre, then beside it
+        px = project(client.camera, np.array([[x + dx, y + dy, TILE_Z]]), W, H)[0]
+        assert 0 <= px[0] < W and 0 <= px[1] < H, px
+        c.click(px)
+        if view.wait_selections(n + 1, 30):
+            break
+    else:
+        pytest.fail("no click on the map reached the viewer")
+    sel = view.selected
+    np.testing.assert_allclose(sel["base"][:2], (x, y), atol=1e-9)
+    np.testing.assert_allclose(viewer.robot_root.position, sel["base"][:3], atol=1e-9)
+    assert np.asarray(sel["success"]).any()
+    after = c.stable_screenshot()
+    assert _changed(before, after).sum() > 1500
+    # the page shows the robot where it now stands: hiding it changes pixels only around the
+    # projection of its links at the new base, in the configuration shown
+    from ros2_ik.reach.placement import base_poses
+
+    viewer.robot.visible = False
+    try:
+        without = c.stable_screenshot()
+    finally:
+        viewer.robot.visible = True
+    changed = _changed(after, without)
+    assert changed.sum() > 1000, changed.sum()
+    Tb = base_poses(sel["base"])[0]
+    links = (Tb @ np.asarray(fk(viewer.model, view.shown_q[None]))[0])[:, :3, 3]
+    px = project(client.camera, links, W, H)
+    lo, hi = px.min(0) - 120, px.max(0) + 120  # (meshes beyond the links' origins, shadows)
+    ys, xs = np.nonzero(changed)
+    inside = (xs >= lo[0]) & (xs <= hi[0]) & (ys >= lo[1]) & (ys <= hi[1])
+    assert inside.mean() > 0.9, (lo, hi, inside.mean())

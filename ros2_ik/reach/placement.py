@@ -58,6 +58,7 @@ from ..world import World
 
 __all__ = ["Region", "PlacementConfig", "Placement", "PlacementSpec", "PlacementResult",
            "run_placement", "score_bases", "rank", "base_poses", "CANDIDATE_COLUMNS",
+           "load_placement",
            "ANSWER_COLUMNS", "MAX_CANDIDATES", "MAX_TASK_POSES"]
 
 #: most candidates of a coarse grid, task poses, and pairs of both, one search takes
@@ -660,6 +661,11 @@ def run_placement(placement: Placement, out_dir=None, *, executor=None,
     })
     if store is not None:
         root = Path(out_dir)
+        tmp = root / "placement.json.tmp"
+        tmp.write_text(json.dumps(_question(placement), indent=1) + "\n")
+        tmp.replace(root / "placement.json")
+        if placement.world is not None:
+            (root / "world.yaml").write_text(placement.world.to_yaml())
         write_npz(root / "coarse.npz", coarse_summary)
         write_npz(root / "refined.npz", refined_summary)
         write_npz(root / "candidates.npz", {k: v for k, v in cands.items()} | {
@@ -670,6 +676,58 @@ def run_placement(placement: Placement, out_dir=None, *, executor=None,
         tmp.replace(root / "summary.json")
     return PlacementResult("complete", summary, coarse_summary, refined_summary, cands,
                            Path(out_dir) if out_dir else None)
+
+
+def _question(placement: Placement) -> dict:
+    """What :func:`load_placement` needs to make the question again (the model and the
+    collision model aside)."""
+    def ik(c):
+        return {k: (v.value if hasattr(v, "value") else v)
+                for k, v in dataclasses.asdict(c).items()}
+    c = placement.config
+    return {"tip": placement.tip, "region": placement.region.identity(),
+            "config": {"resolution": c.resolution, "yaw_step": c.yaw_step, "top": c.top,
+                       "refine": c.refine, "xy_tolerance": c.xy_tolerance,
+                       "yaw_tolerance": c.yaw_tolerance, "coarse": ik(c.coarse),
+                       "fine": ik(c.fine), "solver": c.solver, "shard_size": c.shard_size,
+                       "prune": c.prune}}
+
+
+def load_placement(out_dir, model: Model, collision=None) -> tuple:
+    """``(Placement, PlacementResult)`` of a finished search's folder (written by
+    :func:`run_placement`), on ``model`` (the robot it was run for; a different one is refused
+    by its digest) and its ``collision`` model (default: the model's own)."""
+    from ..world import world_from_yaml  # noqa: PLC0415
+    from .store import model_digest, read_npz  # noqa: PLC0415
+
+    root = Path(out_dir)
+    need = ["manifest.json", "placement.json", "summary.json", "coarse.npz", "refined.npz",
+            "candidates.npz"]
+    missing = [n for n in need if not (root / n).exists()]
+    if missing:
+        raise InvalidInputError(f"{str(root)!r} holds no finished base placement (missing "
+                                f"{', '.join(missing)}); give the --out folder of a finished "
+                                "ros2_ik_base_placement run")
+    manifest = json.loads((root / "manifest.json").read_text())
+    if manifest.get("model_digest") != model_digest(model):
+        raise InvalidInputError(f"{str(root)!r} was made for another robot model "
+                                f"({manifest.get('model')!r}); give the robot it was run for")
+    q = json.loads((root / "placement.json").read_text())
+    c = dict(q["config"])
+    c["coarse"], c["fine"] = IKConfig(**c["coarse"]), IKConfig(**c["fine"])
+    r = q["region"]
+    world = None
+    if (root / "world.yaml").exists():
+        world = world_from_yaml((root / "world.yaml").read_text())
+    cands = read_npz(root / "candidates.npz")
+    pl = Placement(model, cands["poses"], Region(tuple(r["x"]), tuple(r["y"]), tuple(r["yaw"]),
+                                                 tuple(r["heights"])),
+                   q["tip"], world, PlacementConfig(**c), collision)
+    cols = CANDIDATE_COLUMNS + ANSWER_COLUMNS
+    res = PlacementResult("complete", json.loads((root / "summary.json").read_text()),
+                          read_npz(root / "coarse.npz"), read_npz(root / "refined.npz"),
+                          {k: cands[k] for k in cols if k in cands}, root)
+    return pl, res
 
 
 def _num(v):

@@ -1,6 +1,7 @@
 """The browser viewer (``ros2_ik_viewer``): the robot with its meshes, a draggable goal gizmo per
 tip, the live answer with its status and errors, the seed it started from, a trajectory seed
-played back, a reach-study map, and the collision model and world.
+played back, a reach-study map, a base placement's map on the floor (click a cell: the robot
+stands there, :mod:`.placement`), and the collision model and world.
 
 The robot drawn solid is always a solved answer: the viewer opens on a configuration within the
 limits and clear of the robot itself and the world (:func:`opening_configuration`, checked on the
@@ -208,6 +209,8 @@ class Viewer:
         world, collision: shown (and, through the solver, avoided when the page's
             "avoid collisions" is on).
         reach_dir: a reach study's output folder (``voxels.npz``), shown as a point cloud.
+        placement_dir: a base placement's output folder, shown as a map on the floor
+            (:meth:`show_placement`).
         host, port: where the page is served (port 0: a free one; see :attr:`url`).
         open_timeout: [s] how long the constructor waits for the opening answer (a robot's
             first solve may build its compiled kernels); one that comes later is shown then.
@@ -219,7 +222,7 @@ class Viewer:
     """
 
     def __init__(self, model, urdf_text: str, *, solver=None, tips=None, config=None,
-                 world=None, collision=None, reach_dir=None, mesh_path=(),
+                 world=None, collision=None, reach_dir=None, placement_dir=None, mesh_path=(),
                  host: str = "127.0.0.1", port: int = 8080, avoid_collisions: bool = False,
                  open_timeout: float = 120.0):
         import viser  # noqa: PLC0415 - the optional extra 'viewer'
@@ -253,6 +256,9 @@ class Viewer:
         s.set_up_direction("+z")
         s.add_grid("/grid", width=2.0, height=2.0, cell_size=0.1, position=(0.0, 0.0, 0.0))
         visuals = load_visuals(urdf_text, mesh_path)
+        #: the solid robot's root: the base frame (moved to a base candidate by
+        #: :meth:`show_placement`; the world's frame otherwise)
+        self.robot_root = s.add_frame("/robot", show_axes=False)
         self.robot = RobotView(self.server, "/robot", model, visuals)
         self.seed_robot = RobotView(self.server, "/seed", model, visuals, color=SEED_COLOR,
                                     opacity=0.35)
@@ -284,11 +290,14 @@ class Viewer:
         self._build_gui(avoid_collisions)
         if reach_dir:
             self.show_reach(reach_dir)
+        self.placement = None  # the base placement shown (show_placement)
         if start is None:
             self.status_md.content = f"**no answer yet** · {self.opening}; drag a goal to solve"
         else:
             self.request(dict(self.goals))
             self.wait_answers(1, open_timeout)
+        if placement_dir:
+            self.show_placement(placement_dir)
 
     def _opening_configuration(self):
         """(q or None, text): :func:`opening_configuration` on the solver's collision model,
@@ -538,6 +547,24 @@ class Viewer:
         else:
             self._draw(None, traj[k], f"trajectory node {k}: not solved")
 
+    # ------------------------------------------------------------------ base placement
+    def show_placement(self, placement, result=None):
+        """A base placement on the page (:class:`~.placement.PlacementView`: the map on the
+        floor, click a cell to stand the robot there): ``placement`` a
+        :class:`~ros2_ik.reach.placement.Placement` and its ``result``, or a finished search's
+        folder (``result`` None; read by :func:`ros2_ik.reach.placement.load_placement` on this
+        viewer's model and collision model). The goal gizmos are hidden: the task poses are
+        the goals."""
+        from .placement import PlacementView  # noqa: PLC0415
+
+        if result is None:
+            from ..reach.placement import load_placement  # noqa: PLC0415
+
+            placement, result = load_placement(placement, self.model,
+                                               self.solver.collision_model())
+        self.placement = PlacementView(self, placement, result)
+        return self.placement
+
     # ------------------------------------------------------------------ reach, collisions
     def show_reach(self, reach_dir) -> int:
         """A reach study's map (``voxels.npz`` in ``reach_dir``): one point per voxel with
@@ -555,10 +582,12 @@ class Viewer:
                                           point_shape="rounded")
         return int(keep.sum())
 
-    def _draw_world(self) -> None:
+    def _draw_world(self, solid=(150, 150, 160)) -> None:
+        """The world's obstacles, see-through: ``solid`` the colour of those that are not
+        half-spaces (a half-space, the floor or a table top, is grey)."""
         s = self.server.scene
-        grey = (150, 150, 160)
         for ob in self.world or ():
+            grey = (150, 150, 160) if ob.shape == "halfspace" else solid
             T, z = ob.pose, ob.size
             kw = dict(position=T[:3, 3], wxyz=_wxyz(T[:3, :3]), opacity=0.6)
             name = f"/world/{ob.id}"

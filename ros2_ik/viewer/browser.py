@@ -141,6 +141,16 @@ class Chromium:
         self.call("Input.dispatchMouseEvent", type="mouseReleased", x=x1, y=y1, button="left",
                   buttons=1, clickCount=1)
 
+    def click(self, at) -> None:
+        """A left-button click at pixel ``at`` (x, y)."""
+        x, y = (float(v) for v in at)
+        self.call("Input.dispatchMouseEvent", type="mouseMoved", x=x, y=y)
+        self.call("Input.dispatchMouseEvent", type="mousePressed", x=x, y=y, button="left",
+                  buttons=1, clickCount=1)
+        time.sleep(0.05)
+        self.call("Input.dispatchMouseEvent", type="mouseReleased", x=x, y=y, button="left",
+                  buttons=0, clickCount=1)
+
     def close(self) -> None:
         ws = getattr(self, "ws", None)
         if ws is not None:
@@ -184,6 +194,9 @@ def main(argv=None) -> int:
     p.add_argument("--robot", default="panda", help="a bundled robot")
     p.add_argument("--urdf", default=None, help="a URDF file instead (its meshes: --mesh-path)")
     p.add_argument("--mesh-path", default="", help="':'-separated mesh directories")
+    p.add_argument("--placement", default=None, metavar="DIR",
+                   help="a base placement's output folder: its map on the floor, the robot at "
+                   "the best base")
     p.add_argument("--out", required=True)
     args = p.parse_args(argv)
     from PIL import Image  # noqa: PLC0415
@@ -201,6 +214,8 @@ def main(argv=None) -> int:
     viewer = Viewer(model, urdf, port=0,
                     mesh_path=[d for d in args.mesh_path.split(":") if d])
     try:
+        if args.placement:
+            return _placement_shot(viewer, args.placement, args.out)
         viewer.frame_camera()
         with Chromium() as c:
             c.open(viewer.url)
@@ -218,6 +233,21 @@ def main(argv=None) -> int:
         print(f"wrote {args.out}: {viewer.answer.summary().splitlines()[0]}")
     finally:
         viewer.close()
+    return 0
+
+
+def _placement_shot(viewer, folder: str, out: str) -> int:
+    from PIL import Image  # noqa: PLC0415
+
+    view = viewer.show_placement(folder)
+    with Chromium() as c:
+        c.open(viewer.url)
+        _until(lambda: viewer.server.get_clients(), 60, "the page's connection")
+        c.stable_screenshot()
+        c.hide_notices()
+        img = c.stable_screenshot()
+    Image.fromarray(img).save(out)
+    print(f"wrote {out}: {view.md.content}")
     return 0
 
 

@@ -5,6 +5,7 @@ ROS install), or attached to a running ros2_ik node (``--node``).
     ros2_ik_viewer --robot dual_arm --tips left_tool,right_tool
     ros2_ik_viewer --urdf my_robot.urdf --mesh-path ~/ws/src --world scene.yaml
     ros2_ik_viewer --reach study_out                 # + a reach study's map
+    ros2_ik_viewer --placement placement_out         # a base placement's map: click a cell
     ros2_ik_viewer --node ros2_ik                    # goals sent to the running node
 """
 
@@ -46,6 +47,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="start with collision avoidance on (a checkbox on the page)")
     p.add_argument("--reach", default=None, metavar="DIR",
                    help="a reach study's output folder: its map as a point cloud")
+    p.add_argument("--placement", default=None, metavar="DIR",
+                   help="a base placement's output folder (ros2_ik_base_placement --out): its "
+                   "map on the floor; click a cell to stand the robot there")
     p.add_argument("--host", default="127.0.0.1",
                    help="address to serve on (0.0.0.0: other machines too)")
     p.add_argument("--port", type=int, default=8080)
@@ -91,8 +95,8 @@ def make_viewer(args):
     else:
         solver.mesh_path = tuple(mesh_path)
     return Viewer(model, urdf, solver=solver, tips=tips, world=world, reach_dir=args.reach,
-                  mesh_path=mesh_path, host=args.host, port=args.port,
-                  avoid_collisions=args.collisions)
+                  placement_dir=args.placement, mesh_path=mesh_path, host=args.host,
+                  port=args.port, avoid_collisions=args.collisions)
 
 
 def main(argv=None) -> int:
