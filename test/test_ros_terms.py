@@ -75,22 +75,23 @@ def test_a_rest_posture_moves_the_answers_towards_it_and_costs_no_goal(ros):
     post = _ik(ros, ik_request(pose_to_pq(T), rest_posture=joint_state(m.q_names, rest),
                                posture_weight=0.5, **base))
     st0, st1 = np.asarray(plain.status), np.asarray(post.status)
-    np.testing.assert_array_equal(st0, st1)
     ok = st1 == codes.SUCCESS
-    assert ok.mean() > 0.8
-    q0, q1 = _q(ros, plain, plain.compact_solutions), _q(ros, post, post.compact_solutions)
+    assert ok.mean() > 0.8 and (st0 == codes.SUCCESS).mean() > 0.8
+    q1 = _q(ros, post, post.compact_solutions)
     assert _reaches(m, q1[ok], T[ok]).all()
-    d0, d1 = (np.linalg.norm(q - rest, axis=1)[ok] for q in (q0, q1))
-    assert np.all(d1 <= d0 + 1e-9) and d1.mean() < d0.mean()
-    # the library's answer to the same request
+    # the library's answers to the same requests, on the backend the node answered with (it
+    # may answer with the reference while a new term's kernels build, so the node's plain
+    # and posture answers can come from different backends: compare within one)
     cfg = _cfg(num_seeds=4, rng_seed=3, timeout=30.0)
-    # (the node may answer with the reference while a new term's kernels build: the same
-    # backend here)
     lib = solve_pose(m, pose_to_pq(T), tips=[TIP], seeds=seed, config=cfg, terms=[Posture()],
-                     rest=rest,
-                     posture_weight=0.5, backend=post.backend)
+                     rest=rest, posture_weight=0.5, backend=post.backend)
     np.testing.assert_array_equal(st1, lib.status)  # (the goals' quaternions normalized by
     np.testing.assert_allclose(q1, lib.q, atol=1e-9)  # the node: a rounding apart)
+    lib0 = solve_pose(m, pose_to_pq(T), tips=[TIP], seeds=seed, config=cfg,
+                      backend=post.backend)
+    np.testing.assert_array_equal(lib0.status, st1)  # the cost costs no goal
+    d0, d1 = (np.linalg.norm(q - rest, axis=1)[ok] for q in (lib0.q, q1))
+    assert np.all(d1 <= d0 + 1e-9) and d1.mean() < d0.mean()
 
 
 def test_a_step_bound_keeps_every_joint_near_the_seed(ros):

@@ -16,7 +16,7 @@ import numpy as np
 from ..errors import InvalidInputError, ShapeError
 from ..ik.checks import apply_group, check_call_options, check_collision
 from ..ik.config import IKConfig, IKResult, Status
-from ..ik.objectives import _weights
+from ..ik.objectives import check_weights
 from ..kinematics.se3 import pq_to_pose
 from ..model import Model, check_model
 from ..validate import as_float_array, link_index
@@ -56,7 +56,7 @@ class ChainSolver:
         link_index(model, self.tip, "tip")
         self.config = check_call_options(config, "dls", None)
         check_collision(collision)
-        self.weights = np.array(_weights(weights, 1, np)[0], dtype=np.float64)
+        self.weights = np.array(check_weights(weights, 1, np)[0], dtype=np.float64)
         self._solver = IKSolver(model, [self.tip], self.config, backend=backend,
                                 collision=collision)
         self.backend = self._solver.backend

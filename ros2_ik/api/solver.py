@@ -36,7 +36,7 @@ from ..backends.result import result_of
 from ..ik.checks import (SOLVERS, check_call_options, check_collision, check_seed_shape,
                          check_start_time)
 from ..ik.config import IKConfig, IKResult, SolveMode
-from ..ik.objectives import PoseObjective, _weights
+from ..ik.objectives import PoseObjective, check_weights
 from ..ik.seeds import movable_coordinates, restart_seeds
 from ..kinematics.se3 import pq_to_pose
 from ..model import MAX_BATCH, Model, check_model
@@ -535,7 +535,7 @@ def _host_weights(weights, P, T):
         if not bool(np.all(np.isfinite(raw) & (raw >= 0))):
             raise InvalidInputError("weights must be finite and >= 0 (0 frees an axis)")
         return np.ascontiguousarray(raw)
-    w = np.asarray(_weights(raw, P, np), dtype=np.float64)  # checks, (P, 6)
+    w = np.asarray(check_weights(raw, P, np), dtype=np.float64)  # checks, (P, 6)
     if raw.shape == (6,):
         shared = np.ascontiguousarray(np.broadcast_to(raw, (T, 6)))
         if type(weights) is tuple and len(_CHECKED) < 64:

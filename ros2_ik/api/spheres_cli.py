@@ -30,11 +30,11 @@ def sphere_report(model, cm, search_path=()) -> list:
     against that geometry too when it can be read)."""
     import numpy as np  # noqa: PLC0415
 
-    from ..model.collision import _full_tree, _placements  # noqa: PLC0415
+    from ..model.collision import full_tree, sphere_placements  # noqa: PLC0415
     from ..model.meshes import element_shape  # noqa: PLC0415
     from ..model.spheres import Shape, report  # noqa: PLC0415
 
-    full = _full_tree(model)
+    full = full_tree(model)
     rows = []
     attached = {a[0] for a in cm.attached}
     for c, link in enumerate(cm.link_names):
@@ -42,7 +42,7 @@ def sphere_report(model, cm, search_path=()) -> list:
         if link in attached:
             continue
         shapes = []
-        _, Ts = _placements(model, full, link, {}, [])
+        _, Ts = sphere_placements(model, full, link, {}, [])
         for d in model.desc.collisions:
             if d.link != link:
                 continue

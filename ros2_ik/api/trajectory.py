@@ -27,7 +27,7 @@ from ..validate import (MEMORY_BUDGET, as_float_array, bad_rotations, check_memo
                         check_poses, describe, link_index)
 from ..ik.batch import RESULT_COST
 from ..ik.checks import apply_group, check_call_options, check_collision
-from ..ik.objectives import _weights
+from ..ik.objectives import check_weights
 from ..ik.config import IKConfig, SolveMode, Status
 from ..ik.seeds import seed_distance
 from ..kinematics.se3 import matrix_to_quat, pq_to_pose, quat_to_matrix, slerp
@@ -332,7 +332,7 @@ def trajectory_seed(model: Model, keyframes, node_indices: Sequence[int], *,
             1 <= beam_width <= MAX_BEAM_WIDTH):
         raise InvalidInputError(f"beam_width must be a whole number in [1, {MAX_BEAM_WIDTH}], "
                                 f"got {describe(beam_width)}")
-    _weights(weights, 1, np)  # checked now: a call that times out before its first chunk too
+    check_weights(weights, 1, np)  # checked now: a call that times out before its first chunk too
     K = _keyframes(keyframes)
     n = _node_indices(node_indices, K.shape[0])
     N = int(n[-1]) + 1

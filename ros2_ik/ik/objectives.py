@@ -20,7 +20,7 @@ import numpy as np
 from ..backend import const, get_xp, to_numpy
 from ..errors import InvalidInputError, ShapeError
 from ..validate import as_float_array, bad_rotations
-from ..kinematics.jacobian import _screws, _world_jac_from_screws
+from ..kinematics.jacobian import screws, world_jacobians_from_screws
 from ..kinematics.se3 import so3_log
 from ..model import MAX_VALUE, Model
 
@@ -41,17 +41,17 @@ class EvalContext:
         self.model, self.q, self.seed_q = model, q, seed_q
         self.xp = get_xp(q)
         self.T = fk(model, q, check=False)
-        self._screws = None
+        self._axes = None  # (the screws' axes and points, once per iteration)
         self._jac: dict[int, object] = {}
 
     def world_jacobian(self, link: int):
         """World Jacobian (N, 6, nv_active) of link index ``link`` (cached per iteration)."""
         J = self._jac.get(link)
         if J is None:
-            if self._screws is None:
-                self._screws = _screws(self.model, self.T)
-            a, p = self._screws
-            J = _world_jac_from_screws(self.model, self.T, a, p, [link])[:, 0]
+            if self._axes is None:
+                self._axes = screws(self.model, self.T)
+            a, p = self._axes
+            J = world_jacobians_from_screws(self.model, self.T, a, p, [link])[:, 0]
             J = J[:, :, const(self.xp, self.model.v_active)]
             self._jac[link] = J
         return J
@@ -102,7 +102,7 @@ def _as_targets(targets, xp):
     return T
 
 
-def _weights(weights, P, xp):
+def check_weights(weights, P, xp):
     w = as_float_array(weights, "weights", "shape (6,) or (P, 6)", xp).astype(xp.float64,
                                                                               copy=False)
     if w.ndim == 1:
@@ -139,7 +139,7 @@ class PoseObjective(Objective):
         self.link = model.link_index(link)
         self.targets = _as_targets(targets, xp)
         P = self.targets.shape[0]
-        self.weights = _weights(weights, P, xp)
+        self.weights = check_weights(weights, P, xp)
         self._xp = xp
 
     @property

@@ -48,7 +48,7 @@ def q_active(model: Model) -> np.ndarray:
                     dtype=np.int64)
 
 
-def _screws(model: Model, T):
+def screws(model: Model, T):
     """World axes a (B, C, 3), points p (B, C, 3) of every contribution, for link poses T."""
     xp = get_xp(T)
     c = model.tables.screws
@@ -61,7 +61,7 @@ def _screws(model: Model, T):
     return a, p
 
 
-def _world_jac_from_screws(model: Model, T, a, p, frames):
+def world_jacobians_from_screws(model: Model, T, a, p, frames):
     """Full-column (nv) world Jacobians (B, F, 6, nv) of link indices ``frames``."""
     xp = get_xp(T)
     c = model.tables.screws
@@ -157,8 +157,8 @@ def _relative_full(model, q, link, reference, expressed_in):
     ib = model.link_index(link)
     ia = 0 if reference is None else model.link_index(reference)
     T = fk(model, q, check=False)
-    a, p = _screws(model, T)
-    Jfull = _world_jac_from_screws(model, T, a, p, [ia, ib])
+    a, p = screws(model, T)
+    Jfull = world_jacobians_from_screws(model, T, a, p, [ia, ib])
     return q, _relative(model, T, Jfull, ia, ib, expressed_in)
 
 
@@ -216,8 +216,8 @@ def jacobians_all(model: Model, q, frames=None):
                  f"{B} x {model.num_links} poses, {len(idx)} Jacobians each",
                  "use jacobian for the frames you need, or split q into smaller batches")
     T = fk(model, q, check=False)
-    a, p = _screws(model, T)
-    J = _world_jac_from_screws(model, T, a, p, list(idx))
+    a, p = screws(model, T)
+    J = world_jacobians_from_screws(model, T, a, p, list(idx))
     return J[..., xp.asarray(model.v_active)], T
 
 
@@ -299,9 +299,9 @@ def jacobian_dot(model: Model, q, qd, link: str):
     v[:, xp.asarray(model.v_active)] = qd
     f = model.link_index(link)
     T = fk(model, q, check=False)
-    a, p = _screws(model, T)
+    a, p = screws(model, T)
     L = model.num_links
-    Jl = _world_jac_from_screws(model, T, a, p, list(range(L)))      # (B, L, 6, nv)
+    Jl = world_jacobians_from_screws(model, T, a, p, list(range(L)))      # (B, L, 6, nv)
     V = (Jl @ v[:, None, :, None])[..., 0]                           # (B, L, 6) link twists
     c = model.tables.screws
     cl = c.link

@@ -544,7 +544,7 @@ def _check_args(search_path, disabled, held):
     return search_path, disabled, held
 
 
-def _full_tree(model: Model) -> Model:
+def full_tree(model: Model) -> Model:
     """The whole robot of ``model``'s URDF (every link, nothing frozen), kept with it."""
     desc = model.desc
     if model.base == desc.root and model.num_links == len(desc.links):
@@ -601,7 +601,7 @@ def _pose_in_root(full: Model, l: int, q: np.ndarray) -> np.ndarray:
     return T
 
 
-def _placements(model: Model, full: Model, link: str, held: dict, notes: list):
+def sphere_placements(model: Model, full: Model, link: str, held: dict, notes: list):
     """(anchor model link index, [T anchor <- link, ...]) for a URDF link: one transform for a
     link of the model (the identity) or a held side branch, several for a swept one."""
     if link in model.link_names:
@@ -685,7 +685,7 @@ def _build(model: Model, srdf, spheres, search_path, extra_disabled, overshoot, 
         for link, rows in srdf.link_spheres.items():
             if link in model.desc.links and link not in given:
                 given[link] = rows
-    full = _full_tree(model)
+    full = full_tree(model)
     held = dict(held or ())
     for j, v in held.items():
         try:
@@ -706,7 +706,7 @@ def _build(model: Model, srdf, spheres, search_path, extra_disabled, overshoot, 
     missing: list = []
     names, links, offsets, centers, radii, sphere_link = [], [], [], [], [], []
     for link in candidates:
-        anchor, Ts = _placements(model, full, link, held, notes)
+        anchor, Ts = sphere_placements(model, full, link, held, notes)
         if link in given:
             rows = given[link]
             cen = np.concatenate([rows[:, :3] @ T[:3, :3].T + T[:3, 3] for T in Ts])

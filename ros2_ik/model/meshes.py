@@ -76,9 +76,9 @@ def resolve_mesh(filename: str, search=()) -> Path | None:
 
 
 def _rpy_xyz(xyz, rpy) -> np.ndarray:
-    from .tree import _rpy_xyz_to_matrix  # noqa: PLC0415
+    from .tree import rpy_xyz_to_matrix  # noqa: PLC0415
 
-    return _rpy_xyz_to_matrix(xyz, rpy)
+    return rpy_xyz_to_matrix(xyz, rpy)
 
 
 def element_shape(desc, search=()):

@@ -53,7 +53,7 @@ MAX_BATCH = 50_000_000
 _MISSING = object()  # Model.memo: no value kept for a key (None is a value)
 
 
-def _rpy_xyz_to_matrix(xyz, rpy) -> np.ndarray:
+def rpy_xyz_to_matrix(xyz, rpy) -> np.ndarray:
     r, p, y = rpy
     cr, sr, cp, sp, cy, sy = (math.cos(r), math.sin(r), math.cos(p), math.sin(p),
                               math.cos(y), math.sin(y))
@@ -232,7 +232,7 @@ def _joint_arrays(jdesc: list[JointDesc | None], index: dict[str, int]) -> dict[
         link_parent[l] = index[j.parent]
         t = _BY_NAME[j.type]
         jtype[l] = t
-        origin[l] = _rpy_xyz_to_matrix(j.xyz, j.rpy)
+        origin[l] = rpy_xyz_to_matrix(j.xyz, j.rpy)
         ax = np.asarray(j.axis, dtype=float)
         axis[l] = ax
         if t == JointType.PLANAR:
