@@ -45,156 +45,16 @@ from ..backend import add_at, const, get_xp, to_numpy
 from ..errors import InvalidInputError
 from ..kinematics.fk import fk
 from ..model import Model, check_model
-from ..model.collision import GROUP, CollisionModel
+from ..model.collision import CollisionModel
 from ..validate import check_number
-from ..world import SHAPE_CODES, World
+from ..world import World
+from .collision_geometry import (TINY, bounding_radius, check_tables, penalty, place_points, sdf,
+                                 sdf_rows, sphere_centers)
 from .objectives import EvalContext, Objective
 
 __all__ = ["sdf", "penalty", "CollisionObjective", "clearance", "sample_disabled_pairs",
            "srdf_entries", "sphere_centers", "default_collision_model", "ALWAYS_SAMPLES",
            "compact_rows", "always_touching", "link_pair_distances", "sphere_clearances"]
-
-_SPHERE, _BOX, _CYL, _CAPS, _HALF = (SHAPE_CODES[s] for s in ("sphere", "box", "cylinder",
-                                                               "capsule", "halfspace"))
-_TINY = 1e-12
-
-
-def sdf_rows(ob, p):
-    """Signed distance of points ``p`` (..., 3) to obstacles ``ob`` (..., 16) (one obstacle
-    per point, broadcast; :meth:`ros2_ik.world.World.packed` rows): ``(d (...), grad (..., 3))``,
-    the gradient a unit vector in the base frame (the direction in which the distance grows)."""
-    xp = get_xp(p)
-    ob = xp.asarray(ob)
-    kind = ob[..., 0]
-    R = ob[..., 1:10].reshape(ob.shape[:-1] + (3, 3))
-    o = ob[..., 10:13]
-    a, b = ob[..., 13], ob[..., 14]
-    c = ob[..., 15]
-    l = xp.einsum("...ji,...j->...i", R, p - o)  # R^T (p - o)
-    lx, ly, lz = l[..., 0], l[..., 1], l[..., 2]
-    one = xp.ones_like(lx)
-    zero = xp.zeros_like(lx)
-    sx, sy, sz = (xp.where(v < 0, -one, one) for v in (lx, ly, lz))
-    # sphere: |l| - r
-    n_s = xp.sqrt(lx * lx + ly * ly + lz * lz)
-    safe = xp.where(n_s > _TINY, n_s, 1.0)
-    d_s = n_s - a
-    g_s = xp.stack([xp.where(n_s > _TINY, lx / safe, zero), xp.where(n_s > _TINY, ly / safe, zero),
-                    xp.where(n_s > _TINY, lz / safe, one)], axis=-1)
-    # box: half sizes (a, b, c)
-    qx, qy, qz = xp.abs(lx) - a, xp.abs(ly) - b, xp.abs(lz) - c
-    mx, my, mz = xp.maximum(qx, 0.0), xp.maximum(qy, 0.0), xp.maximum(qz, 0.0)
-    out = xp.sqrt(mx * mx + my * my + mz * mz)
-    inside = xp.minimum(xp.maximum(qx, xp.maximum(qy, qz)), 0.0)
-    d_b = out + inside
-    so = xp.where(out > _TINY, out, 1.0)
-    kx = (qx >= qy) & (qx >= qz)
-    ky = ~kx & (qy >= qz)
-    kz = ~kx & ~ky
-    g_b = xp.where((out > _TINY)[..., None],
-                   xp.stack([sx * mx / so, sy * my / so, sz * mz / so], axis=-1),
-                   xp.stack([xp.where(kx, sx, zero), xp.where(ky, sy, zero),
-                             xp.where(kz, sz, zero)], axis=-1))
-    # cylinder: radius a, half length b, axis z
-    rho = xp.sqrt(lx * lx + ly * ly)
-    sr = xp.where(rho > _TINY, rho, 1.0)
-    ux, uy = xp.where(rho > _TINY, lx / sr, one), xp.where(rho > _TINY, ly / sr, zero)
-    q1, q2 = rho - a, xp.abs(lz) - b
-    m1, m2 = xp.maximum(q1, 0.0), xp.maximum(q2, 0.0)
-    out_c = xp.sqrt(m1 * m1 + m2 * m2)
-    d_c = out_c + xp.minimum(xp.maximum(q1, q2), 0.0)
-    soc = xp.where(out_c > _TINY, out_c, 1.0)
-    radial = q1 >= q2
-    g_c = xp.where((out_c > _TINY)[..., None],
-                   xp.stack([ux * m1 / soc, uy * m1 / soc, sz * m2 / soc], axis=-1),
-                   xp.stack([xp.where(radial, ux, zero), xp.where(radial, uy, zero),
-                             xp.where(radial, zero, sz)], axis=-1))
-    # capsule: radius a, segment z in [-b, b]
-    zc = xp.minimum(xp.maximum(lz, -b), b)
-    vz = lz - zc
-    n_k = xp.sqrt(lx * lx + ly * ly + vz * vz)
-    sk = xp.where(n_k > _TINY, n_k, 1.0)
-    d_k = n_k - a
-    g_k = xp.stack([xp.where(n_k > _TINY, lx / sk, one), xp.where(n_k > _TINY, ly / sk, zero),
-                    xp.where(n_k > _TINY, vz / sk, zero)], axis=-1)
-    # half-space: below the x-y plane
-    d_h = lz
-    g_h = xp.stack([zero, zero, one], axis=-1)
-    d = xp.where(kind == _SPHERE, d_s, xp.where(kind == _BOX, d_b, xp.where(
-        kind == _CYL, d_c, xp.where(kind == _CAPS, d_k, d_h))))
-    k = kind[..., None]
-    g = xp.where(k == _SPHERE, g_s, xp.where(k == _BOX, g_b, xp.where(
-        k == _CYL, g_c, xp.where(k == _CAPS, g_k, g_h))))
-    return d, xp.einsum("...ij,...j->...i", R, g)
-
-
-def sdf(packed, points):
-    """Signed distances of ``points`` (..., 3) to every obstacle of ``packed`` (O, 16)
-    (:meth:`ros2_ik.world.World.packed`): (d (..., O), grad (..., O, 3))."""
-    xp = get_xp(points)
-    ob = xp.asarray(packed)
-    return sdf_rows(ob, points[..., None, :] + 0.0 * ob[..., 10:13])
-
-
-def bounding_radius(packed) -> np.ndarray:
-    """(O,) each obstacle's bounding sphere radius about its origin (-1: a half-space)."""
-    ob = np.asarray(packed)
-    k, a, b, c = ob[:, 0], ob[:, 13], ob[:, 14], ob[:, 15]
-    return np.where(k == _SPHERE, a, np.where(k == _BOX, np.sqrt(a * a + b * b + c * c), np.where(
-        k == _CYL, np.sqrt(a * a + b * b), np.where(k == _CAPS, a + b, -1.0))))
-
-
-def penalty(x, eta: float):
-    """(value, derivative) of the penalty of clearances ``x`` (see the module docstring)."""
-    xp = get_xp(x)
-    if eta <= 0:
-        return xp.maximum(-x, 0.0), xp.where(x < 0, -1.0, 0.0)
-    in_band = (x >= 0) & (x < eta)
-    v = xp.where(x >= eta, 0.0, xp.where(in_band, (eta - x) ** 2 / (2 * eta), 0.5 * eta - x))
-    dv = xp.where(x >= eta, 0.0, xp.where(in_band, -(eta - x) / eta, -1.0))
-    return v, dv
-
-
-def sphere_centers(model: Model, cm: CollisionModel, T):
-    """The spheres' centres (..., S, 3) in the base frame from link poses ``T`` (..., L, 4, 4)."""
-    xp = get_xp(T)
-    links = const(xp, cm.links[cm.sphere_link])
-    Tl = T[..., links, :, :]
-    return xp.einsum("...sij,sj->...si", Tl[..., :3, :3], const(xp, cm.center)) + Tl[..., :3, 3]
-
-
-def _place(xp, Tl, local):
-    """Points ``local`` (..., 3) given in the frames ``Tl`` (..., 4, 4) (broadcast): (..., 3)
-    in the base frame."""
-    return xp.einsum("...ij,...j->...i", Tl[..., :3, :3], local) + Tl[..., :3, 3]
-
-
-class _Tables:
-    """The collision model's arrays as the checks read them (NumPy, kept per model)."""
-
-    def __init__(self, cm: CollisionModel):
-        self.S = cm.num_spheres
-        self.anchor = np.asarray(cm.links, dtype=np.int64)
-        self.lb_c, self.lb_r = cm.link_bounds()
-        g_link, self.gb_c, self.gb_r = cm.groups()
-        self.g_link = g_link
-        self.s_anchor = self.anchor[cm.sphere_link]
-        gs = cm.group_start
-        G = len(gs) - 1
-        self.g_anchor = self.anchor[g_link] if G else np.zeros(0, np.int64)
-        pad = np.full((max(G, 1), GROUP), -1, dtype=np.int64)
-        for g in range(G):
-            pad[g, :gs[g + 1] - gs[g]] = np.arange(gs[g], gs[g + 1])
-        self.g_spheres = pad
-        self.link_groups = [np.nonzero(g_link == c)[0] for c in range(len(cm.link_names))]
-
-
-def _tables(cm: CollisionModel) -> _Tables:
-    t = cm.__dict__.get("_check_tables")
-    if t is None:
-        t = cm.__dict__["_check_tables"] = _Tables(cm)
-    return t
-
 
 class _Acc:
     """What the checks of one batch of configurations gather: the smallest distance and its
@@ -318,8 +178,8 @@ class CollisionObjective(Objective):
         acc = _Acc(xp, T, nva, rows)
         if N == 0:
             return acc
-        tb = _tables(self.cm)
-        lb = _place(xp, T[:, const(xp, tb.anchor)], const(xp, tb.lb_c)) \
+        tb = check_tables(self.cm)
+        lb = place_points(xp, T[:, const(xp, tb.anchor)], const(xp, tb.lb_c)) \
             if len(tb.anchor) else xp.zeros((N, 0, 3))
         for a, b in self.link_pairs.tolist():
             self._self_pair(xp, T, tb, lb, a, b, thr, acc, jac)
@@ -379,7 +239,7 @@ class CollisionObjective(Objective):
         ga, gb = tb.link_groups[a], tb.link_groups[b]
         A, B = int(tb.anchor[a]), int(tb.anchor[b])
         # a's groups against b's bound
-        ca = _place(xp, T[near, A][:, None], const(xp, tb.gb_c[ga]))  # (n, na, 3)
+        ca = place_points(xp, T[near, A][:, None], const(xp, tb.gb_c[ga]))  # (n, na, 3)
         d = xp.linalg.norm(ca - lb[near, b][:, None], axis=-1) - const(
             xp, tb.gb_r[ga] + tb.lb_r[b])
         ii, ja = xp.nonzero(d >= thr)
@@ -390,7 +250,7 @@ class CollisionObjective(Objective):
         # those groups against b's groups
         cfg = near[ii]
         cga = ca[ii, ja]  # (k, 3)
-        cb = _place(xp, T[cfg, B][:, None], const(xp, tb.gb_c[gb]))  # (k, nb, 3)
+        cb = place_points(xp, T[cfg, B][:, None], const(xp, tb.gb_c[gb]))  # (k, nb, 3)
         rga = const(xp, tb.gb_r[ga])[ja]
         d = xp.linalg.norm(cga[:, None] - cb, axis=-1) - (rga[:, None] + const(xp, tb.gb_r[gb]))
         kk, jb = xp.nonzero(d >= thr)
@@ -404,7 +264,7 @@ class CollisionObjective(Objective):
         center, radius = const(xp, cm.center), const(xp, cm.radius)
         # a's spheres against b's group
         sa = const(xp, tb.g_spheres)[g_a]  # (m, GROUP)
-        pa = _place(xp, T[cfg, A][:, None], center[xp.maximum(sa, 0)])  # (m, G, 3)
+        pa = place_points(xp, T[cfg, A][:, None], center[xp.maximum(sa, 0)])  # (m, G, 3)
         ra = radius[xp.maximum(sa, 0)]
         d = xp.linalg.norm(pa - cgb[:, None], axis=-1) - (ra + rgb[:, None])
         ok = sa >= 0
@@ -418,7 +278,7 @@ class CollisionObjective(Objective):
         s_a = sa[m_, ia]  # (k,)
         p_a = pa[m_, ia]  # (k, 3)
         sb = const(xp, tb.g_spheres)[g_b[m_]]  # (k, GROUP)
-        pb = _place(xp, T[cfg, B][:, None], center[xp.maximum(sb, 0)])  # (k, G, 3)
+        pb = place_points(xp, T[cfg, B][:, None], center[xp.maximum(sb, 0)])  # (k, G, 3)
         diff = p_a[:, None] - pb
         dist = xp.linalg.norm(diff, axis=-1)
         ds = dist - (radius[s_a][:, None] + radius[xp.maximum(sb, 0)])
@@ -430,8 +290,8 @@ class CollisionObjective(Objective):
             sel = _nearest_per(xp, m_[k2], dd)
             k2, jb2, dd = k2[sel], jb2[sel], dd[sel]
             dm = dist[k2, jb2]
-            safe = xp.where(dm > _TINY, dm, 1.0)[:, None]
-            n = xp.where((dm > _TINY)[:, None], diff[k2, jb2] / safe,
+            safe = xp.where(dm > TINY, dm, 1.0)[:, None]
+            n = xp.where((dm > TINY)[:, None], diff[k2, jb2] / safe,
                          xp.asarray([0.0, 0.0, 1.0]))
             K = k2.shape[0]
             self._rows(acc, xp, cfg[k2], dd, n, (p_a[k2], pb[k2, jb2]),
@@ -464,7 +324,7 @@ class CollisionObjective(Objective):
             return
         groups = tb.link_groups[c]
         anchor = int(tb.anchor[c])
-        gc = _place(xp, T[ii, anchor][:, None], const(xp, tb.gb_c[groups]))  # (n, ng, 3)
+        gc = place_points(xp, T[ii, anchor][:, None], const(xp, tb.gb_c[groups]))  # (n, ng, 3)
         obn = ob[oo][:, None]  # (n, 1, 16)
         far_g = xp.linalg.norm(gc - obn[..., 10:13], axis=-1) - (orad[oo][:, None] + const(
             xp, tb.gb_r[groups])[None])
@@ -480,7 +340,7 @@ class CollisionObjective(Objective):
         sp = const(xp, tb.g_spheres)[const(xp, groups)[j]]  # (m, GROUP)
         cfg, o_loc = ii[k], oo[k]
         center, radius = const(xp, cm.center), const(xp, cm.radius)
-        p = _place(xp, T[cfg, anchor][:, None], center[xp.maximum(sp, 0)])  # (m, G, 3)
+        p = place_points(xp, T[cfg, anchor][:, None], center[xp.maximum(sp, 0)])  # (m, G, 3)
         obm = ob[o_loc][:, None]
         rs = radius[xp.maximum(sp, 0)]
         far_s = xp.linalg.norm(p - obm[..., 10:13], axis=-1) - (orad[o_loc][:, None] + rs)
@@ -656,10 +516,10 @@ def always_touching(model: Model, cm: CollisionModel, world: World, *, margin: f
         return []
     q = model.random_q(np.random.default_rng(rng_seed), samples)
     T = fk(model, q, check=False)
-    tb = _tables(cm)
+    tb = check_tables(cm)
     packed = world.packed()
     skip = allowed_mask(cm, world)
-    lb = _place(np, T[:, tb.anchor], tb.lb_c)  # (N, C, 3)
+    lb = place_points(np, T[:, tb.anchor], tb.lb_c)  # (N, C, 3)
     out = []
     for c in range(len(cm.link_names)):
         if cm.static[c]:
@@ -668,7 +528,7 @@ def always_touching(model: Model, cm: CollisionModel, world: World, *, margin: f
         often = np.mean(d - tb.lb_r[c] < margin, axis=0) >= always
         for o in np.nonzero(often & ~skip[:, c])[0]:
             sl = cm.spheres_of(c)
-            cen = _place(np, T[:, int(tb.anchor[c])][:, None], cm.center[sl])  # (N, s, 3)
+            cen = place_points(np, T[:, int(tb.anchor[c])][:, None], cm.center[sl])  # (N, s, 3)
             ds, _ = sdf_rows(packed[o], cen)
             frac = float(np.mean((ds - cm.radius[sl]).min(axis=1) < margin))
             if frac >= always:

@@ -76,7 +76,7 @@ def resolve_mesh(filename: str, search=()) -> Path | None:
 
 
 def _rpy_xyz(xyz, rpy) -> np.ndarray:
-    from .tree import rpy_xyz_to_matrix  # noqa: PLC0415
+    from .tree_build import rpy_xyz_to_matrix  # noqa: PLC0415
 
     return rpy_xyz_to_matrix(xyz, rpy)
 
