@@ -1,7 +1,7 @@
 # The two commands of the README, and a few helpers. Every target sets up the venv first
 # (scripts/setup.sh is idempotent and takes seconds when nothing changed).
 .PHONY: setup demo lint test docs docs-build fuzz bench bench-kinematics bench-ik bench-cpu bench-node \
-	bench-timeouts bench-swap bench-reach bench-gpu gpu-report bench-peers-setup bench-collision bench-states clean \
+	bench-timeouts bench-swap bench-reach bench-gpu gpu-report bench-peers-setup bench-collision bench-states bench-placement bench-revisions clean \
 	viewer test-browser test-ros colcon-setup
 
 ## ROS 2 distribution: jazzy (the default: the LTS release, supported to 2029) or kilted (tested
@@ -121,6 +121,16 @@ bench-collision: setup
 ## reference's exact distances); appended to bench/results/states.txt
 bench-states: setup
 	@. scripts/env.sh && $(PY) bench/bench_states.py --out bench/results/states.txt $(ARGS)
+
+## bench-placement: base placement, 100 task poses x 10,000 candidates, and the refinement against
+## a dense search; appended to bench/results/placement.txt
+bench-placement: setup
+	@. scripts/env.sh && $(PY) bench/bench_placement.py --out bench/results/placement.txt $(ARGS)
+
+## bench-revisions: two revisions' CPU figures side by side in one run (BEFORE=rev, AFTER=rev or
+## the working tree): one goal, batch 10,000, the collision-aware batch
+bench-revisions: setup
+	@. scripts/env.sh && $(PY) bench/bench_revisions.py $(BEFORE) $(AFTER) $(ARGS)
 
 ## bench-node: what the ROS node adds: service round trip vs bare solve, a 10k-goal request, compact conversion
 bench-node: setup
