@@ -35,7 +35,7 @@ from .build import (BuildScope, HostModule, available, building, builds_under_wa
 from .codegen import Chain, frames_source, solve_source
 
 __all__ = ["available", "compile_host", "HostModule", "cache_dir", "HostSolver", "OneGoal",
-           "TermData", "ARG", "SMALL",
+           "TermData", "ARG", "SMALL", "WorkerPool",
            "HostKinematics", "StopFlag", "threads", "BuildScope", "set_background_builds",
            "waiting_for_builds", "in_background", "building", "builds_under_way",
            "cancel_background_builds"]
@@ -55,21 +55,28 @@ def threads() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-_pool: cf.ThreadPoolExecutor | None = None
-_pool_size = 0
-_pool_lock = threading.Lock()
+class WorkerPool:
+    """A process-wide pool of worker threads named ``prefix``, made anew (the old one shut
+    down once its work is done) when a call asks for another size."""
+
+    def __init__(self, prefix: str):
+        self.prefix = prefix
+        self._pool: cf.ThreadPoolExecutor | None = None
+        self._size = 0
+        self._lock = threading.Lock()
+
+    def get(self, n: int) -> cf.ThreadPoolExecutor:
+        with self._lock:
+            if self._pool is None or self._size != n:
+                old = self._pool
+                self._pool = cf.ThreadPoolExecutor(n, thread_name_prefix=self.prefix)
+                self._size = n
+                if old is not None:
+                    old.shutdown(wait=False)
+            return self._pool
 
 
-def _get_pool(n: int) -> cf.ThreadPoolExecutor:
-    global _pool, _pool_size
-    with _pool_lock:
-        if _pool is None or _pool_size != n:
-            old = _pool
-            _pool = cf.ThreadPoolExecutor(n, thread_name_prefix="ros2_ik-host")
-            _pool_size = n
-            if old is not None:
-                old.shutdown(wait=False)
-        return _pool
+_pool = WorkerPool("ros2_ik-host")
 
 
 POLL_S = 0.001  # how often should_stop() is polled while a kernel runs [s]
@@ -388,7 +395,7 @@ class HostSolver:
                     self._fn(_address(r))
             else:
                 try:
-                    pool = _get_pool(n)
+                    pool = _pool.get(n)
                     futures = [pool.submit(self._fn, _address(r)) for r in recs]
                 except RuntimeError:  # the interpreter is shutting down: no more threads
                     futures = None

@@ -13,15 +13,13 @@ a deadline are looked at before every slice starts: a slice is :data:`SLICE` con
 
 from __future__ import annotations
 
-import concurrent.futures as cf
 import ctypes
-import threading
 import time
 
 import numpy as np
 
 from ..model import Model
-from .host import compile_host, threads
+from .host import WorkerPool, compile_host, threads
 from .terms.collision import STATE_OUT, states_source
 from .terms.collision_scene import collision_chain, pack_scene
 
@@ -30,21 +28,7 @@ __all__ = ["HostStateChecker", "SLICE", "covered"]
 #: configurations per call of the kernel (a stop or a deadline is seen between two)
 SLICE = 2048
 
-_pool: cf.ThreadPoolExecutor | None = None
-_pool_size = 0
-_pool_lock = threading.Lock()
-
-
-def _get_pool(n: int) -> cf.ThreadPoolExecutor:
-    global _pool, _pool_size
-    with _pool_lock:
-        if _pool is None or _pool_size != n:
-            old = _pool
-            _pool = cf.ThreadPoolExecutor(n, thread_name_prefix="ros2_ik-states")
-            _pool_size = n
-            if old is not None:
-                old.shutdown(wait=False)
-        return _pool
+_pool = WorkerPool("ros2_ik-states")
 
 
 def covered(model: Model, cm) -> str | None:
@@ -122,7 +106,7 @@ class HostStateChecker:
                 run(a, b)
         else:
             try:
-                futures = [_get_pool(n).submit(run, a, b) for a, b in pairs]
+                futures = [_pool.get(n).submit(run, a, b) for a, b in pairs]
             except RuntimeError:  # the interpreter is shutting down: no more threads
                 futures = None
                 for a, b in pairs:
