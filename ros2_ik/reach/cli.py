@@ -14,12 +14,11 @@ in ``--out``; the same command resumes); a second Ctrl-C stops at once. Exit sta
 from __future__ import annotations
 
 import argparse
-import os
-import signal
 import sys
 
 from .. import robots
 from ..errors import IKError, InvalidInputError
+from .cli_common import CtrlC, collision_from_args, model_from_args, ray_from_args, read_text
 from .study import StudyConfig
 
 __all__ = ["main", "build_parser"]
@@ -112,20 +111,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _study_from_args(args):
-    from ..model import load_robot  # noqa: PLC0415
-    from ..model import Model  # noqa: PLC0415
     from ..ik import IKConfig  # noqa: PLC0415
     from .study import Study  # noqa: PLC0415
     from .targets import Box, Sphere, grid_targets, load_targets  # noqa: PLC0415
 
-    if args.urdf:
-        if not os.path.isfile(args.urdf):
-            raise InvalidInputError(f"--urdf {args.urdf!r}: no such file; give the path of a URDF")
-        model = Model.from_file(args.urdf, base=args.base)
-    else:
-        model = load_robot(args.robot or "panda")
-        if args.base:
-            model = model.subtree(args.base)
+    model = model_from_args(args)
     if args.targets:
         targets = load_targets(args.targets, args.resolution)
     elif args.box:
@@ -143,12 +133,8 @@ def _study_from_args(args):
 
         if args.no_collisions:
             raise InvalidInputError("--world and --no-collisions: a world needs collisions on")
-        try:
-            with open(args.world, encoding="utf-8") as f:
-                world = world_from_yaml(f.read())
-        except OSError as exc:
-            raise InvalidInputError(f"--world {args.world!r}: {exc.strerror}; give the path of "
-                                    "a YAML world file") from None
+        world = world_from_yaml(read_text(args.world, "--world",
+                                          "give the path of a YAML world file"))
     ik = IKConfig(num_seeds=args.num_seeds, stall_iterations=args.stall_iterations,
                   max_iterations=args.max_iterations, position_tolerance=args.position_tolerance,
                   orientation_tolerance=args.orientation_tolerance, rng_seed=args.seed,
@@ -157,69 +143,15 @@ def _study_from_args(args):
                          prune=not args.no_prune, backend=args.backend, world=world)
     collision = None
     if not args.no_collisions:  # meshes found as every entry point finds them
-        from ..ik.collision import default_collision_model  # noqa: PLC0415
-        from ..model.collision import missing_message  # noqa: PLC0415
-
-        dirs = [p for p in args.mesh_path.split(":") if p]
-        if args.urdf:
-            dirs.append(os.path.dirname(os.path.abspath(args.urdf)))
-        srdf = None
-        if args.srdf:
-            try:
-                with open(args.srdf, encoding="utf-8") as f:
-                    srdf = f.read()
-            except OSError as exc:
-                raise InvalidInputError(f"--srdf {args.srdf!r}: {exc.strerror}") from None
-        import warnings  # noqa: PLC0415
-
-        with warnings.catch_warnings():  # (its warnings are printed below)
-            warnings.simplefilter("ignore")
-            collision = default_collision_model(model, srdf, within=args.margin,
-                                                search_path=tuple(dirs))
-        if collision.missing:
-            raise InvalidInputError(missing_message(collision.missing).replace(
-                "search_path= in the library, the node's collision.mesh_path parameter, ", ""))
-        for w in collision.warnings:
-            print(f"{PROG}: warning: {w}", file=sys.stderr)
+        collision = collision_from_args(args, model, PROG)
     return Study(model, targets, args.tip, config, collision)
-
-
-class _Stop:
-    """First Ctrl-C: stop after the shards in flight. Second: KeyboardInterrupt."""
-
-    def __init__(self):
-        self.requested = False
-        self._old = None
-
-    def __enter__(self):
-        self._old = signal.signal(signal.SIGINT, self._handler)
-        return self
-
-    def __exit__(self, *exc):
-        signal.signal(signal.SIGINT, self._old)
-
-    def _handler(self, signum, frame):
-        if self.requested:
-            raise KeyboardInterrupt
-        self.requested = True
-        print(f"\n{PROG}: stopping after the shards in flight (Ctrl-C again to stop at once); "
-              "finished shards are kept", file=sys.stderr)
-
-    def __call__(self) -> bool:
-        return self.requested
 
 
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     try:
         study = _study_from_args(args)
-        executor = None
-        if args.ray is not None:
-            from .ray_executor import RayExecutor  # noqa: PLC0415
-
-            executor = RayExecutor(None if args.ray == "local" else args.ray,
-                                   num_workers=args.workers, threads=args.threads,
-                                   gpus_per_task=args.gpus_per_task)
+        executor = ray_from_args(args, gpus_per_task=args.gpus_per_task)
     except IKError as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -230,7 +162,7 @@ def main(argv=None) -> int:
               f"{args.out}", file=sys.stderr)
     bar = None
     try:
-        with _Stop() as stop:
+        with CtrlC(PROG) as stop:
             progress = None
             if not args.quiet:
                 from tqdm import tqdm  # noqa: PLC0415

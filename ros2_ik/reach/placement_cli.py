@@ -18,14 +18,13 @@ from __future__ import annotations
 
 import argparse
 import math
-import os
-import signal
 import sys
 
 import numpy as np
 
 from .. import robots
-from ..errors import IKError, InvalidInputError
+from ..errors import IKError
+from .cli_common import CtrlC, collision_from_args, model_from_args, ray_from_args, read_text
 from .placement import PlacementConfig
 
 __all__ = ["main", "build_parser", "run"]
@@ -122,37 +121,17 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _read(path: str, what: str) -> str:
-    try:
-        with open(path, encoding="utf-8") as f:
-            return f.read()
-    except OSError as exc:
-        raise InvalidInputError(f"{what} {path!r}: {exc.strerror}; give the path of a "
-                                "readable file") from None
-
-
 def placement_from_args(args):
     """The :class:`~.placement.Placement` the arguments ask for (IKError for bad ones)."""
     import dataclasses  # noqa: PLC0415
-    import warnings  # noqa: PLC0415
 
-    from ..ik.collision import default_collision_model  # noqa: PLC0415
-    from ..model import Model, load_robot  # noqa: PLC0415
-    from ..model.collision import missing_message  # noqa: PLC0415
     from ..world import world_from_yaml  # noqa: PLC0415
     from .placement import Placement, Region  # noqa: PLC0415
     from .targets import load_targets  # noqa: PLC0415
 
-    if args.urdf:
-        if not os.path.isfile(args.urdf):
-            raise InvalidInputError(f"--urdf {args.urdf!r}: no such file; give the path of a URDF")
-        model = Model.from_file(args.urdf, base=args.base)
-    else:
-        model = load_robot(args.robot or "panda")
-        if args.base:
-            model = model.subtree(args.base)
+    model = model_from_args(args)
     poses = load_targets(args.poses, 1.0).poses
-    world = world_from_yaml(_read(args.world, "--world")) if args.world else None
+    world = world_from_yaml(read_text(args.world, "--world")) if args.world else None
     region = Region(tuple(args.x), tuple(args.y), tuple(math.radians(v) for v in args.yaw),
                     tuple(args.heights))
     d = PlacementConfig()
@@ -164,57 +143,15 @@ def placement_from_args(args):
         coarse=dataclasses.replace(d.coarse, num_seeds=args.coarse_seeds, **common),
         fine=dataclasses.replace(d.fine, num_seeds=args.seeds, **common),
         solver=args.solver, shard_size=args.shard_size, prune=not args.no_prune)
-    dirs = [p for p in args.mesh_path.split(":") if p]
-    if args.urdf:
-        dirs.append(os.path.dirname(os.path.abspath(args.urdf)))
-    srdf = _read(args.srdf, "--srdf") if args.srdf else None
-    with warnings.catch_warnings():  # (its warnings are printed below)
-        warnings.simplefilter("ignore")
-        collision = default_collision_model(model, srdf, within=args.margin,
-                                            search_path=tuple(dirs))
-    if collision.missing:
-        raise InvalidInputError(missing_message(collision.missing).replace(
-            "search_path= in the library, the node's collision.mesh_path parameter, ", ""))
-    for w in collision.warnings:
-        print(f"{PROG}: warning: {w}", file=sys.stderr)
+    collision = collision_from_args(args, model, PROG)
     return Placement(model, poses, region, args.tip, world, config, collision)
-
-
-class _Stop:
-    """First Ctrl-C: stop after the shards in flight. Second: KeyboardInterrupt."""
-
-    def __init__(self):
-        self.requested = False
-        self._old = None
-
-    def __enter__(self):
-        self._old = signal.signal(signal.SIGINT, self._handler)
-        return self
-
-    def __exit__(self, *exc):
-        signal.signal(signal.SIGINT, self._old)
-
-    def _handler(self, signum, frame):
-        if self.requested:
-            raise KeyboardInterrupt
-        self.requested = True
-        print(f"\n{PROG}: stopping after the shards in flight (Ctrl-C again to stop at once); "
-              "finished shards are kept", file=sys.stderr)
-
-    def __call__(self) -> bool:
-        return self.requested
 
 
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     try:
         pl = placement_from_args(args)
-        executor = None
-        if args.ray is not None:
-            from .ray_executor import RayExecutor  # noqa: PLC0415
-
-            executor = RayExecutor(None if args.ray == "local" else args.ray,
-                                   num_workers=args.workers, threads=args.threads)
+        executor = ray_from_args(args)
     except IKError as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -224,7 +161,7 @@ def main(argv=None) -> int:
               f"(frame {args.task_frame!r}) -> {args.out}", file=sys.stderr)
     bars: dict = {}
     try:
-        with _Stop() as stop:
+        with CtrlC(PROG) as stop:
             progress = None
             if not args.quiet:
                 from tqdm import tqdm  # noqa: PLC0415
