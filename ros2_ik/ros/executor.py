@@ -109,14 +109,17 @@ class NodeExecutor(SingleThreadedExecutor):
 class WorkerActionServer(ActionServer):
     """An ActionServer whose goals execute in ``submit(fn)`` (a worker pool).
 
-    ``work(goal_handle)`` runs in the worker and returns ``finish(goal_handle) -> result``,
-    which runs on the executor thread: it sets the terminal state and returns the result.
+    ``context()`` is called on the executor thread when a goal starts executing (the model,
+    parameters and joint states the goal is answered with); ``work(goal_handle, ctx)`` runs in
+    the worker with it and returns ``finish(goal_handle) -> result``, which runs on the executor
+    thread: it sets the terminal state and returns the result.
     """
 
-    def __init__(self, node, action_type, action_name, work, submit, post, **kwargs):
+    def __init__(self, node, action_type, action_name, work, submit, post, context, **kwargs):
         self._work = work
         self._submit = submit
         self._post = post
+        self._context = context
         super().__init__(node, action_type, action_name, self._never_called, **kwargs)
 
     @staticmethod
@@ -125,10 +128,12 @@ class WorkerActionServer(ActionServer):
 
     def notify_execute(self, goal_handle, execute_callback) -> None:
         # goal_handle.execute() calls this on the executor thread once the goal is EXECUTING
+        ctx = self._context()
+
         def job():
             finish = None
             try:
-                finish = self._work(goal_handle)
+                finish = self._work(goal_handle, ctx)
             finally:
                 if finish is None:  # the work itself failed: abort with an empty result
                     def finish(gh):

@@ -56,17 +56,9 @@ class BasePlacementServer:
 
     def __init__(self, w):
         self._w = w
-        self._contexts: dict = {}
-        server = self
-
-        class Server(WorkerActionServer):
-            def notify_execute(self, goal_handle, execute_callback) -> None:
-                server._contexts[bytes(goal_handle.goal_id.uuid)] = w.context()
-                super().notify_execute(goal_handle, execute_callback)
-
-        self.server = Server(
+        self.server = WorkerActionServer(
             w.node, BasePlacement, "~/base_placement", self._run,
-            submit=w.pool("placement").submit, post=w.post,
+            submit=w.pool("placement").submit, context=w.context, post=w.post,
             goal_callback=lambda _goal: GoalResponse.ACCEPT,
             cancel_callback=lambda _handle: CancelResponse.ACCEPT,
             callback_group=ReentrantCallbackGroup())
@@ -75,11 +67,10 @@ class BasePlacementServer:
         self.server.destroy()
 
     # ------------------------------------------------------------------ one goal
-    def _run(self, gh):
+    def _run(self, gh, ctx):
         from ...reach.placement import run_placement  # noqa: PLC0415
 
         w = self._w
-        ctx = self._contexts.pop(bytes(gh.goal_id.uuid), None) or w.context()
         result = BasePlacement.Result()
         t0 = time.monotonic()
         last = [0.0, ""]

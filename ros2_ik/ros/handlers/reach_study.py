@@ -61,19 +61,11 @@ class ReachStudyServer:
 
     def __init__(self, w):
         self._w = w
-        self._contexts: dict = {}
         self.map_pub = w.node.create_publisher(PointCloud2, "~/reach_map", MAP_QOS,
                                                event_callbacks=quiet_events(publisher=True))
-        server = self
-
-        class Server(WorkerActionServer):
-            def notify_execute(self, goal_handle, execute_callback) -> None:
-                server._contexts[bytes(goal_handle.goal_id.uuid)] = w.context()
-                super().notify_execute(goal_handle, execute_callback)
-
-        self.server = Server(
+        self.server = WorkerActionServer(
             w.node, ReachStudy, "~/reach_study", self._run, submit=w.pool("reach").submit,
-            post=w.post, goal_callback=lambda _goal: GoalResponse.ACCEPT,
+            context=w.context, post=w.post, goal_callback=lambda _goal: GoalResponse.ACCEPT,
             cancel_callback=lambda _handle: CancelResponse.ACCEPT,
             callback_group=ReentrantCallbackGroup())
 
@@ -81,9 +73,8 @@ class ReachStudyServer:
         self.server.destroy()
 
     # ------------------------------------------------------------------ one goal
-    def _run(self, gh):
+    def _run(self, gh, ctx):
         w = self._w
-        ctx = self._contexts.pop(bytes(gh.goal_id.uuid), None) or w.context()
         result = ReachStudy.Result()
         t0 = time.monotonic()
         last = [0.0]

@@ -39,15 +39,12 @@ def register(w):
 
     from ..executor import WorkerActionServer, goal_finisher  # noqa: PLC0415
 
-    contexts: dict = {}  # goal id -> the context made when the goal was accepted
-
     def accept(goal_request):
         return GoalResponse.ACCEPT
 
-    def run(goal_handle):
+    def run(goal_handle, ctx):
         """A goal (in a worker); returns ``finish(goal_handle) -> result`` for the executor
         thread, which sets the terminal state."""
-        ctx = contexts.pop(bytes(goal_handle.goal_id.uuid), None) or w.context()
         result = TrajectorySeed.Result()
         last = [0.0]
 
@@ -82,14 +79,9 @@ def register(w):
             w.log("info", f"trajectory_seed: {codes.name_of(code)}: {result.message}")
         return goal_finisher(result, code, "every node was solved")
 
-    class Server(WorkerActionServer):
-        def notify_execute(self, goal_handle, execute_callback) -> None:
-            # on the executor thread: the goal's context (model, parameters, joint states)
-            contexts[bytes(goal_handle.goal_id.uuid)] = w.context()
-            super().notify_execute(goal_handle, execute_callback)
-
-    return Server(w.node, TrajectorySeed, "~/trajectory_seed", run,
-                  submit=w.pool("actions").submit, post=w.post, goal_callback=accept,
+    return WorkerActionServer(w.node, TrajectorySeed, "~/trajectory_seed", run,
+                              submit=w.pool("actions").submit, post=w.post,
+                              context=w.context, goal_callback=accept,
                   cancel_callback=lambda _handle: CancelResponse.ACCEPT,
                   callback_group=ReentrantCallbackGroup())
 
