@@ -403,14 +403,15 @@ def _link_bound(e, c: str, node: str, ptr: str, out: str):
         e(f"{out}x = {out}_x; {out}y = {out}_y; {out}z = {out}_z;")
 
 
-def _emit_cull(e, check: bool, any_, a: str, b: str, radii: str, v: str, lim: str = "thr"):
+def _emit_cull(e, check: bool, any_, a: str, b: str, radii: str, v: str, lim: str = "thr",
+               guard: str = ""):
     """Skip the rest of the loop body when the spheres at ``a``x/y/z and ``b``x/y/z (radii
     summing to ``radii``) are margin + activation (``lim``) apart or more (the check: their
-    distance as the bound)."""
+    distance as the bound); with ``guard``, only where it holds too."""
     e(f"const S {v}x = {a}x - {b}x, {v}y = {a}y - {b}y, {v}z = {a}z - {b}z;")
     e(f"const S {v}2 = {v}x * {v}x + {v}y * {v}y + {v}z * {v}z;")
     e(f"const S {v}lim = {lim} + S({radii});")
-    with e.block(f"if (!{any_(f'{v}2 < {v}lim * {v}lim')})"):
+    with e.block(f"if ({guard + ' && ' if guard else ''}!{any_(f'{v}2 < {v}lim * {v}lim')})"):
         if check:
             e(f"const S {v}d = sqrt({v}2) - S({radii});")
             _emit_bound(e, check, f"{v}d", lim)
@@ -426,15 +427,8 @@ def _emit_world(e, cc: CollisionChain, nc: int, check: bool, any_, lim: str = "t
         """Skip the rest of the body when the sphere (``prefix``x/y/z, radius ``rad``) is
         margin + activation or more from the obstacle: by the obstacle's bounding sphere
         first (no signed distance), then by the signed distance (left in ``var``)."""
-        e(f"const S {var}qx = {prefix}x - ox, {var}qy = {prefix}y - oy, "
-          f"{var}qz = {prefix}z - oz;")
-        e(f"const S {var}q2 = {var}qx * {var}qx + {var}qy * {var}qy + {var}qz * {var}qz;")
-        e(f"const S {var}lim = {lim} + S(orad + {rad});")
-        with e.block(f"if (orad >= 0.0 && !{any_(f'{var}q2 < {var}lim * {var}lim')})"):
-            if check:
-                e(f"const S {var}far = sqrt({var}q2) - S(orad + {rad});")
-                _emit_bound(e, check, f"{var}far", lim)
-            e("continue;")
+        _emit_cull(e, check, any_, prefix, "o", f"orad + {rad}", f"{var}q", lim,
+                   guard="orad >= 0.0")
         e(f"const S {var} = r2ik_dist<S>(ob, {prefix}x, {prefix}y, {prefix}z) - S({rad});")
         with e.block(f"if (!{any_(f'{var} < {lim}')})"):
             _emit_bound(e, check, var, lim)
