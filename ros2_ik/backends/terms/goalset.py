@@ -6,11 +6,11 @@ tol_r)``): a row converges when any candidate is reached. The reference is
 
 from __future__ import annotations
 
-from ..emit.chain import jac_structure, qvars, trig_exports
+from ..emit.chain import jac_structure, trig_exports
 from ..emit.kinematics import emit_fk_tip, emit_jacobian
 from ..emit.text import Emit
 from .base import Emitter, Field, RowsContext
-from .pose import emit_goal_check, emit_so3_log, emit_tip_residual
+from .pose import emit_goal_check, emit_so3_log, emit_tip_residual, residual_function
 
 __all__ = ["GoalSetEmitter", "emit_evaluate_set"]
 
@@ -21,23 +21,9 @@ def emit_evaluate_set(e: Emit, ch, N: int, name: str, *, frames: bool,
     frames...)`` -> cost: every tip's FK once, then each candidate's residual; ``r`` and
     ``tsel`` (the goal the Jacobian is taken against) those of the least cost, ``pe_o`` /
     ``re_o`` those of the least scaled error (the first on ties, as the reference)."""
-    used, qv = qvars(ch)
     T = ch.T
-    args = [f"const S q{i}" for i in used] + [
-        "const S* R2IK_RESTRICT tgt", "const S* R2IK_RESTRICT w", "S* r", "S& pe_o", "S& re_o",
-        "S* tsel", "const S tol_p", "const S tol_r"]
-    if frames:
-        for j in range(len(ch.qi)):
-            args += [f"S& z{j}_{a}" for a in range(3)] + [f"S& pj{j}_{a}" for a in range(3)]
-        args += [f"S& pt{t}_{a}" for t in range(T) for a in range(3)]
-    exported = {j for j, _ in trig_exports(ch)} if export_trig else set()
-    if export_trig:
-        args += [f"S& esn{j}, S& ecs{j}" for j in sorted(exported)]
-    e("template <typename S>")
-    with e.block(f"R2IK_FN S {name}({', '.join(args)})"):
-        if export_trig:
-            e(" ".join(f"S esn{j}, ecs{j};" for j in range(len(ch.qi))
-                       if not ch.prismatic[j] and j not in exported))
+    with residual_function(e, ch, name, ["S* tsel", "const S tol_p", "const S tol_r"],
+                           frames=frames, export_trig=export_trig) as qv:
         e(f"S R[9], pv[3], er[3], Rk[{9 * T}], pk[{3 * T}], rn[{6 * T}];")
         for t in range(T):
             e(f"// ---- tip {t}: {ch.model.link_names[ch.tips[t]]}")

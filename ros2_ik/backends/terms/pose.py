@@ -5,6 +5,8 @@ problems, the float64 verification of an answer, and the hooks that join them to
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 from ...model import MAX_VALUE
 from ..emit.chain import Chain, jac_structure, qvars, trig_exports
 from ..emit.kinematics import emit_fk_tip, emit_jacobian
@@ -12,7 +14,7 @@ from ..emit.text import Emit, ternary
 from .base import Emitter, Field, RowsContext
 
 __all__ = ["PoseEmitter", "emit_so3_log", "emit_evaluate", "emit_tip_residual", "emit_goal_check",
-           "ROTATION_TOL_C"]
+           "ROTATION_TOL_C", "residual_function"]
 
 #: the goal check's rotation bound (validate.ROTATION_TOL) as the generated code writes it
 ROTATION_TOL_C = "1e-6"
@@ -97,23 +99,21 @@ def emit_goal_check(e: Emit, field: str, count: int) -> None:
         e("if (!(det > 0)) ok = false;")
 
 
-def emit_evaluate(e: Emit, ch: Chain, name: str, *, frames: bool, sel=ternary,
-                   log: str = "r2ik_so3_log<S>", sincos: bool = False,
-                   export_trig: bool = False):
-    """``S name(q..., tgt, w, r, frames...)`` -> cost; errors into pe/re (as
-    ``ik.residuals.evaluate`` with pose objectives). The joint frames and tip positions are
-    macros' by-reference arguments.
-    ``sel(c, a, b)`` writes a choice (the host lanes' version writes a lane-wise select) and
-    ``log`` names the SO(3) log; ``sincos``: as :func:`emit_fk_tip`'s."""
+@contextmanager
+def residual_function(e: Emit, ch: Chain, name: str, extra: list, *, frames: bool,
+                      export_trig: bool):
+    """A goal term's residual function: ``S name(q..., tgt, w, r, pe_o, re_o, extra...,
+    frames..., the exported sines and cosines...)`` opened, with locals for the sines and
+    cosines it does not export; the caller writes the body inside (``with ... as qv``: the
+    coordinates' names, :func:`qvars`)."""
     used, qv = qvars(ch)
-    T = ch.T
-    args = [f"const S q{i}" for i in used] + ["const S* R2IK_RESTRICT tgt",
-                                              "const S* R2IK_RESTRICT w", "S* r", "S& pe_o",
-                                              "S& re_o"]
+    args = [f"const S q{i}" for i in used] + [
+        "const S* R2IK_RESTRICT tgt", "const S* R2IK_RESTRICT w", "S* r", "S& pe_o",
+        "S& re_o"] + list(extra)
     if frames:
         for j in range(len(ch.qi)):
             args += [f"S& z{j}_{a}" for a in range(3)] + [f"S& pj{j}_{a}" for a in range(3)]
-        args += [f"S& pt{t}_{a}" for t in range(T) for a in range(3)]
+        args += [f"S& pt{t}_{a}" for t in range(ch.T) for a in range(3)]
     exported = {j for j, _ in trig_exports(ch)} if export_trig else set()
     if export_trig:
         args += [f"S& esn{j}, S& ecs{j}" for j in sorted(exported)]
@@ -122,6 +122,19 @@ def emit_evaluate(e: Emit, ch: Chain, name: str, *, frames: bool, sel=ternary,
         if export_trig:  # (a joint shared by tips writes its pair once more: the same values)
             e(" ".join(f"S esn{j}, ecs{j};" for j in range(len(ch.qi))
                        if not ch.prismatic[j] and j not in exported))
+        yield qv
+
+
+def emit_evaluate(e: Emit, ch: Chain, name: str, *, frames: bool, sel=ternary,
+                   log: str = "r2ik_so3_log<S>", sincos: bool = False,
+                   export_trig: bool = False):
+    """``S name(q..., tgt, w, r, frames...)`` -> cost; errors into pe/re (as
+    ``ik.residuals.evaluate`` with pose objectives). The joint frames and tip positions are
+    macros' by-reference arguments.
+    ``sel(c, a, b)`` writes a choice (the host lanes' version writes a lane-wise select) and
+    ``log`` names the SO(3) log; ``sincos``: as :func:`emit_fk_tip`'s."""
+    T = ch.T
+    with residual_function(e, ch, name, [], frames=frames, export_trig=export_trig) as qv:
         e("S R[9], pv[3], er[3];")
         e("S pe_max = S(0), re_max = S(0);")
         for t in range(T):
