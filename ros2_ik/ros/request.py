@@ -23,6 +23,7 @@ import numpy as np
 from ..ik import SOLVERS
 from ..ik.config import MAX_SEEDS, IKConfig, SolveMode
 from ..kinematics import pose_to_pq, pq_to_pose
+from ..model import MAX_VALUE
 from . import codes
 from .codes import RequestError
 from .conversions import as_f64, duration_to_sec, f64_array, joint_states
@@ -32,7 +33,7 @@ from .robot import LoadedRobot
 __all__ = ["Context", "IKOutcome", "overall_code", "stamp_model", "summary", "NO_MODEL_MESSAGE",
            "tolerance",
            "duration", "solver_name", "config", "weights", "to_base", "fill_solutions",
-           "collisions_flag"]
+           "collisions_flag", "compact_states"]
 
 NO_MODEL_MESSAGE = ("no robot model loaded yet: publish the URDF on the robot_description topic "
                     "(std_msgs/String, transient local, as robot_state_publisher does) or start "
@@ -255,6 +256,29 @@ def to_base(robot: LoadedRobot, pq: np.ndarray, frames: list[str] | str, seed: n
             m = farr == f
             T[m] = T_frames[f] @ T[m]
     return pose_to_pq(T).reshape(pq.shape)
+
+
+def compact_states(robot: LoadedRobot, base: np.ndarray, names: list, vals: np.ndarray
+                   ) -> np.ndarray:
+    """States (M, nq) of a compact request: ``base`` with the columns of ``names`` set from
+    ``vals`` (M, len(names)); the names checked once (mimic joints are ignored); a value that
+    is NaN, infinite or beyond MAX_VALUE is INVALID_ROBOT_STATE naming the state."""
+    robot.apply_joint_values(base, names, np.zeros(len(names)), what="joint_names",
+                             strict=True, clip=False)
+    Q = np.tile(base, (vals.shape[0], 1))
+    cols = [(j, robot.q_index[n]) for j, n in enumerate(names) if n in robot.q_index]
+    if cols:
+        src, dst = zip(*cols)
+        Q[:, list(dst)] = vals[:, list(src)]
+    with np.errstate(invalid="ignore"):
+        bad = ~np.all(np.isfinite(Q) & (np.abs(Q) <= MAX_VALUE), axis=1)
+    if bad.any():
+        m = int(np.nonzero(bad)[0][0])
+        raise RequestError(codes.INVALID_ROBOT_STATE,
+                           f"compact_positions of state {m} contain NaN, infinity or a value "
+                           f"beyond +-{MAX_VALUE:g}; give finite joint values in metres or "
+                           "radians")
+    return Q
 
 
 def fill_solutions(robot: LoadedRobot, req, resp, q: np.ndarray) -> None:

@@ -22,11 +22,10 @@ from ros2_ik_interfaces.srv import CheckStates
 
 from ...api.states import check_path, check_states
 from ...errors import IKError
-from ...model import MAX_VALUE
 from .. import codes
 from ..codes import RequestError
 from ..conversions import as_f64, f64_array
-from ..request import Context, collisions_flag, duration
+from ..request import Context, collisions_flag, compact_states, duration
 
 __all__ = ["handle", "register", "INLINE_STATES", "states_of"]
 
@@ -69,22 +68,7 @@ def states_of(ctx: Context, robot, req) -> np.ndarray:
                            f"compact_positions has {vals.size} values for {len(names)} "
                            "joint_names; give N * len(joint_names) values (state-major)")
     M = vals.size // len(names)
-    robot.apply_joint_values(base, names, np.zeros(len(names)), what="joint_names",
-                             strict=True, clip=False)  # the names, checked once
-    Q = np.tile(base, (M, 1))
-    cols = [(j, robot.q_index[n]) for j, n in enumerate(names) if n in robot.q_index]
-    if cols:
-        src, dst = zip(*cols)
-        Q[:, list(dst)] = vals.reshape(M, len(names))[:, list(src)]
-    with np.errstate(invalid="ignore"):
-        bad = ~np.all(np.isfinite(Q) & (np.abs(Q) <= MAX_VALUE), axis=1)
-    if bad.any():
-        m = int(np.nonzero(bad)[0][0])
-        raise RequestError(codes.INVALID_ROBOT_STATE,
-                           f"compact_positions of state {m} contain NaN, infinity or a value "
-                           f"beyond +-{MAX_VALUE:g}; give finite joint values in metres or "
-                           "radians")
-    return Q
+    return compact_states(robot, base, names, vals.reshape(M, len(names)))
 
 
 def handle(ctx: Context, req, resp) -> int:

@@ -13,11 +13,10 @@ from ros2_ik_interfaces.srv import ComputeFK
 from ...api import fk_frames
 from ...backend import to_numpy
 from ...kinematics import pose_inverse, pose_to_pq
-from ...model import MAX_VALUE
 from .. import codes
 from ..codes import RequestError
 from ..conversions import as_f64, f64_array, pq_to_pose_stamped
-from ..request import Context
+from ..request import Context, compact_states
 
 __all__ = ["handle", "register", "INLINE_POSES"]
 
@@ -79,23 +78,7 @@ def handle(ctx: Context, req, resp) -> int:
                                             what=f"states[{i}]", strict=True, clip=False,
                                             ignore_unknown=lenient)
     else:
-        Q = np.tile(robot.zero_q, (M, 1))
-        vals = vals.reshape(M, len(names))
-        # Validate the names once (mimic joints are ignored), then assign whole columns.
-        robot.apply_joint_values(robot.zero_q, names, np.zeros(len(names)), what="joint_names",
-                                 strict=True, clip=False)
-        cols = [(j, robot.q_index[n]) for j, n in enumerate(names) if n in robot.q_index]
-        if cols:
-            src, dst = zip(*cols)
-            Q[:, list(dst)] = vals[:, list(src)]
-        with np.errstate(invalid="ignore"):
-            bad = ~np.all(np.isfinite(Q) & (np.abs(Q) <= MAX_VALUE), axis=1)
-        if bad.any():
-            m = int(np.nonzero(bad)[0][0])
-            raise RequestError(codes.INVALID_ROBOT_STATE,
-                               f"compact_positions of state {m} contain NaN, infinity or a value "
-                               f"beyond +-{MAX_VALUE:g}; give finite joint values in metres or "
-                               "radians")
+        Q = compact_states(robot, robot.zero_q, names, vals.reshape(M, len(names)))
     if frame not in ("", robot.base):
         robot.frame_transforms([frame], robot.zero_q, what="frame_id")  # validates the name
         T = fk_frames(model, Q, links + [frame])
