@@ -348,31 +348,15 @@ def test_command_bad_input(cell, tmp_path, change, words):
 
 def test_command_ctrl_c_keeps_finished_shards_and_resumes(cell, tmp_path):
     import json
-    import os
-    import signal
     import subprocess
-    import time
+
+    from cli_testing import interrupt_after_shards
 
     opts = _files(cell, tmp_path) | {"--resolution": ["0.02"], "--shard-size": ["40"]}
     args = _argv(opts)  # 31 x 31 x 4 candidates
     out = tmp_path / "out"
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
-    p = subprocess.Popen([_exe(), *args, "--out", str(out)], stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True, env=env)
-    try:
-        end = time.monotonic() + 240
-        while time.monotonic() < end and p.poll() is None:
-            if len(list((out / "shards").glob("shard-*.npz"))) >= 2:
-                break
-            time.sleep(0.02)
-        assert p.poll() is None, "the search ended before it could be interrupted"
-        p.send_signal(signal.SIGINT)
-        _, err = p.communicate(timeout=120)
-    finally:
-        if p.poll() is None:
-            p.kill()
-            p.wait(5)
-    assert p.returncode == 130, err
+    code, err = interrupt_after_shards([_exe(), *args, "--out", str(out)], out, "search")
+    assert code == 130, err
     assert "run the same command again to resume" in err
     kept = sorted((out / "shards").glob("shard-*.npz"))
     assert len(kept) >= 2 and not (out / "candidates.npz").exists()

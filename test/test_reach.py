@@ -7,16 +7,15 @@ import dataclasses
 
 import json
 import math
-import os
-import signal
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import numpy as np
 import pytest
+
+from cli_testing import interrupt_after_shards
 
 from ros2_ik import load_robot, robots
 from ros2_ik.errors import InvalidInputError, UnknownLinkError
@@ -449,23 +448,8 @@ def test_command_ctrl_c_keeps_finished_shards_and_resumes(tmp_path):
     out = tmp_path / "study"
     args = ["--robot", "panda", "--sphere", "0", "0", "0.333", "1.0", "--resolution", "0.2",
             "--directions", "4", "--rolls", "2", "--shard-size", "200", "--no-plots"]
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
-    p = subprocess.Popen([_reach_exe(), *args, "--out", str(out)], stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True, env=env)
-    try:
-        end = time.monotonic() + 240
-        while time.monotonic() < end and p.poll() is None:
-            if len(list((out / "shards").glob("shard-*.npz"))) >= 2:
-                break
-            time.sleep(0.05)
-        assert p.poll() is None, "the study ended before it could be interrupted"
-        p.send_signal(signal.SIGINT)
-        _, err = p.communicate(timeout=120)
-    finally:
-        if p.poll() is None:
-            p.kill()
-            p.wait(5)
-    assert p.returncode == 130, err
+    code, err = interrupt_after_shards([_reach_exe(), *args, "--out", str(out)], out, "study")
+    assert code == 130, err
     assert "run the same command again to resume" in err
     kept = sorted((out / "shards").glob("shard-*.npz"))
     assert len(kept) >= 2
