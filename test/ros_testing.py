@@ -408,6 +408,31 @@ def ik_request(pq=None, *, goals=None, frame_id: str = "", **fields):
     return req
 
 
+def add_box(client, box_id: str, size, xyz, timeout: float = 20.0):
+    """Add a box (full sizes [m], centred at ``xyz`` in the base frame) to the node's world
+    through ~/update_world, as a client builds the request; returns the response."""
+    from geometry_msgs.msg import Point, PoseStamped
+    from shape_msgs.msg import SolidPrimitive
+
+    from ros2_ik_interfaces.srv import UpdateWorld
+
+    upd = client.node.create_client(UpdateWorld, f"{client.ns}/update_world")
+    if not upd.wait_for_service(timeout_sec=30):
+        raise TimeoutError("~/update_world is not available")
+    req = UpdateWorld.Request()
+    req.update.operation = 0
+    req.update.ids = [box_id]
+    prim = SolidPrimitive()
+    prim.type = SolidPrimitive.BOX
+    prim.dimensions = [float(v) for v in size]
+    req.update.primitives = [prim]
+    ps = PoseStamped()
+    ps.pose.position = Point(x=float(xyz[0]), y=float(xyz[1]), z=float(xyz[2]))
+    ps.pose.orientation.w = 1.0
+    req.update.poses = [ps]
+    return client.call(upd, req, timeout=timeout)
+
+
 def joint_state(names, positions):
     from sensor_msgs.msg import JointState
 

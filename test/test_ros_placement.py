@@ -14,10 +14,7 @@ import pytest
 rclpy = pytest.importorskip("rclpy", reason="rclpy (ROS 2 wheels) not installed; run make setup")
 
 from action_msgs.msg import GoalStatus  # noqa: E402
-from geometry_msgs.msg import Point, PoseStamped  # noqa: E402
 from ros2_ik_interfaces.action import BasePlacement  # noqa: E402
-from ros2_ik_interfaces.srv import UpdateWorld  # noqa: E402
-from shape_msgs.msg import SolidPrimitive  # noqa: E402
 
 from ros2_ik import load_robot  # noqa: E402
 from ros2_ik.ik.collision import default_collision_model  # noqa: E402
@@ -28,7 +25,7 @@ from ros2_ik.ros import codes  # noqa: E402
 from ros2_ik.ros.conversions import as_f64, f64_array, sec_to_duration  # noqa: E402
 from ros2_ik.ros.params import Settings, ik_config  # noqa: E402
 from ros2_ik.world import Obstacle, World  # noqa: E402
-from ros_testing import serving_node  # noqa: E402
+from ros_testing import add_box, serving_node  # noqa: E402
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -39,20 +36,7 @@ def ros():
                       actions={"place": (BasePlacement, "base_placement")}) as (node, client):
         action = client.actions["place"]
         assert action.wait_for_server(timeout_sec=30), node.log_text()
-        upd = client.node.create_client(UpdateWorld, f"{client.ns}/update_world")
-        assert upd.wait_for_service(timeout_sec=30)
-        req = UpdateWorld.Request()
-        req.update.operation = 0
-        req.update.ids = ["table"]
-        prim = SolidPrimitive()
-        prim.type = SolidPrimitive.BOX
-        prim.dimensions = [0.6, 0.8, 0.4]
-        req.update.primitives = [prim]
-        ps = PoseStamped()
-        ps.pose.position = Point(x=0.7, y=0.0, z=0.2)
-        ps.pose.orientation.w = 1.0
-        req.update.poses = [ps]
-        res = client.call(upd, req, timeout=20)
+        res = add_box(client, "table", (0.6, 0.8, 0.4), (0.7, 0.0, 0.2))
         assert res.error_code.val == codes.SUCCESS, res.message
         world = World().add(Obstacle.make("table", "box", (0.6, 0.8, 0.4),
                                           [0.7, 0, 0.2, 0, 0, 0, 1]))

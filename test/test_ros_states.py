@@ -10,9 +10,7 @@ import pytest
 
 rclpy = pytest.importorskip("rclpy", reason="rclpy (ROS 2 wheels) not installed; run make setup")
 
-from geometry_msgs.msg import Point, PoseStamped  # noqa: E402
-from ros2_ik_interfaces.srv import CheckStates, UpdateWorld  # noqa: E402
-from shape_msgs.msg import SolidPrimitive  # noqa: E402
+from ros2_ik_interfaces.srv import CheckStates  # noqa: E402
 
 from ros2_ik import load_robot  # noqa: E402
 from ros2_ik.api.states import check_path, check_states  # noqa: E402
@@ -20,7 +18,7 @@ from ros2_ik.ik.collision import default_collision_model  # noqa: E402
 from ros2_ik.ros import codes  # noqa: E402
 from ros2_ik.ros.conversions import as_f64, f64_array, sec_to_duration  # noqa: E402
 from ros2_ik.world import Obstacle, World  # noqa: E402
-from ros_testing import joint_state, serving_node  # noqa: E402
+from ros_testing import add_box, joint_state, serving_node  # noqa: E402
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -28,21 +26,9 @@ pytestmark = pytest.mark.timeout(300)
 @pytest.fixture(scope="module")
 def ros():
     with serving_node({"robot": "panda"}, server_timeout=60) as (node, client):
-        upd = client.node.create_client(UpdateWorld, f"{client.ns}/update_world")
         chk = client.node.create_client(CheckStates, f"{client.ns}/check_states")
-        assert upd.wait_for_service(timeout_sec=30) and chk.wait_for_service(timeout_sec=30)
-        req = UpdateWorld.Request()
-        req.update.operation = 0
-        req.update.ids = ["box"]
-        prim = SolidPrimitive()
-        prim.type = SolidPrimitive.BOX
-        prim.dimensions = [0.3, 0.6, 0.3]
-        req.update.primitives = [prim]
-        ps = PoseStamped()
-        ps.pose.position = Point(x=0.45, y=0.0, z=0.35)
-        ps.pose.orientation.w = 1.0
-        req.update.poses = [ps]
-        res = client.call(upd, req, timeout=20)
+        assert chk.wait_for_service(timeout_sec=30)
+        res = add_box(client, "box", (0.3, 0.6, 0.3), (0.45, 0.0, 0.35))
         assert res.error_code.val == codes.SUCCESS, res.message
         m = load_robot("panda")
         world = World().add(Obstacle.make("box", "box", (0.3, 0.6, 0.3),
