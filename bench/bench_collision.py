@@ -34,7 +34,7 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 sys.path.insert(0, os.path.dirname(__file__))
 
-from common import banner
+from common import banner, load_average
 from ros2_ik import IKConfig, IKSolver, fk_frames, load_robot, solve_pose
 from ros2_ik.ik.collision import clearance
 from ros2_ik.model.collision import collision_model
@@ -61,11 +61,6 @@ def world20() -> World:
     return World().add(*obs)
 
 
-def _load() -> str:
-    a, b, c = os.getloadavg()
-    return f"load average {a:.2f} {b:.2f} {c:.2f}"
-
-
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--problems", type=int, default=1000)
@@ -75,7 +70,7 @@ def main() -> int:
     args = ap.parse_args()
     os.environ["ROS2_IK_THREADS"] = "2"
     print(banner("bench_collision (issue 33)"))
-    print(_load(), "at start")
+    print(load_average(), "at start")
     m = load_robot("panda")
     cm = collision_model(m)
     world = world20()
@@ -133,7 +128,7 @@ def main() -> int:
           f"{r0.success.mean():.3f}), collision-aware {B / best1:,.0f} solves/s (success "
           f"{r1.success.mean():.3f}; goal >= 100,000); every success clear by the margin: "
           f"{bool(np.all(dd >= cfg1.collision_margin - 1e-9))}")
-    print(f"   {_load()}")
+    print(f"   {load_average()}")
 
     # 3. reach study with the table and self-collision
     if args.reach:
@@ -159,11 +154,11 @@ def main() -> int:
         row["reach"] = (len(targets), wall)
         print(f"\n3. reach study: {len(targets):,} targets (resolution {res:.3f} m, 10 x 2 "
               f"orientations), table + self-collision: {wall:.1f} s end to end (goal <= 60 s), "
-              f"{s.get('reached', '?')} reached; {_load()}")
+              f"{s.get('reached', '?')} reached; {load_average()}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(row, f, indent=1)
-    print(f"\n{_load()} at the end")
+    print(f"\n{load_average()} at the end")
     return 0
 
 

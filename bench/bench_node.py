@@ -40,7 +40,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "test"))
 
 import numpy as np
 
-from common import banner, timeit
+from common import banner, load_average, timeit
 from ros2_ik import load_robot, robots
 from ros2_ik.kinematics import fk_frames, pose_error, pose_to_pq
 from ros2_ik.ros.robot import default_tip_of
@@ -66,10 +66,6 @@ def _median_call(fn, n: int) -> float:
 
 def _p99(times) -> float:
     return float(np.percentile(times, 99))
-
-
-def _load() -> str:
-    return "load average " + " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 def _round_trips(domain: int, tmpdir: str, calls: int, rounds: int, targets) -> dict:
@@ -140,7 +136,7 @@ def main(argv=None) -> int:
 
     print(f"rclpy {version('ros-rclpy')} from {os.path.dirname(rclpy.__file__)}, RMW "
           f"{os.environ.get('RMW_IMPLEMENTATION', 'default (rmw_fastrtps_cpp)')}")
-    print(f"{_load()} (at start)")
+    print(f"{load_average()} (at start)")
     # the robot's compiled kernels into the on-disk cache (built with g++ where this machine has
     # not seen them), so that the node, the bare server and this process only load them
     prebuild([args.robot])
@@ -279,7 +275,7 @@ def main(argv=None) -> int:
         print(f"   std_srvs/Trigger answering at once (the bare server's process) "
               f"{1e3 * med['trigger']:8.3f} ms: rclpy's and the middleware's floor here, against "
               f"the goal's whole budget of prepared solve + 1 ms = {1e3 * (bare_p + 1e-3):.3f} ms")
-        print(f"   {_load()}")
+        print(f"   {load_average()}")
 
         # ---- 2. joint_states at 1 kHz from another process
         pub_script = os.path.join(os.path.dirname(__file__), "..", "test",
@@ -359,7 +355,7 @@ def main(argv=None) -> int:
         print(f"   {M} x {model.nq} solutions -> field   {1e3 * t_out:8.2f} ms")
         print(f"   rclpy serialize request           {1e3 * t_ser:8.2f} ms")
         print(f"   rclpy deserialize request         {1e3 * t_de:8.2f} ms")
-        print(f"\n{_load()} (at the end)")
+        print(f"\n{load_average()} (at the end)")
     finally:
         client.close()
         node.stop()

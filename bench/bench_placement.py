@@ -33,11 +33,6 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 sys.path.insert(0, os.path.dirname(__file__))
 
 
-def _load() -> str:
-    a, b, c = os.getloadavg()
-    return f"load average {a:.2f} {b:.2f} {c:.2f}"
-
-
 def cell(n_poses: int, seed: int = 1):
     """(world, task poses (P, 4, 4)) of the bench's cell (see the module docstring)."""
     from ros2_ik.ik.collision import sdf
@@ -77,19 +72,15 @@ def main() -> int:
     args = ap.parse_args()
     os.environ["ROS2_IK_THREADS"] = "2"
 
-    from common import banner
+    from common import Report, banner, load_average
     from ros2_ik import load_robot
     from ros2_ik.reach.placement import (Placement, PlacementConfig, Region, rank, run_placement,
                                          score_bases)
 
-    lines = []
-
-    def say(text=""):
-        print(text, flush=True)
-        lines.append(text)
-
+    report = Report()
+    say = report.say
     say(banner("bench_placement: base placement (base-placement issue)"))
-    say(f"{_load()} at start")
+    say(f"{load_average()} at start")
     m = load_robot("panda")
     world, T = cell(args.poses)
     # a grid of about --candidates: n x n positions x 16 yaws over a 0.96 m square beside the
@@ -120,7 +111,7 @@ def main() -> int:
             f"reach, {s['solves_coarse']:,} coarse solves + {s['solves_fine']:,} fine ones "
             f"({solves / dt:,.0f} solves/s); {s['bases_in_collision']:,} bases standing in an "
             f"obstacle; best {s['best']['base']} reaches {s['best']['fraction']:.2f} "
-            f"(worst manipulability {s['best']['worst_manipulability']}); {_load()}")
+            f"(worst manipulability {s['best']['worst_manipulability']}); {load_average()}")
         return r, dt
 
     r, dt = one(pl, "1. coarse to fine")
@@ -175,10 +166,8 @@ def main() -> int:
             f"{int(good.sum())} dense candidates as good (same fraction, within 1 % of the "
             f"worst-pose manipulability), the nearest {100 * gd[j]:.2f} cm, "
             f"{math.degrees(gy[j]):.2f} deg away")
-    say(f"{_load()} at the end")
-    if args.out:
-        with open(args.out, "a") as f:
-            f.write("\n".join(lines) + "\n\n")
+    say(f"{load_average()} at the end")
+    report.write(args.out)
     return 0
 
 

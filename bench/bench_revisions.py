@@ -34,7 +34,7 @@ from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(__file__))
 
-from common import banner
+from common import Report, banner, load_average
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -135,15 +135,10 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--out", default=None, help="append the report to this file")
     args = ap.parse_args()
-    lines = [banner("bench_revisions: two revisions' CPU figures, alternating")]
-
-    def say(s: str) -> None:
-        print(s, flush=True)
-        lines.append(s)
-
-    print(lines[0])
-    a, b = os.getloadavg()[:2]
-    say(f"load average {a:.2f} {b:.2f} at start")
+    report = Report()
+    say = report.say
+    say(banner("bench_revisions: two revisions' CPU figures, alternating"))
+    say(f"{load_average()} at start")
     with tempfile.TemporaryDirectory() as tmp:
         dirs, names = [], []
         for label, rev in (("before", args.before), ("after", args.after)):
@@ -165,11 +160,8 @@ def main() -> int:
         b0 = statistics.median(r[key] for r in rounds[0])
         b1 = statistics.median(r[key] for r in rounds[1])
         say(f"  {key:36s} before {b0:12,.4g}  after {b1:12,.4g}  ratio {b1 / b0:.3f}")
-    a, b = os.getloadavg()[:2]
-    say(f"load average {a:.2f} {b:.2f} at the end")
-    if args.out:
-        with open(args.out, "a", encoding="utf-8") as f:
-            f.write("\n".join(lines) + "\n\n")
+    say(f"{load_average()} at the end")
+    report.write(args.out)
     return 0
 
 

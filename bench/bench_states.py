@@ -24,11 +24,6 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 sys.path.insert(0, os.path.dirname(__file__))
 
 
-def _load() -> str:
-    a, b, c = os.getloadavg()
-    return f"load average {a:.2f} {b:.2f} {c:.2f}"
-
-
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--states", type=int, default=1_000_000)
@@ -38,19 +33,15 @@ def main() -> int:
     os.environ["ROS2_IK_THREADS"] = str(args.threads)
 
     from bench_collision import world20
-    from common import banner
+    from common import Report, banner, load_average
     from ros2_ik import load_robot
     from ros2_ik.api.states import check_path, check_states
     from ros2_ik.ik.collision import clearance, default_collision_model
 
-    lines = []
-
-    def say(text=""):
-        print(text, flush=True)
-        lines.append(text)
-
+    report = Report()
+    say = report.say
     say(banner("bench_states: check_states (state-check issue)"))
-    say(f"{_load()} at start")
+    say(f"{load_average()} at start")
     m = load_robot("panda")
     cm = default_collision_model(m)
     world = world20()
@@ -67,7 +58,7 @@ def main() -> int:
             r = check_states(m, states, world, collision=cm)
             best = max(best, len(states) / (time.perf_counter() - t))
         say(f"{label}: {best:,.0f} states/s (backend {r.backend}, {len(states):,} states, "
-            f"{100 * r.valid.mean():.1f} % valid; goal >= 500,000); {_load()}")
+            f"{100 * r.valid.mean():.1f} % valid; goal >= 500,000); {load_average()}")
         return best, r
 
     best, r = rate(q, "1. random configurations within the limits")
@@ -98,10 +89,8 @@ def main() -> int:
     same = np.mean(np.concatenate([r.self_pair[:k] == ps, r.world_pair[:k] == pw]))
     say(f"5. compiled vs the reference's exact distances on {k:,} states: largest difference "
         f"{diff:.2e} m, nearest pairs equal {100 * same:.3f} %")
-    say(f"{_load()} at the end")
-    if args.out:
-        with open(args.out, "a") as f:
-            f.write("\n".join(lines) + "\n\n")
+    say(f"{load_average()} at the end")
+    report.write(args.out)
     return 0 if best >= 1 else 1
 
 

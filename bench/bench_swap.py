@@ -32,7 +32,7 @@ sys.path.insert(0, str(HERE.parent / "test"))
 
 import numpy as np  # noqa: E402
 
-from common import banner  # noqa: E402
+from common import banner, load_average  # noqa: E402
 from ros2_ik import robots  # noqa: E402
 from ros_testing import Client, NodeProcess, ik_request, random_domain_id  # noqa: E402
 from test_ros_model_swap import (_big_tree, _mimic_chain, log_events,  # noqa: E402
@@ -41,10 +41,6 @@ from test_ros_model_swap import (_big_tree, _mimic_chain, log_events,  # noqa: E
 
 def _digest(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
-
-
-def _load() -> str:
-    return "load average " + " ".join(f"{v:.2f}" for v in os.getloadavg())
 
 
 def idle(tries: int) -> None:
@@ -77,7 +73,7 @@ def idle(tries: int) -> None:
               f"first answer by the new model median {statistics.median(serve):.3f} s (max "
               f"{max(serve):.3f} s); -> first answer from its compiled kernels median "
               f"{statistics.median(compiled):.2f} s (the reference answers until then)")
-        print(f"   {_load()}")
+        print(f"   {load_average()}")
     finally:
         client.close()
         node.stop()
@@ -109,7 +105,7 @@ def loaded() -> None:
             time.sleep(3.0)
             published.append(time.time())
             pub.publish_robot_description(urdf)
-        load = _load()
+        load = load_average()
         for c in clients:
             c.wait(timeout=120)
     finally:
@@ -147,7 +143,7 @@ def big() -> None:
             received, served = log_events(node.log_text())
             print(f"3. {name} ({len(text) / 1e6:.1f} MB): publish -> received "
                   f"{received[-1][0] - t0:.2f} s, -> serves {served[-1][0] - t0:.2f} s")
-        print(f"   {_load()}")
+        print(f"   {load_average()}")
     finally:
         client.close()
         node.stop()
@@ -160,7 +156,7 @@ def main(argv=None) -> int:
     print(banner("bench_swap (issue 40)"))
     import rclpy
 
-    print(f"rclpy from {Path(rclpy.__file__).parent}; {_load()} at start")
+    print(f"rclpy from {Path(rclpy.__file__).parent}; {load_average()} at start")
     idle(args.tries)
     loaded()
     big()

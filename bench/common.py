@@ -9,6 +9,28 @@ import sys
 import time
 
 
+def load_average() -> str:
+    """The machine's load average (1, 5, 15 min) as the reports print it."""
+    return "load average " + " ".join(f"{v:.2f}" for v in os.getloadavg())
+
+
+class Report:
+    """Lines printed as they come and kept, to append to a results file (:meth:`write`)."""
+
+    def __init__(self):
+        self.lines: list[str] = []
+
+    def say(self, text: str = "") -> None:
+        print(text, flush=True)
+        self.lines.append(text)
+
+    def write(self, path) -> None:
+        """Append the report to ``path`` (nothing when ``path`` is None or empty)."""
+        if path:
+            with open(path, "a", encoding="utf-8") as f:
+                f.write("\n".join(self.lines) + "\n\n")
+
+
 def banner(title: str) -> str:
     import numpy as np
 
