@@ -13,6 +13,7 @@ import numpy as np
 from ros2_ik.backends import codegen, interface
 from ros2_ik.backends import host as hostrun
 from ros2_ik.backends.terms import emitters
+from ros2_ik.ik.objectives import EvalContext
 from ros2_ik.ik.seeds import movable_coordinates, restart_seeds
 
 
@@ -72,3 +73,19 @@ def driver_answers(m, tips, terms, data: dict, seeds, cfg, *, lanes: bool = True
         rec[name] = value
     fn(rec.ctypes.data)
     return out
+
+
+def fd_jacobian(m, obj, q, h: float):
+    """A term's reference rows at ``q`` (P, nq), the seed held at ``q``: (r, J, J by central
+    differences of each active coordinate with step ``h``), J (P, rows, active)."""
+    pidx = np.arange(q.shape[0])
+    r, J = obj.residual(EvalContext(m, q, q), pidx)
+    Jfd = np.zeros_like(J)
+    for k, col in enumerate(m.v_active):
+        i = int(np.nonzero(m.q_to_v == col)[0][0])
+        dq = np.zeros_like(q)
+        dq[:, i] = h
+        rp, _ = obj.residual(EvalContext(m, q + dq, q), pidx)
+        rm, _ = obj.residual(EvalContext(m, q - dq, q), pidx)
+        Jfd[:, :, k] = (rp - rm) / (2 * h)
+    return r, J, Jfd
