@@ -386,6 +386,26 @@ def serving_node(params: Mapping[str, Any], *, server_timeout: float = 30.0, **c
         node.stop()
 
 
+class Feedback:
+    """An action goal's feedback as it arrives (pass the object as ``feedback_callback``), with
+    a bounded wait for a condition on it: feedback and the result travel on different topics,
+    and DDS does not order them, so the last feedback may arrive after the result."""
+
+    def __init__(self):
+        self.items: list = []
+        self._cond = threading.Condition()
+
+    def __call__(self, msg) -> None:
+        with self._cond:
+            self.items.append(msg.feedback)
+            self._cond.notify_all()
+
+    def wait(self, predicate: Callable[[list], bool], timeout: float = 30.0) -> bool:
+        """Whether ``predicate(items)`` came true within ``timeout`` seconds."""
+        with self._cond:
+            return self._cond.wait_for(lambda: predicate(self.items), timeout)
+
+
 # ---------------------------------------------------------------------- request builders
 def ik_request(pq=None, *, goals=None, frame_id: str = "", **fields):
     """A ComputeIK request: compact goals from ``pq`` (N, 7) or (N, K, 7), or friendly ``goals``

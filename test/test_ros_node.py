@@ -27,7 +27,7 @@ from ros2_ik.kinematics import (fk_frames, jacobian, pose_error, pose_inverse,  
 from ros2_ik.ros import codes  # noqa: E402
 from ros2_ik.ros.conversions import (as_f64, f64_array, pq_to_pose_stamped,  # noqa: E402
                                      sec_to_duration)
-from ros_testing import (Client, NodeProcess, ik_request, joint_state,  # noqa: E402
+from ros_testing import (Client, Feedback, NodeProcess, ik_request, joint_state,  # noqa: E402
                          random_domain_id, serving_node)
 from ros2_ik.api import interpolate_keyframes, solve_pose  # noqa: E402
 
@@ -513,8 +513,8 @@ def test_trajectory_action_feedback_and_fk(ros):
     goal.mode = "sequential"
     goal.seed = joint_state(model.q_names, q0)
     goal.time_step = 0.05
-    feedback = []
-    handle = ros.client.send_goal(goal, feedback=lambda fb: feedback.append(fb.feedback))
+    fb = Feedback()
+    handle = ros.client.send_goal(goal, feedback=fb)
     status, result = ros.client.result(handle, timeout=120)
     from action_msgs.msg import GoalStatus
 
@@ -523,6 +523,8 @@ def test_trajectory_action_feedback_and_fk(ros):
     assert status == (GoalStatus.STATUS_SUCCEEDED if np.all(node_status == codes.SUCCESS)
                       else GoalStatus.STATUS_ABORTED)
     assert np.mean(node_status == codes.SUCCESS) >= 0.9, result.message
+    assert fb.wait(lambda f: f and f[-1].nodes_done == 31), [f.nodes_done for f in fb.items]
+    feedback = fb.items
     assert feedback and feedback[-1].nodes_done == 31 and feedback[-1].nodes_total == 31
     done = [f.nodes_done for f in feedback]
     assert done == sorted(done)

@@ -25,7 +25,7 @@ from ros2_ik.ros import codes  # noqa: E402
 from ros2_ik.ros.conversions import as_f64, f64_array, sec_to_duration  # noqa: E402
 from ros2_ik.ros.params import Settings, ik_config  # noqa: E402
 from ros2_ik.world import Obstacle, World  # noqa: E402
-from ros_testing import add_box, serving_node  # noqa: E402
+from ros_testing import Feedback, add_box, serving_node  # noqa: E402
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -77,8 +77,8 @@ def _send(ros, goal, feedback=None):
 
 
 def test_the_action_answers_as_the_library_on_the_nodes_world(ros):
-    fbs = []
-    h = _send(ros, _goal(), feedback=lambda m: fbs.append(m.feedback))
+    fb = Feedback()
+    h = _send(ros, _goal(), feedback=fb)
     res = ros.client.wait_future(h.get_result_async(), 300)
     r = res.result
     assert res.status == GoalStatus.STATUS_SUCCEEDED, r.message
@@ -107,6 +107,9 @@ def test_the_action_answers_as_the_library_on_the_nodes_world(ros):
         math.cos(lib.candidates["base"][0, 3] / 2))
     assert r.fraction[0] > 0.5 and r.solves > 0 and r.pruned > 0
     # feedback: both stages, the last of each complete
+    assert fb.wait(lambda f: f and f[-1].stage == "refine"
+                   and f[-1].candidates_done == f[-1].candidates_total), "no final feedback"
+    fbs = fb.items
     stages = [f.stage for f in fbs]
     assert "coarse" in stages and "refine" in stages
     last = {f.stage: f for f in fbs}

@@ -20,7 +20,7 @@ from ros2_ik.reach import Sphere, Study, StudyConfig, grid_targets, run_study  #
 from ros2_ik.ros import codes  # noqa: E402
 from ros2_ik.ros.conversions import as_f64, f64_array  # noqa: E402
 from ros2_ik.ros.handlers.reach_study import MAP_QOS  # noqa: E402
-from ros_testing import serving_node  # noqa: E402
+from ros_testing import Feedback, serving_node  # noqa: E402
 from ros2_ik.ik import IKConfig  # noqa: E402
 
 
@@ -54,8 +54,8 @@ def send(ros, goal, feedback=None, timeout=30.0):
 
 
 def test_reach_study_feedback_result_and_map(ros):
-    fbs = []
-    handle = send(ros, goal_sphere(), feedback=lambda m: fbs.append(m.feedback))
+    fb = Feedback()
+    handle = send(ros, goal_sphere(), feedback=fb)
     res = ros.client.wait_future(handle.get_result_async(), 300)
     assert res.status == GoalStatus.STATUS_SUCCEEDED, res.result.message
     r = res.result
@@ -71,6 +71,8 @@ def test_reach_study_feedback_result_and_map(ros):
                                bare.voxels["reachability"].astype(np.float32))
     assert r.frame_id == "panda_link0"
     # feedback: progress up to every target, counts consistent
+    assert fb.wait(lambda f: f and f[-1].targets_done == len(t)), "no final feedback"
+    fbs = fb.items
     assert fbs, "no feedback"
     done = [f.targets_done for f in fbs]
     assert done == sorted(done) and done[-1] == len(t)
