@@ -28,7 +28,8 @@ from ros2_ik.ik.collision import (CollisionObjective, clearance, penalty, sample
 from ros2_ik.ik.objectives import EvalContext
 from ros2_ik.kinematics import fk, fk_frames
 from ros2_ik.backends.terms.collision_scene import pack_scene
-from ros2_ik.model.collision import CollisionWarning, collision_model, spheres_from_yaml
+from ros2_ik.model.collision import (CollisionGeometryError, CollisionWarning, collision_model,
+                                     spheres_from_yaml)
 from ros2_ik.world import MAX_OBSTACLES, Obstacle, World, world_from_yaml
 
 need_cxx = pytest.mark.skipif(hostrun.available() is None, reason="no C++ compiler here")
@@ -181,19 +182,73 @@ def test_urdf_collision_elements_are_read_and_bad_ones_are_warnings(tmp_path):
         m = Model.from_urdf(urdf)
     text = " ".join(str(w.message) for w in seen)
     assert "link 'b'" in text and "sphere radius" in text and "'c'" in text
-    assert [d.shape for d in m.desc.collisions] == ["box", "cylinder", "mesh", "mesh", "mesh"]
+    # an element that cannot be read is kept as such: its link's geometry is missing, not absent
+    assert [d.shape for d in m.desc.collisions] == ["box", "cylinder", "unreadable", "mesh",
+                                                    "mesh", "mesh", "unreadable"]
     with pytest.warns(CollisionWarning) as seen:
         cm = collision_model(m, search_path=[tmp_path])
     text = " ".join(str(w.message) for w in seen)
     assert "package://nowhere/meshes/x.stl" in text and "not found" in text and "'c'" in text
     assert "junk.stl" in text and "could not be read" in text
     assert cm.link_names == ("a", "b")  # c has nothing usable: no spheres, still a robot
-    assert [link for link, _ in cm.missing] == ["c"] and "x.stl" in cm.missing[0][1]
+    missing = dict(cm.missing)
+    assert sorted(missing) == ["b", "c"]
+    assert "sphere radius" in missing["b"] and "x.stl" in missing["c"] and "cone" in missing["c"]
+    with pytest.raises(CollisionGeometryError, match="'b'"):
+        cm.check_complete()
     # the scaled mesh (0.2 x 0.4 x 0.6) is covered by b's spheres
     pts = np.asarray(trimesh.creation.box(extents=(0.2, 0.4, 0.6)).vertices)
     sl = cm.spheres_of(1)
     d = np.linalg.norm(pts[:, None] - cm.center[sl][None], axis=2) - cm.radius[sl][None]
     assert np.all(d.min(axis=1) <= 1e-9)
+
+
+@pytest.mark.parametrize("scale", ["-1 1 1", "1 -2 1", "-1 -1 -1"])
+def test_a_mirrored_mesh_is_read_mirrored_and_covered(tmp_path, scale):
+    """A <mesh scale> with negative factors mirrors the mesh (as urdfdom, Pinocchio and coal
+    read it): the link keeps spheres, they cover the mirrored vertices within 5 mm and reach
+    nowhere near where the unmirrored part would be."""
+    import trimesh
+
+    part = trimesh.creation.box(extents=(0.1, 0.06, 0.04))
+    part.apply_translation((0.25, 0.12, 0.08))  # off-centre: a mirror moves it
+    stl = tmp_path / "part.stl"
+    part.export(stl)
+    urdf = f"""<robot name="r"><link name="a"/>
+      <link name="b"><collision><geometry><mesh filename="file://{stl}" scale="{scale}"/>
+      </geometry></collision></link>
+      <joint name="j" type="revolute"><parent link="a"/><child link="b"/><axis xyz="0 0 1"/>
+        <limit lower="-1" upper="1" effort="1" velocity="1"/></joint></robot>"""
+    m = Model.from_urdf(urdf)
+    assert [d.shape for d in m.desc.collisions] == ["mesh"]
+    cm = collision_model(m)
+    assert cm.missing == () and cm.link_names == ("b",)
+    f = np.array([float(v) for v in scale.split()])
+    V = np.asarray(part.vertices) * f
+    sl = cm.spheres_of(0)
+    cen, rad = np.asarray(cm.center[sl]), np.asarray(cm.radius[sl])
+    d = np.linalg.norm(V[:, None] - cen[None], axis=2) - rad[None]
+    assert np.all(d.min(axis=1) <= 1e-6)  # every mirrored vertex covered
+    from ros2_ik.model.spheres import overshoot
+
+    assert overshoot(cen, rad, V) <= 0.005 + 1e-6  # (the STL stores float32)
+    far = np.linalg.norm(cen - np.asarray(part.vertices).mean(axis=0), axis=1)
+    assert far.min() > 0.1  # not where the unmirrored part is
+
+
+def test_a_zero_mesh_scale_is_missing_geometry_not_a_silent_gap():
+    urdf = """<robot name="r"><link name="a"/>
+      <link name="b"><collision><geometry><mesh filename="x.stl" scale="1 0 1"/>
+      </geometry></collision></link>
+      <joint name="j" type="revolute"><parent link="a"/><child link="b"/><axis xyz="0 0 1"/>
+        <limit lower="-1" upper="1" effort="1" velocity="1"/></joint></robot>"""
+    with pytest.warns(UserWarning, match="non-zero"):
+        m = Model.from_urdf(urdf)
+    with pytest.warns(CollisionWarning):
+        cm = collision_model(m)
+    assert [link for link, _ in cm.missing] == ["b"] and "non-zero" in cm.missing[0][1]
+    with pytest.raises(CollisionGeometryError, match="'b'"):
+        cm.check_complete()
 
 
 def _primitive_mesh(d):

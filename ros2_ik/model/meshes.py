@@ -89,6 +89,8 @@ def element_shape(desc, search=()):
 
     from .spheres import Shape  # noqa: PLC0415
 
+    if desc.problem:  # an element the URDF parser could not read
+        return None, desc.problem
     T = _rpy_xyz(desc.xyz, desc.rpy)
     if desc.shape == "box":
         m = trimesh.creation.box(extents=desc.size)

@@ -10,7 +10,11 @@ with messages that say what is wrong, where, and what to do.
 Elements that do not matter for kinematics (visual, inertial, material, transmission, gazebo,
 ...) are ignored and never stop a robot from loading. ``<collision>`` geometry is read for the
 collision model (:mod:`ros2_ik.model.collision`) into :attr:`RobotDesc.collisions`; an element
-that cannot be read is a warning naming the link, never a refused robot.
+that cannot be read is a warning naming the link, never a refused robot, and is kept (with
+:attr:`CollisionDesc.problem` saying why) so that the collision model lists its link as
+missing geometry instead of leaving it out. A ``<mesh scale>`` with negative factors is a
+mirrored mesh (how left/right-symmetric robots reuse one file), read as mirrored, as urdfdom,
+Pinocchio and coal read it.
 """
 
 from __future__ import annotations
@@ -74,7 +78,9 @@ class CollisionDesc:
     """One ``<collision>`` element of a link, as written (SI units, origin in the link frame).
 
     ``size``: box (x, y, z) full lengths; cylinder / capsule (radius, length); sphere (radius,);
-    mesh () with ``filename`` (``package://``, ``file://`` or a path) and ``scale``."""
+    mesh () with ``filename`` (``package://``, ``file://`` or a path) and ``scale`` (non-zero
+    factors; a negative one mirrors the mesh). ``shape`` "unreadable": an element that could
+    not be read, ``problem`` says why (its link's geometry is missing, not absent)."""
 
     link: str
     shape: str
@@ -83,6 +89,7 @@ class CollisionDesc:
     size: tuple[float, ...] = ()
     filename: str = ""
     scale: tuple[float, float, float] = (1.0, 1.0, 1.0)
+    problem: str = ""
 
 
 @dataclass(frozen=True)
@@ -128,7 +135,8 @@ def _collisions(root, warnings: list[str] | None,
                 tag: str = "collision") -> tuple[CollisionDesc, ...]:
     """The ``<collision>`` (or ``<visual>``) elements of every ``<link>`` that can be read; each
     one that cannot (unknown shape, a size that is not a positive finite number, a mesh without
-    a file name) is a warning naming its link (``warnings`` None: left out quietly)."""
+    a file name) is a warning naming its link, kept as an "unreadable" element (``warnings``
+    None: left out quietly)."""
     out = []
     for link in root.findall("link"):
         name = link.get("name", "")
@@ -138,7 +146,9 @@ def _collisions(root, warnings: list[str] | None,
                 out.append(_collision(name, col, where))
             except UrdfError as exc:
                 if warnings is not None:
-                    _warn(warnings, f"{exc}; this {tag} element is left out")
+                    _warn(warnings, f"{exc}; this {tag} element cannot be used (its link's "
+                                    "geometry is missing: fix the element)")
+                    out.append(CollisionDesc(name, "unreadable", problem=str(exc)))
     return tuple(out)
 
 
@@ -182,9 +192,9 @@ def _collision(link: str, col, where: str) -> CollisionDesc:
     scale = (1.0, 1.0, 1.0)
     if g.get("scale") is not None:
         scale = _finite_vec(g.get("scale").split(), "<mesh scale>", where)
-        if not all(v > 0 for v in scale):
-            raise UrdfError(f"{where}: <mesh scale> must be three positive factors, got "
-                            f"{scale}")
+        if not all(abs(v) > 0 for v in scale):
+            raise UrdfError(f"{where}: <mesh scale> must be three non-zero factors (a negative "
+                            f"one mirrors the mesh), got {scale}")
     return CollisionDesc(link, "mesh", xyz, rpy, (), filename, scale)
 
 
