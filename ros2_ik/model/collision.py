@@ -57,7 +57,8 @@ from .joint_types import JointType
 from .meshes import element_shape, resolve_mesh, search_path as _search_path
 from .spheres import OVERSHOOT, Shape, fit_link
 from .tree import Model, check_model
-from .collision_spheres import (GROUP, MAX_SPHERES, SWEEP_SAMPLES, CollisionGeometryError,
+from .collision_spheres import (GROUP, MAX_PLACED_VERTICES, MAX_PLACEMENTS, MAX_SPHERES,
+                                SWEEP_SAMPLES, CollisionGeometryError,
                                 CollisionModel, CollisionWarning, check_spheres,
                                 make_collision_model, missing_message, number, spheres_from_yaml)
 
@@ -184,6 +185,17 @@ def _pose_in_root(full: Model, l: int, q: np.ndarray) -> np.ndarray:
     return T
 
 
+def bounded_combos(combos: np.ndarray, grids, most: int) -> np.ndarray:
+    """At most ``most`` rows of a sweep's ``combos``: all of them when few enough, else every
+    joint at its lowest, middle and highest value together and a seeded sample of the rest."""
+    if len(combos) <= most:
+        return combos
+    fixed = [np.array([g[k] for g in grids]) for k in (0, len(grids[0]) // 2, -1)]
+    rng = np.random.default_rng(0)
+    pick = rng.choice(len(combos), size=most - len(fixed), replace=False)
+    return np.concatenate([np.stack(fixed), combos[np.sort(pick)]])
+
+
 def sphere_placements(model: Model, full: Model, link: str, held: dict, notes: list):
     """(anchor model link index, [T anchor <- link, ...]) for a URDF link: one transform for a
     link of the model (the identity) or a held side branch, several for a swept one."""
@@ -217,6 +229,7 @@ def sphere_placements(model: Model, full: Model, link: str, held: dict, notes: l
     grids = [np.linspace(lo, hi, per) for _, _, lo, hi in sweep]
     combos = (np.stack(np.meshgrid(*grids, indexing="ij"), -1).reshape(-1, len(sweep))
               if sweep else np.zeros((1, 0)))
+    combos = bounded_combos(combos, grids, MAX_PLACEMENTS)
     base_i = full.link_index(model.link_names[anchor])
     Ts = []
     for row in combos:
@@ -325,6 +338,19 @@ def _build(model: Model, srdf, spheres, search_path, extra_disabled, overshoot, 
                          keep=False)
                     if not shapes:
                         continue
+            nv = sum(len(s.vertices) for s in shapes)
+            if nv > MAX_PLACED_VERTICES:
+                missing.append((link, f"its geometry has {nv} vertices, more than the limit "
+                                      f"{MAX_PLACED_VERTICES}: give a lighter collision mesh "
+                                      "(decimated, or primitives) or its spheres in the SRDF"))
+                warn(f"link {link!r}: {missing[-1][1]}", keep=False)
+                continue
+            if len(Ts) * nv > MAX_PLACED_VERTICES:  # a heavy mesh swept: fewer placements
+                most = max(3, MAX_PLACED_VERTICES // nv)
+                Ts = [Ts[i] for i in np.unique(np.linspace(0, len(Ts) - 1, most).round()
+                                               .astype(int))]
+                notes.append(f"link {link!r}: {len(Ts)} of its swept placements fitted (its "
+                             f"mesh has {nv} vertices)")
             placed = [Shape(s.vertices @ T[:3, :3].T + T[:3, 3], s.faces,
                             None if s.primitive is None else
                             (s.primitive[0], T @ s.primitive[1], s.primitive[2]))

@@ -15,8 +15,9 @@ from .tree import Model
 from .urdf import UrdfWarning
 
 __all__ = ["CollisionModel", "spheres_from_yaml", "missing_message", "MAX_SPHERES", "GROUP",
-           "SWEEP_SAMPLES", "CollisionWarning", "CollisionGeometryError", "make_collision_model",
-           "link_bounds_of", "number", "check_spheres"]
+           "SWEEP_SAMPLES", "MAX_PLACEMENTS", "MAX_PLACED_VERTICES", "CollisionWarning",
+           "CollisionGeometryError", "make_collision_model", "link_bounds_of", "number",
+           "check_spheres"]
 
 #: spheres a robot's collision model may hold
 MAX_SPHERES = 16384
@@ -24,6 +25,12 @@ MAX_SPHERES = 16384
 GROUP = 16
 #: values each swept joint of a side branch is sampled at (its limits and between)
 SWEEP_SAMPLES = 5
+#: placements of one swept link at most (a hand's many joints: the lowest, middle and highest
+#: values of all, and a seeded sample of the other combinations)
+MAX_PLACEMENTS = 256
+#: vertices of one link's placed geometry at most (placements x the link's vertices): past it,
+#: fewer placements, and a link that cannot be placed once within it is missing geometry
+MAX_PLACED_VERTICES = 4_000_000
 
 
 class CollisionWarning(UrdfWarning):

@@ -23,6 +23,15 @@ shrunk to the points it owns and spheres that others make redundant dropped. The
 spheres is what the bound asks for: a capsule needs a handful, a flat plate or a sharp edge many
 small ones. :func:`report` measures both properties on an independent sample.
 
+**Bounded memory and time**, whatever the mesh's size or a sweep's placements: the hull is
+taken over each piece's own hull vertices; the candidate grid holds at most :data:`MAX_GRID`
+centres (a coarser step on a large link); the candidates' point lists are built in blocks and
+thinned evenly past :data:`MAX_ENTRIES` entries; depths are computed in blocks; the vertices a
+fit samples are thinned to one per cell of a third of the spacing past :data:`MANY_VERTICES` (every
+vertex is still checked at the end, and one left outside gets a sphere). The fit of any link
+stays within :data:`MEMORY_BUDGET` (measured by the real-robot tier on the largest meshes and
+sweeps of example-robot-data).
+
 Fits are kept on disk (:func:`cache_dir`), keyed by a hash of the geometry and the bound, so a
 robot's meshes are fitted once per machine.
 """
@@ -39,7 +48,7 @@ from pathlib import Path
 import numpy as np
 
 __all__ = ["fit_link", "overshoot", "coverage", "report", "cache_dir", "OVERSHOOT", "SLACK",
-           "Shape", "FIT_VERSION"]
+           "Shape", "FIT_VERSION", "MAX_GRID", "MAX_ENTRIES", "MEMORY_BUDGET"]
 
 #: default bound on a link's overshoot [m]
 OVERSHOOT = 0.005
@@ -47,7 +56,10 @@ OVERSHOOT = 0.005
 SLACK = 0.001
 #: surface sample spacing of a fit [m] (capped by :data:`MAX_POINTS` per link)
 SPACING = 0.003
-MAX_POINTS = 24_000
+MAX_POINTS = 300_000
+#: a link's vertices past this many are thinned to one per cell of a third of the spacing
+#: (every vertex is checked after the fit)
+MANY_VERTICES = 24_000
 #: how far past its farthest own sample a sphere reaches at least (<= the largest radius the
 #: bound allows): the surface between two samples owned by different spheres
 GAP = 0.6 * SPACING
@@ -55,7 +67,15 @@ GAP = 0.6 * SPACING
 #: between the validation samples (a point a micrometre outside would be uncovered)
 RESERVE = 0.0006
 #: changes whenever the fit's rules change (part of the cache key)
-FIT_VERSION = 6
+FIT_VERSION = 7
+#: most candidate centres of one fit (a larger link gets a coarser grid)
+MAX_GRID = 120_000
+#: most (candidate, point) entries of one covering round (candidates thinned evenly past it)
+MAX_ENTRIES = 12_000_000
+#: elements of one block of a depth or distance computation
+BLOCK = 2_000_000
+#: what one link's fit may use [bytes] (documented; the real-robot tier measures it)
+MEMORY_BUDGET = 1 << 30
 
 
 @dataclass(frozen=True)
@@ -153,18 +173,36 @@ def surface_points(shapes, spacing: float = SPACING, seed: int = 0,
         areas.append(float(m.area))
     total = sum(areas) or 1.0
     n_all = int(min(max_points, max(2000, total / spacing ** 2)))
+    # many pieces (a swept side branch): fewer samples each, the same number in all
+    floor = 200 if len(shapes) <= 480 else max(8, 96_000 // len(shapes))
+    many = sum(len(s.vertices) for s in shapes) > MANY_VERTICES
+    prims = [o for o in shapes if o.primitive is not None]
     parts = []
     for i, (s, m, a) in enumerate(zip(shapes, meshes, areas)):
-        n = max(200, int(n_all * a / total))
+        n = max(floor, int(n_all * a / total))
         pts, _ = trimesh.sample.sample_surface(m, n, seed=seed + 7919 * i)
-        P = np.concatenate([np.asarray(s.vertices, dtype=np.float64),
-                            np.asarray(pts, dtype=np.float64)])
+        V = np.asarray(s.vertices, dtype=np.float64)
+        if many:  # one vertex per cell of spacing / 3 (all are checked after the fit)
+            V = thin_points(V, spacing / 3.0)
+        P = np.concatenate([V, np.asarray(pts, dtype=np.float64)])
         inside = np.zeros(len(P), dtype=bool)
-        for j, o in enumerate(shapes):
-            if j != i:
+        for o in prims:
+            if o is not s:
                 inside |= o.contains(P)
         parts.append(P[~inside])
-    return np.concatenate(parts)
+    P = np.concatenate(parts)
+    if many:
+        P = thin_points(P, spacing / 3.0)
+    return P
+
+
+def thin_points(P: np.ndarray, cell: float) -> np.ndarray:
+    """The first point of ``P`` in each cube of side ``cell`` (order kept)."""
+    if len(P) == 0:
+        return P
+    key = np.floor(P / cell).astype(np.int64)
+    _, first = np.unique(key, axis=0, return_index=True)
+    return P[np.sort(first)]
 
 
 def _hull(V: np.ndarray):
@@ -182,20 +220,52 @@ def _hull(V: np.ndarray):
         return N, np.concatenate([hi, -lo])
 
 
-def _fit(shapes, delta: float):
+def _hull_vertices(V: np.ndarray) -> np.ndarray:
+    """The vertices of V's convex hull (all of V when it is flat or degenerate)."""
+    from scipy.spatial import ConvexHull, QhullError  # noqa: PLC0415
+
+    if len(V) <= 64:
+        return V
+    try:
+        return V[ConvexHull(V).vertices]
+    except (QhullError, ValueError):
+        return V
+
+
+def _outside(c, r, Q) -> np.ndarray:
+    """(len(Q),) bool: which points lie outside every sphere (in blocks)."""
     from scipy.spatial import cKDTree  # noqa: PLC0415
 
-    V = np.concatenate([s.vertices for s in shapes]).astype(np.float64)
+    tree = cKDTree(c)
+    k = min(16, len(r))
+    out = np.zeros(len(Q), dtype=bool)
+    for a in range(0, len(Q), 65536):
+        d, i = tree.query(Q[a:a + 65536], k=k)
+        d, i = d.reshape(-1, k), i.reshape(-1, k)
+        out[a:a + 65536] = (d - r[i]).min(axis=1) > 0
+    return out
+
+
+def _fit(shapes, delta: float):
+
+    V = np.concatenate([_hull_vertices(s.vertices) for s in shapes]).astype(np.float64)
     N, b = _hull(V)
     reach = delta - SLACK - RESERVE
 
     def depth(X):
-        return (b[None, :] - X @ N.T).min(axis=1)
+        out = np.empty(len(X))
+        step = max(1, BLOCK // max(1, len(b)))
+        for a in range(0, len(X), step):
+            out[a:a + step] = (b[None, :] - X[a:a + step] @ N.T).min(axis=1)
+        return out
 
     lo, hi = V.min(axis=0), V.max(axis=0)
     ext = hi - lo
     thin = max(float(np.sort(ext)[0]), 1e-4)
     h = float(np.clip(min(ext.max() / 36.0, thin / 3.0), 0.0015, 0.01))
+    # at most MAX_GRID candidates (a large link, a long sweep: a coarser grid)
+    while np.prod([max(1.0, e / h) for e in ext]) > MAX_GRID:
+        h *= 1.25
     axes = [np.arange(lo[i] + 0.5 * (ext[i] % h or h), hi[i], h) if ext[i] > h
             else np.array([0.5 * (lo[i] + hi[i])]) for i in range(3)]
     G = np.stack(np.meshgrid(*axes, indexing="ij"), axis=-1).reshape(-1, 3)
@@ -205,14 +275,16 @@ def _fit(shapes, delta: float):
     c, r = _cover(P, grid, depth, N, b, reach)
     c, r = _tighten(c, r, P)
     # a fresh sample of the surface, twice: what falls between the spheres gets more of them
-    for seed in (1, 2, 3):  # (twice as dense as the fit's sample)
-        Q = surface_points(shapes, spacing=SPACING / 1.5, seed=seed,
-                           max_points=2 * MAX_POINTS)
+    for seed in (1, 2, 3, 4):  # (twice as dense as the fit's sample)
+        if seed < 4:
+            Q = surface_points(shapes, spacing=SPACING / 1.5, seed=seed,
+                               max_points=2 * MAX_POINTS)
+        elif sum(len(s.vertices) for s in shapes) > MANY_VERTICES:  # every vertex, if thinned
+            Q = np.concatenate([s.vertices for s in shapes]).astype(np.float64)
+        else:
+            break
         if len(r):
-            tree = cKDTree(c)
-            d, i = tree.query(Q, k=min(16, len(r)))
-            d, i = d.reshape(len(Q), -1), i.reshape(len(Q), -1)
-            Q = Q[(d - r[i]).min(axis=1) > 0]
+            Q = Q[_outside(c, r, Q)]
         if not len(Q):
             continue
         c2, r2 = _cover(Q, grid, depth, N, b, reach)
@@ -237,13 +309,22 @@ def _cover(P, grid, depth, N, b, reach):
         if len(C):
             R = D + reach
             idx_unc = np.nonzero(uncovered)[0]
-            lists = ptree.query_ball_point(C, R)
-            counts = np.fromiter((len(x) for x in lists), dtype=np.int64, count=len(lists))
-            cols = (np.concatenate([np.asarray(x, dtype=np.int64) for x in lists])
-                    if counts.sum() else np.zeros(0, np.int64))
-            rows = np.repeat(np.arange(len(C)), counts)
+            counts = np.asarray(ptree.query_ball_point(C, R, return_length=True),
+                                dtype=np.int64)
+            if counts.sum() > MAX_ENTRIES:  # thinned evenly: a bounded matrix
+                keep = np.zeros(len(C), dtype=bool)
+                keep[::int(math.ceil(counts.sum() / MAX_ENTRIES))] = True
+                C, R, D, counts = C[keep], R[keep], D[keep], counts[keep]
+            cols = np.empty(int(counts.sum()), dtype=np.int32)
+            at = 0
+            for a in range(0, len(C), 2048):  # the lists in blocks (Python ints are large)
+                for x in ptree.query_ball_point(C[a:a + 2048], R[a:a + 2048]):
+                    cols[at:at + len(x)] = x
+                    at += len(x)
+            rows = np.repeat(np.arange(len(C), dtype=np.int32), counts)
             A = sparse.csr_matrix((np.ones(len(cols), dtype=np.int8), (rows, cols)),
                                   shape=(len(C), len(P)))
+            del rows, cols
             A = A[:, idx_unc].tocsr()  # only the points still uncovered count
             AT = A.T.tocsr()
             gain = np.asarray(A.sum(axis=1)).ravel().astype(np.int64)
@@ -284,41 +365,45 @@ def _cover(P, grid, depth, N, b, reach):
 
 def _tighten(c, r, P):
     """Each point to one sphere that holds it; each sphere shrunk to its points (+ SLACK);
-    spheres whose points others hold dropped (smallest first)."""
+    spheres whose points others hold dropped (smallest first). Memory in the number of
+    (sphere, point) memberships, built in blocks."""
     from scipy.spatial import cKDTree  # noqa: PLC0415
 
     k = len(r)
     if k == 0:
         return c, r
-    tree = cKDTree(c)
-    pairs = tree.query_ball_point(P, r.max())
-    # inside[j] = spheres holding point j
-    inside = [[s for s in cand if np.sum((P[j] - c[s]) ** 2) <= r[s] ** 2 * (1 + 1e-12)]
-              for j, cand in enumerate(pairs)]
-    holders = np.zeros(k, dtype=np.int64)
-    for lst in inside:
-        for s in lst:
-            holders[s] += 1
+    ptree = cKDTree(P)
+    sph_parts, pt_parts = [], []
+    for a in range(0, k, 256):
+        for s, lst in enumerate(ptree.query_ball_point(c[a:a + 256], r[a:a + 256] * (1 + 1e-9)),
+                                start=a):
+            idx = np.asarray(lst, dtype=np.int64)
+            if len(idx):
+                idx = idx[np.sum((P[idx] - c[s]) ** 2, axis=1) <= r[s] ** 2 * (1 + 1e-12)]
+            sph_parts.append(np.full(len(idx), s, dtype=np.int64))
+            pt_parts.append(idx)
+    sph, pt = np.concatenate(sph_parts), np.concatenate(pt_parts)
+    holders = np.bincount(sph, minlength=k)  # points per sphere
+    order = np.argsort(sph, kind="stable")
+    starts = np.concatenate([[0], np.cumsum(holders)])
+    members = pt[order]
+    count = np.bincount(pt, minlength=len(P))  # alive spheres per point
     alive = np.ones(k, dtype=bool)
     # drop spheres all of whose points another alive sphere holds, fewest points first
-    members = [[] for _ in range(k)]
-    for j, lst in enumerate(inside):
-        for s in lst:
-            members[s].append(j)
-    count = np.array([len(lst) for lst in inside], dtype=np.int64)  # alive holders per point
     for s in np.argsort(holders, kind="stable"):
-        m = members[s]
-        if not m or np.all(count[m] > 1):
+        m = members[starts[s]:starts[s + 1]]
+        if not len(m) or np.all(count[m] > 1):
             alive[s] = False
-            if m:
-                count[m] -= 1
+            count[m] -= 1
+    # each point's owner: the largest alive sphere holding it (the lowest index among equals)
+    live = alive[sph]
+    sph, pt = sph[live], pt[live]
+    o = np.lexsort((sph, -r[sph], pt))
+    sph, pt = sph[o], pt[o]
+    first = np.ones(len(pt), dtype=bool)
+    first[1:] = pt[1:] != pt[:-1]
     owner = np.full(len(P), -1, dtype=np.int64)
-    for j, lst in enumerate(inside):
-        best = -1
-        for s in lst:
-            if alive[s] and (best < 0 or r[s] > r[best]):
-                best = s
-        owner[j] = best
+    owner[pt[first]] = sph[first]
     newr = np.zeros(k)
     dist = np.linalg.norm(P - c[np.maximum(owner, 0)], axis=1)
     np.maximum.at(newr, owner[owner >= 0], dist[owner >= 0])
@@ -342,7 +427,14 @@ def overshoot(centers, radii, vertices, directions: int = 4000) -> float:
         return 0.0
     d = _directions(directions)
     s = (np.asarray(centers) @ d.T + np.asarray(radii)[:, None]).max(axis=0)
-    return float((s - (np.asarray(vertices) @ d.T).max(axis=0)).max())
+    V = np.asarray(vertices, dtype=np.float64)
+    if len(V) > 64:  # only the hull's vertices bound a support function
+        V = _hull_vertices(V)
+    top = np.full(len(d), -np.inf)
+    step = max(1, BLOCK // len(d))
+    for a in range(0, len(V), step):
+        top = np.maximum(top, (V[a:a + step] @ d.T).max(axis=0))
+    return float((s - top).max())
 
 
 def coverage(centers, radii, points) -> float:
