@@ -190,6 +190,34 @@ def test_cancel_and_timeout_at_any_size(backend):
     assert np.all(np.isfinite(r.clearance[ok])) and np.all(np.isnan(r.clearance[~ok]))
 
 
+@need_cxx
+def test_a_timeout_counts_from_the_call_not_from_the_first_block(monkeypatch):
+    """What comes before the first block (validation, the collision model, a large batch's
+    packing) is inside the timeout: when it alone outlasts the timeout, nothing is checked
+    and the call says timed_out (it used to start the clock after it: 10^7 states with a 5 s
+    timeout answered after 7-14 s)."""
+    import time
+
+    import ros2_ik.api.states as states_mod
+
+    m = load_robot("panda")
+    cm = collision_model(m)
+    q = m.random_q(np.random.default_rng(6), 50_000)
+    slow = states_mod._collision
+
+    def slower(*a, **k):
+        time.sleep(0.4)  # longer than the timeout below, whatever the machine's load
+        return slow(*a, **k)
+
+    monkeypatch.setattr(states_mod, "_collision", slower)
+    r = check_states(m, q, _world(), collision=cm, backend="host", timeout=0.2)
+    assert r.status == "timed_out" and not r.checked.any() and not r.valid.any()
+    assert np.isnan(r.limit_violation).all() and not r.within_limits.any()
+    monkeypatch.setattr(states_mod, "_collision", slow)
+    r = check_states(m, q[:100], _world(), collision=cm, backend="host", timeout=60.0)
+    assert r.complete and r.checked.all() and np.isfinite(r.limit_violation).all()
+
+
 def test_bad_input_names_it():
     m = load_robot("panda")
     q = m.random_q(np.random.default_rng(7), 4)

@@ -46,6 +46,8 @@ _log = logging.getLogger("ros2_ik.api")
 #: most configurations one check takes (an interpolated path included)
 MAX_STATES = 10_000_000
 STATE_BACKENDS = ("auto", "host", "reference")
+#: [s] what assembling the answer takes per state, kept out of a timeout's checking time
+ASSEMBLY_S_PER_STATE = 1.2e-7
 #: configurations per block of the reference (a stop or a deadline is seen between two)
 REFERENCE_BLOCK = 512
 
@@ -59,7 +61,8 @@ class StateCheck:
     of the first state that is not valid, -1 when there is none (for a check that did not
     complete: none among the first states up to the first one not checked).
     ``limit_violation`` [m or rad]: how far the state's worst coordinate lies beyond its limits
-    (0 within). ``waypoints``: for a path, the index of each waypoint among the states."""
+    (0 within; NaN, and ``within_limits`` False, for a state not checked). ``waypoints``: for
+    a path, the index of each waypoint among the states."""
 
     q: np.ndarray
     valid: np.ndarray
@@ -194,11 +197,18 @@ def check_states(model: Model, q, world=None, *, collision=None, margin: float =
             "host" or "reference".
         should_stop: polled between blocks of states; True stops the check (status
             "cancelled").
-        timeout: [s] the check stops past it (status "timed_out"); None: no limit.
+        timeout: [s] the call returns by then (status "timed_out", the states not reached
+            ``checked`` False), counted from the call: validation and the answer's assembly
+            included, at any size; None: no limit.
     Returns:
         :class:`StateCheck`.
     """
     t0 = time.perf_counter()
+    # the deadline counts from the call: validation, the collision model and the packing of a
+    # large batch are inside it, and what is left unchecked when it passes is said so
+    t_call = time.monotonic()
+    timeout = check_number(timeout, "timeout", low=0.0, high=MAX_TIMEOUT, allow_none=True)
+    deadline = None if timeout is None else t_call + timeout
     model = check_model(model)
     q = model.check_q(q, name="q")
     if q.shape[0] > MAX_STATES:
@@ -209,16 +219,10 @@ def check_states(model: Model, q, world=None, *, collision=None, margin: float =
     self_collisions = check_flag(self_collisions, "self_collisions")
     check_choice(backend, "backend", STATE_BACKENDS)
     check_callable(should_stop, "should_stop", "a callable returning True to stop")
-    timeout = check_number(timeout, "timeout", low=0.0, high=MAX_TIMEOUT, allow_none=True)
     world = _check_world(world)
     cm = _collision(model, collision, margin)
-    deadline = None if timeout is None else time.monotonic() + timeout - (time.perf_counter() - t0)
-
-    lo, hi = np.asarray(model.lower, float), np.asarray(model.upper, float)
-    with np.errstate(invalid="ignore"):
-        over = np.maximum(np.maximum(lo - q, q - hi), 0.0)
-    violation = over.max(axis=1) if q.shape[1] else np.zeros(q.shape[0])
-    within = violation <= 0.0
+    if deadline is not None:  # time kept for the answer's assembly after the last block
+        deadline -= min(0.8 * timeout, ASSEMBLY_S_PER_STATE * q.shape[0])
 
     used, reason = "reference", "asked for"
     out = None
@@ -228,24 +232,39 @@ def check_states(model: Model, q, world=None, *, collision=None, margin: float =
             out, done = checker.check(q, cm, world, self_collisions=self_collisions,
                                       should_stop=should_stop, deadline=deadline)
             used = "host"
-            big = out[:, [0, 2]] >= 1e29
-            out[:, [0, 2]] = np.where(big, np.inf, out[:, [0, 2]])
         elif backend == "host":
             raise BackendUnavailableError(f"backend 'host' cannot check these states: {reason}")
     if out is None:
         out, done = _reference(model, cm, q, world, self_collisions, should_stop, deadline)
-    sc, sp, wc, wp = out[:, 0], out[:, 1], out[:, 2], out[:, 3]
-    sp = np.where(np.isnan(sp), -1, sp).astype(np.int64)
-    wp = np.where(np.isnan(wp), -1, wp).astype(np.int64)
+    # the answer's arrays: computed over the states up to the last one checked (a timed-out
+    # check of many states costs what it checked), the rest filled as not checked
+    B = q.shape[0]
+    last = B - int(done[::-1].argmax()) if done.any() else 0
+    sc, wc = np.full(B, np.nan), np.full(B, np.nan)
+    sp, wp = np.full(B, -1, dtype=np.int64), np.full(B, -1, dtype=np.int64)
+    head = np.ascontiguousarray(out[:last].T)
+    sc[:last], wc[:last] = head[0], head[2]
+    if used == "host":  # the kernel's "nothing checked" is 1e30
+        for a in (sc, wc):
+            a[:last][a[:last] >= 1e29] = np.inf
+    sp[:last] = np.where(np.isnan(head[1]), -1, head[1])
+    wp[:last] = np.where(np.isnan(head[3]), -1, head[3])
+    del head
+    if last and not done[:last].all():  # slices a deadline or a stop left out: not checked
+        skip = ~done[:last]
+        sc[:last][skip], wc[:last][skip], sp[:last][skip], wp[:last][skip] = np.nan, np.nan, -1, -1
+    violation, within = _limits(model, q, done, last)
     clear = np.minimum(sc, wc)
     pair = np.where(wc < sc, wp, sp)
-    valid = done & within & (sc >= margin) & (wc >= margin)
+    valid = np.zeros(B, dtype=bool)
+    valid[:last] = done[:last] & within[:last] & (sc[:last] >= margin) & (wc[:last] >= margin)
     status = "complete"
-    if not done.all():
+    if last < B or not done.all():
         stopped = should_stop is not None and bool(should_stop())
         status = "cancelled" if stopped or deadline is None else "timed_out"
-    bad = np.nonzero(~valid | ~done)[0]
-    first = int(bad[0]) if bad.size and done[bad[0]] else -1
+    bad = ~valid | ~done
+    at = int(bad.argmax())
+    first = at if bad[at] and done[at] else -1
 
     from ..ik.collision import CollisionObjective  # noqa: PLC0415
 
@@ -258,6 +277,22 @@ def check_states(model: Model, q, world=None, *, collision=None, margin: float =
                       _describe=describe_pair,
                       _names=(tuple(cm.link_names[c] for c in cm.sphere_link.tolist()),
                               tuple(world.ids) if world is not None else ()))
+
+
+def _limits(model: Model, q: np.ndarray, done: np.ndarray, last: int):
+    """(violation (N,), within (N,)): how far each checked state is beyond its limits (NaN
+    and False for a state not checked), in blocks over the states up to ``last``."""
+    B = q.shape[0]
+    violation = np.full(B, np.nan)
+    lo, hi = np.asarray(model.lower, float), np.asarray(model.upper, float)
+    for a in range(0, last, 1 << 18):
+        b = min(last, a + (1 << 18))
+        Q = q[a:b]
+        with np.errstate(invalid="ignore"):
+            over = np.maximum(np.maximum(lo - Q, Q - hi), 0.0)
+        violation[a:b] = over.max(axis=1) if q.shape[1] else 0.0
+    violation[:last][~done[:last]] = np.nan
+    return violation, violation <= 0.0
 
 
 def _check_world(world):

@@ -75,11 +75,12 @@ class HostStateChecker:
         """(out (B, 4), done (B,) bool): per configuration of ``q`` (B, nq; float64, finite)
         the self pairs' smallest distance and pair, the world's and its pair (1e30 and -1:
         nothing checked); ``done`` False for the slices a stop or the ``deadline``
-        (``time.monotonic()``) left unchecked (their rows NaN)."""
+        (``time.monotonic()``) left unchecked (their rows undefined: a large batch's memory is
+        touched only where it is checked)."""
         q = np.ascontiguousarray(q, dtype=np.float64)
         B = q.shape[0]
         sc = self.scene(cm, world)
-        out = np.full((B, STATE_OUT), np.nan)
+        out = np.empty((B, STATE_OUT))
         done = np.zeros(B, dtype=bool)
         nq = self.model.nq
         qa, oa, da = q.ctypes.data, out.ctypes.data, sc.data.ctypes.data

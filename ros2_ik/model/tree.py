@@ -376,13 +376,17 @@ class Model:
             raise InvalidInputError(
                 f"{name} has {q.shape[0]} rows, more than the limit {MAX_BATCH}; split the batch"
             )
-        if not bool(xp.all(xp.isfinite(q))):
+        # two passes with no temporaries (a NaN makes both NaN); the exact place only on error
+        top, low = (float(q.max()), float(q.min())) if q.size else (0.0, 0.0)
+        if math.isfinite(top) and math.isfinite(low) and max(top, -low) <= MAX_VALUE:
+            pass
+        elif not bool(xp.all(xp.isfinite(q))):
             bad = xp.argwhere(~xp.isfinite(q))[0]
             raise InvalidInputError(
                 f"{name} contains NaN or infinity (first at row {int(bad[0])}, coordinate "
                 f"{self.q_names[int(bad[1])]!r}); give finite joint values"
             )
-        if not bool(xp.all(xp.abs(q) <= MAX_VALUE)):
+        elif not bool(xp.all(xp.abs(q) <= MAX_VALUE)):
             bad = xp.argwhere(xp.abs(q) > MAX_VALUE)[0]
             raise InvalidInputError(
                 f"{name} has a value beyond +-{MAX_VALUE:g} (first at row {int(bad[0])}, "
