@@ -1,7 +1,7 @@
 # The two commands of the README, and a few helpers. Every target sets up the venv first
 # (scripts/setup.sh is idempotent and takes seconds when nothing changed).
 .PHONY: setup demo lint test docs docs-build fuzz bench bench-kinematics bench-ik bench-cpu bench-node \
-	bench-timeouts bench-swap bench-reach bench-gpu gpu-report bench-peers-setup bench-collision bench-states bench-placement bench-revisions clean \
+	bench-timeouts bench-swap bench-reach bench-gpu gpu-report bench-peers-setup bench-collision bench-states bench-placement bench-revisions bench-arms clean \
 	viewer test-browser test-ros colcon-setup
 
 ## ROS 2 distribution: jazzy (the default: the LTS release, supported to 2029) or kilted (tested
@@ -116,6 +116,12 @@ bench-peers-setup: setup
 ## bench-collision: what collision avoidance costs (issue 33): one goal, a batch, a 1M reach study
 bench-collision: setup
 	@. scripts/env.sh && $(PY) bench/bench_collision.py $(ARGS)
+
+## bench-arms: every arm of example-robot-data (issue 47): its collision model (spheres, overshoot,
+## fit time, peak memory) and collision-aware solves judged on its meshes by Pinocchio + coal;
+## appended to bench/results/arms.txt (ARGS="--robots z1 so101" for a few)
+bench-arms: setup
+	@. scripts/env.sh && $(PY) bench/bench_arms.py --out bench/results/arms.txt $(ARGS)
 
 ## bench-states: check_states on the panda with 20 primitives (states/s on 2 threads, against the
 ## reference's exact distances); appended to bench/results/states.txt

@@ -28,6 +28,7 @@ from ros2_ik.ik.collision import (CollisionObjective, clearance, penalty, sample
 from ros2_ik.ik.objectives import EvalContext
 from ros2_ik.kinematics import fk, fk_frames
 from ros2_ik.backends.terms.collision_scene import pack_scene
+from ros2_ik.model.spheres import Shape
 from ros2_ik.model.collision import (CollisionGeometryError, CollisionWarning, collision_model,
                                      spheres_from_yaml)
 from ros2_ik.world import MAX_OBSTACLES, Obstacle, World, world_from_yaml
@@ -249,6 +250,55 @@ def test_a_zero_mesh_scale_is_missing_geometry_not_a_silent_gap():
     assert [link for link, _ in cm.missing] == ["b"] and "non-zero" in cm.missing[0][1]
     with pytest.raises(CollisionGeometryError, match="'b'"):
         cm.check_complete()
+
+
+def _u_bracket():
+    """A U of three boxes (a 6 cm slot between two 2 cm arms), as one mesh."""
+    import trimesh
+
+    parts = [trimesh.creation.box(extents=(0.10, 0.02, 0.04)),
+             trimesh.creation.box(extents=(0.02, 0.06, 0.04)),
+             trimesh.creation.box(extents=(0.02, 0.06, 0.04))]
+    parts[1].apply_translation((-0.04, 0.04, 0.0))
+    parts[2].apply_translation((0.04, 0.04, 0.0))
+    m = trimesh.util.concatenate(parts)
+    return Shape(np.asarray(m.vertices, dtype=float), np.asarray(m.faces))
+
+
+def test_a_concave_link_s_spheres_fitted_to_the_mesh_stay_out_of_its_slot():
+    """Fitted to the mesh (``to_mesh``), the overshoot bound holds against the link's own
+    mesh, not only its hull: the spheres of a U reach at most 5 mm past it (exact signed
+    distances), and none reaches the middle of its slot; bounded by the hull alone (the
+    default) they fill the slot (the check can fail)."""
+    from ros2_ik.model.concavity import mesh_overshoot
+    from ros2_ik.model.spheres import coverage, fit_link, surface_points
+
+    u = _u_bracket()
+    c, r = fit_link([u], cache=False, to_mesh=True)
+    assert mesh_overshoot(c, r, [u]) <= 0.005 + 1e-6
+    assert coverage(c, r, surface_points([u], seed=99)) <= 0.0
+    slot = np.array([[0.0, 0.04, 0.0], [0.0, 0.06, 0.0], [0.02, 0.05, 0.01]])
+    assert np.all((np.linalg.norm(slot[:, None] - c[None], axis=2) - r[None]).min(axis=1) > 0)
+    c0, r0 = fit_link([u], cache=False)
+    assert mesh_overshoot(c0, r0, [u]) > 0.02
+
+
+def test_a_convex_link_is_fitted_against_its_hull_alone():
+    """No concavity deeper than SHALLOW: the solid's depth plays no part (a box, a cylinder)."""
+    import trimesh
+
+    from ros2_ik.model.concavity import solid_depth
+    from ros2_ik.model.spheres import _hull
+
+    for m in (trimesh.creation.box(extents=(0.1, 0.2, 0.05)),
+              trimesh.creation.cylinder(radius=0.04, height=0.2, sections=64)):
+        V = np.asarray(m.vertices, dtype=float)
+        N, b, _ = _hull(V)
+        s = Shape(V, np.asarray(m.faces))
+        assert solid_depth([s], lambda X: (b[None] - X @ N.T).min(axis=1)) is None
+    u = _u_bracket()
+    N, b, _ = _hull(u.vertices)
+    assert solid_depth([u], lambda X: (b[None] - X @ N.T).min(axis=1)) is not None
 
 
 def _primitive_mesh(d):

@@ -166,3 +166,24 @@ def test_the_heaviest_meshes_and_sweeps_fit_within_the_memory_budget(name):
     assert out["peak"] <= MEMORY_BUDGET, f"{out['peak'] / 2 ** 20:.0f} MiB"
     assert out["spheres"] > 0 and out["uncovered"] <= 1e-9
     assert out["overshoot"] <= 0.005 + 1e-6
+
+
+def test_a_real_concave_link_s_spheres_reach_at_most_5_mm_past_its_mesh():
+    """The Z1's moving jaw (a concave, closed mesh), fitted to the mesh: its spheres cover it
+    and reach at most 5 mm past the mesh itself (exact signed distances), where a fit bounded
+    by its hull alone reaches centimetres into the jaw's gap."""
+    from ros2_ik.model.concavity import mesh_overshoot
+    from ros2_ik.model.spheres import Shape, coverage, fit_link, overshoot, surface_points
+
+    text = (SHARE / "example-robot-data/robots/z1_description/urdf/z1.urdf").read_text()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m = Model.from_urdf(text)
+    (d,) = [d for d in m.desc.collisions if d.link == "gripperMover"]
+    s, why = element_shape(d, [str(SHARE)])
+    assert s is not None, why
+    s = Shape(s.vertices, s.faces)
+    c, r = fit_link([s], cache=False, to_mesh=True)
+    assert coverage(c, r, surface_points([s], seed=5)) <= 0.0
+    assert overshoot(c, r, s.vertices) <= 0.005 + 1e-9
+    assert mesh_overshoot(c, r, [s]) <= 0.005 + 1e-6

@@ -68,7 +68,7 @@ __all__ = ["CollisionModel", "collision_model", "spheres_from_yaml", "MAX_SPHERE
 
 def collision_model(model: Model, *, srdf=None, spheres=None, search_path=(), disabled=(),
                     overshoot: float = OVERSHOOT, held=None,
-                    accept_missing: bool = False) -> CollisionModel:
+                    accept_missing: bool = False, fit_to_mesh: bool = False) -> CollisionModel:
     """The collision model of ``model`` from its URDF geometry (see the module docstring).
 
     Args:
@@ -85,6 +85,9 @@ def collision_model(model: Model, *, srdf=None, spheres=None, search_path=(), di
         accept_missing: solve with collision avoidance even if some links' declared geometry
             could not be used (they are then not checked; see :meth:`~CollisionModel.
             check_complete`).
+        fit_to_mesh: keep the overshoot bound against each link's own mesh, not only its
+            convex hull (a concave link's slot or jaw gap is not filled:
+            :mod:`ros2_ik.model.concavity`); concave links then take many more spheres.
     The default (no arguments; a bundled robot's SRDF, :func:`ros2_ik.model.load_robot`) is
     kept with the model."""
     check_model(model)
@@ -94,9 +97,10 @@ def collision_model(model: Model, *, srdf=None, spheres=None, search_path=(), di
                                 f"{describe(overshoot)}")
     search_path, disabled, held = _check_args(search_path, disabled, held)
     args = (srdf, spheres, tuple(_search_path(search_path)), disabled, float(overshoot),
-            held, check_flag(accept_missing, "accept_missing"))
+            held, check_flag(accept_missing, "accept_missing"),
+            check_flag(fit_to_mesh, "fit_to_mesh"))
     if srdf is None and spheres is None and not search_path and not disabled and \
-            overshoot == OVERSHOOT and held is None and not accept_missing:
+            overshoot == OVERSHOOT and held is None and not accept_missing and not fit_to_mesh:
         bundled = model.memo_peek("model.srdf", "bundled")
         return model.memo("model.collision", ("default",) + args[2:],
                           lambda: _build(model, bundled, *args[1:]))
@@ -251,7 +255,7 @@ def sphere_placements(model: Model, full: Model, link: str, held: dict, notes: l
 
 
 def _build(model: Model, srdf, spheres, search_path, extra_disabled, overshoot, held,
-           accept_missing) -> CollisionModel:
+           accept_missing, fit_to_mesh=False) -> CollisionModel:
     from .srdf import Srdf, parse_srdf  # noqa: PLC0415
 
     notes: list[str] = []
@@ -355,7 +359,7 @@ def _build(model: Model, srdf, spheres, search_path, extra_disabled, overshoot, 
                             None if s.primitive is None else
                             (s.primitive[0], T @ s.primitive[1], s.primitive[2]))
                       for T in Ts for s in shapes]
-            cen, rad = fit_link(placed, overshoot)
+            cen, rad = fit_link(placed, overshoot, to_mesh=fit_to_mesh)
         if not len(rad):
             continue
         c = len(names)

@@ -39,7 +39,9 @@ robot's meshes are fitted once per machine.
 from __future__ import annotations
 
 import hashlib
+import heapq
 import io
+import itertools
 import math
 import os
 from dataclasses import dataclass
@@ -67,11 +69,15 @@ GAP = 0.6 * SPACING
 #: between the validation samples (a point a micrometre outside would be uncovered)
 RESERVE = 0.0006
 #: changes whenever the fit's rules change (part of the cache key)
-FIT_VERSION = 7
+FIT_VERSION = 10
+#: [m] a hull's facets this close merged (a finely tessellated mesh's thousands of facets: the
+#: planes are then moved out to the vertices and the radii kept within the bound of the hull
+#: itself, less what the merged polytope reaches past it)
+HULL_MERGE = 3e-5
 #: most candidate centres of one fit (a larger link gets a coarser grid)
 MAX_GRID = 120_000
 #: most (candidate, point) entries of one covering round (candidates thinned evenly past it)
-MAX_ENTRIES = 12_000_000
+MAX_ENTRIES = 8_000_000
 #: elements of one block of a depth or distance computation
 BLOCK = 2_000_000
 #: what one link's fit may use [bytes] (documented; the real-robot tier measures it)
@@ -123,10 +129,11 @@ def _key(shapes, delta: float) -> str:
     return h.hexdigest()[:32]
 
 
-def fit_link(shapes, delta: float = OVERSHOOT, *, cache: bool = True):
+def fit_link(shapes, delta: float = OVERSHOOT, *, cache: bool = True, to_mesh: bool = False):
     """Spheres ``(centers (k, 3), radii (k,))`` covering the link made of ``shapes``
-    (:class:`Shape`, in the link frame) with an overshoot of at most ``delta`` [m] (see the
-    module docstring); kept in :func:`cache_dir` when ``cache``."""
+    (:class:`Shape`, in the link frame) with an overshoot of at most ``delta`` [m] past its
+    convex hull (see the module docstring), and with ``to_mesh`` past its own mesh too (a
+    concave link: :mod:`ros2_ik.model.concavity`); kept in :func:`cache_dir` when ``cache``."""
     shapes = [s for s in shapes if len(s.vertices) and len(s.faces)]
     if not shapes:
         return np.zeros((0, 3)), np.zeros(0)
@@ -136,7 +143,7 @@ def fit_link(shapes, delta: float = OVERSHOOT, *, cache: bool = True):
     if len(shapes) == 1 and shapes[0].primitive is not None and shapes[0].primitive[0] == "sphere":
         kind, T, a = shapes[0].primitive
         return T[None, :3, 3].copy(), np.array([float(a[0])])
-    key = _key(shapes, float(delta))
+    key = _key(shapes, float(delta)) + ("m" if to_mesh else "")
     path = cache_dir() / f"{key}.npy"
     if cache:
         try:
@@ -145,7 +152,7 @@ def fit_link(shapes, delta: float = OVERSHOOT, *, cache: bool = True):
                 return a[:, :3].copy(), a[:, 3].copy()
         except (OSError, ValueError):
             pass
-    c, r = _fit(shapes, float(delta))
+    c, r = _fit(shapes, float(delta), to_mesh)
     if cache:
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -206,18 +213,48 @@ def thin_points(P: np.ndarray, cell: float) -> np.ndarray:
 
 
 def _hull(V: np.ndarray):
-    """(outward unit normals (h, 3), offsets (h,)) of the convex hull of V: n . x <= b inside.
-    A flat or degenerate set gets its bounding box's planes (thickened by a micrometre)."""
-    from scipy.spatial import ConvexHull, QhullError  # noqa: PLC0415
+    """(outward unit normals (h, 3), offsets (h,), excess): n . x <= b inside, a polytope that
+    holds the convex hull of V and reaches at most ``excess`` [m] past it (0 but for a finely
+    tessellated mesh, whose hull's thousands of facets are merged within :data:`HULL_MERGE`
+    and the planes moved out to the vertices; the excess measured exactly at the merged
+    polytope's corners). A flat or degenerate set gets its bounding box's planes (thickened by
+    a micrometre)."""
+    from scipy.spatial import ConvexHull, HalfspaceIntersection, QhullError  # noqa: PLC0415
 
     try:
         h = ConvexHull(V)
-        eq = h.equations
-        return eq[:, :3], -eq[:, 3]
+        N = h.equations[:, :3]
+        excess = 0.0
+        if len(N) > 256:
+            try:
+                M = ConvexHull(V, qhull_options=f"Qt C-{HULL_MERGE}").equations[:, :3]
+                M = M / np.linalg.norm(M, axis=1, keepdims=True)
+                bm = (V @ M.T).max(axis=0)
+                corners = HalfspaceIntersection(np.hstack([M, -bm[:, None]]),
+                                                V.mean(axis=0)).intersections
+                excess = _outside_distance(V[h.vertices], h, corners)
+                N = M
+            except (QhullError, ValueError):
+                excess = 0.0
+        N = N / np.linalg.norm(N, axis=1, keepdims=True)
+        return N, (V @ N.T).max(axis=0), excess
     except (QhullError, ValueError):
         lo, hi = V.min(axis=0) - 1e-6, V.max(axis=0) + 1e-6
         N = np.concatenate([np.eye(3), -np.eye(3)])
-        return N, np.concatenate([hi, -lo])
+        return N, np.concatenate([hi, -lo]), 0.0
+
+
+def _outside_distance(V, hull, P) -> float:
+    """[m] the largest distance of the points ``P`` outside the convex ``hull`` (scipy's, of
+    V): trimesh's exact closest points on its triangles."""
+    import trimesh  # noqa: PLC0415
+
+    tri = trimesh.Trimesh(vertices=hull.points, faces=hull.simplices, process=False)
+    out = P[(P @ hull.equations[:, :3].T + hull.equations[:, 3]).max(axis=1) > 0]
+    if not len(out):
+        return 0.0
+    _, d, _ = trimesh.proximity.closest_point(tri, out)
+    return float(np.max(d))
 
 
 def _hull_vertices(V: np.ndarray) -> np.ndarray:
@@ -246,11 +283,11 @@ def _outside(c, r, Q) -> np.ndarray:
     return out
 
 
-def _fit(shapes, delta: float):
+def _fit(shapes, delta: float, to_mesh: bool = False):
 
     V = np.concatenate([_hull_vertices(s.vertices) for s in shapes]).astype(np.float64)
-    N, b = _hull(V)
-    reach = delta - SLACK - RESERVE
+    N, b, excess = _hull(V)
+    reach = delta - SLACK - RESERVE - excess
 
     def depth(X):
         out = np.empty(len(X))
@@ -258,6 +295,22 @@ def _fit(shapes, delta: float):
         for a in range(0, len(X), step):
             out[a:a + step] = (b[None, :] - X[a:a + step] @ N.T).min(axis=1)
         return out
+
+    # to the mesh, a concave link: no radius past the solid's own depth either
+    # (ros2_ik.model.concavity)
+    from .concavity import lattice_points, lattice_step, solid_depth  # noqa: PLC0415
+
+    step = lattice_step(shapes)
+    lattice = lattice_points(shapes, step)
+    for o in shapes:  # (points strictly inside another primitive of the link need no cover)
+        if o.primitive is not None:
+            lattice = lattice[~o.contains(lattice)]
+    solid = solid_depth(shapes, depth, lattice, step) if to_mesh else None
+    if solid is not None:
+        hull_depth = depth
+
+        def depth(X):
+            return np.minimum(hull_depth(X), solid(X))
 
     lo, hi = V.min(axis=0), V.max(axis=0)
     ext = hi - lo
@@ -275,14 +328,16 @@ def _fit(shapes, delta: float):
     c, r = _cover(P, grid, depth, N, b, reach)
     c, r = _tighten(c, r, P)
     # a fresh sample of the surface, twice: what falls between the spheres gets more of them
-    for seed in (1, 2, 3, 4):  # (twice as dense as the fit's sample)
+    for seed in (1, 2, 3, 4, 5):  # (twice as dense as the fit's sample)
         if seed < 4:
             Q = surface_points(shapes, spacing=SPACING / 1.5, seed=seed,
                                max_points=2 * MAX_POINTS)
-        elif sum(len(s.vertices) for s in shapes) > MANY_VERTICES:  # every vertex, if thinned
+        elif seed == 4:  # every vertex, if they were thinned
+            if sum(len(s.vertices) for s in shapes) <= MANY_VERTICES:
+                continue
             Q = np.concatenate([s.vertices for s in shapes]).astype(np.float64)
-        else:
-            break
+        else:  # the lattice: no surface point farther than RESERVE from one (at its step)
+            Q = lattice
         if len(r):
             Q = Q[_outside(c, r, Q)]
         if not len(Q):
@@ -309,36 +364,47 @@ def _cover(P, grid, depth, N, b, reach):
         if len(C):
             R = D + reach
             idx_unc = np.nonzero(uncovered)[0]
-            counts = np.asarray(ptree.query_ball_point(C, R, return_length=True),
-                                dtype=np.int64)
-            if counts.sum() > MAX_ENTRIES:  # thinned evenly: a bounded matrix
+            # the matrix's size, estimated on every 16th candidate: thinned evenly past the
+            # bound (a bounded matrix), then the lists in blocks (Python ints are large)
+            est = 16 * int(np.sum(ptree.query_ball_point(C[::16], R[::16], return_length=True)))
+            if est > MAX_ENTRIES:
                 keep = np.zeros(len(C), dtype=bool)
-                keep[::int(math.ceil(counts.sum() / MAX_ENTRIES))] = True
-                C, R, D, counts = C[keep], R[keep], D[keep], counts[keep]
-            cols = np.empty(int(counts.sum()), dtype=np.int32)
-            at = 0
-            for a in range(0, len(C), 2048):  # the lists in blocks (Python ints are large)
-                for x in ptree.query_ball_point(C[a:a + 2048], R[a:a + 2048]):
-                    cols[at:at + len(x)] = x
-                    at += len(x)
+                keep[::int(math.ceil(est / MAX_ENTRIES))] = True
+                C, R, D = C[keep], R[keep], D[keep]
+            parts, counts = [], []
+            for a in range(0, len(C), 2048):
+                lists = ptree.query_ball_point(C[a:a + 2048], R[a:a + 2048])
+                n = np.fromiter(map(len, lists), dtype=np.int64, count=len(lists))
+                parts.append(np.fromiter(itertools.chain.from_iterable(lists), dtype=np.int32,
+                                         count=int(n.sum())))
+                counts.append(n)
+                del lists
+            cols = np.concatenate(parts) if parts else np.zeros(0, np.int32)
+            counts = np.concatenate(counts) if counts else np.zeros(0, np.int64)
+            del parts
             rows = np.repeat(np.arange(len(C), dtype=np.int32), counts)
             A = sparse.csr_matrix((np.ones(len(cols), dtype=np.int8), (rows, cols)),
                                   shape=(len(C), len(P)))
             del rows, cols
             A = A[:, idx_unc].tocsr()  # only the points still uncovered count
-            AT = A.T.tocsr()
-            gain = np.asarray(A.sum(axis=1)).ravel().astype(np.int64)
+            gain = np.diff(A.indptr)
             live = np.ones(A.shape[1], dtype=bool)
-            while len(gain):
-                k = int(np.argmax(gain))
-                if gain[k] <= 0:
-                    break
+            # the greedy cover, lazily: a candidate's gain only falls, so one popped whose
+            # gain, counted again, still leads is the one the plain greedy would take
+            heap = [(-int(g), int(k)) for k, g in enumerate(gain) if g > 0]
+            heapq.heapify(heap)
+            while heap:
+                _, k = heapq.heappop(heap)
                 pts = A.indices[A.indptr[k]:A.indptr[k + 1]]
                 pts = pts[live[pts]]
+                if not len(pts):
+                    continue
+                if heap and (-len(pts), k) > heap[0]:  # no longer the best: back in line
+                    heapq.heappush(heap, (-len(pts), k))
+                    continue
                 live[pts] = False
                 chosen_c.append(C[k])
                 chosen_r.append(R[k])
-                gain -= np.bincount(AT[pts].indices, minlength=len(C))
             uncovered[idx_unc[~live]] = False
         if not uncovered.any():
             break
