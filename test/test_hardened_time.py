@@ -18,6 +18,7 @@ from ros2_ik.kinematics import fk_frames
 from ros2_ik.ik import IKConfig, Status
 from ros2_ik.api import solve_pose, trajectory_seed
 from ros2_ik.api import ChainSolver
+from ros2_ik.errors import InvalidInputError
 
 SLACK = 0.5  # [s] allowed overrun on this noisy shared machine (the goal is ~20 ms)
 
@@ -344,8 +345,15 @@ def test_solve_pose_returns_within_its_timeout(panda, solver, backend, P, K, col
                backend=backend, **kw)  # (prepared: not timed)
     for timeout in (0.0, 0.01):
         t0 = time.perf_counter()
-        r = solve_pose(panda, T, tips=tip, config=IKConfig(timeout=timeout, **base),
-                       solver=solver, backend=backend, **kw)
+        try:
+            r = solve_pose(panda, T, tips=tip, config=IKConfig(timeout=timeout, **base),
+                           solver=solver, backend=backend, **kw)
+        except InvalidInputError as exc:
+            # a machine too slow (or too busy) to write 100,000 results within the timeout
+            # says so at once instead of answering late: the contract too
+            assert P >= 10_000 and "timeout is too short" in str(exc), exc
+            assert time.perf_counter() - t0 <= timeout + SLACK
+            continue
         _contract(panda, tip, T, r, time.perf_counter() - t0, timeout)
         if coll:
             ok = r.success

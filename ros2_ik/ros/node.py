@@ -24,6 +24,7 @@ is.)
 from __future__ import annotations
 
 import faulthandler
+import os
 import signal
 import sys
 import threading
@@ -379,7 +380,24 @@ def main(args=None) -> int:
         executor.shutdown(timeout_sec=2.0)
         node.destroy_node()
         rclpy.try_shutdown()
+    _exit_past_busy_threads(0)
     return 0
+
+
+def _exit_past_busy_threads(code: int) -> None:
+    """Exit now, past the interpreter's finalization, when a background preparation is still
+    running (a sphere fit in NumPy cannot be interrupted, and a daemon thread inside native
+    code while the interpreter finalizes can crash it: a node stopped during a real robot's
+    first fit ended with SIGSEGV). Logs and streams are flushed first; nothing else is left."""
+    busy = [t for t in threading.enumerate() if t.daemon and t.is_alive()
+            and t.name in ("ros2_ik-model", "ros2_ik-collision")]
+    if not busy:
+        return
+    print(f"[ros2_ik_node] exiting with {len(busy)} background preparation(s) still running "
+          f"({', '.join(sorted({t.name for t in busy}))})", file=sys.stderr)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 if __name__ == "__main__":
