@@ -273,13 +273,18 @@ def _outside(c, r, Q) -> np.ndarray:
     """(len(Q),) bool: which points lie outside every sphere (in blocks)."""
     from scipy.spatial import cKDTree  # noqa: PLC0415
 
-    tree = cKDTree(c)
-    k = min(16, len(r))
-    out = np.zeros(len(Q), dtype=bool)
-    for a in range(0, len(Q), 65536):
-        d, i = tree.query(Q[a:a + 65536], k=k)
+    return _nearest_gaps(cKDTree(c), r, Q) > 0
+
+
+def _nearest_gaps(tree, r, Q, k: int = 16, block: int = 65536) -> np.ndarray:
+    """(len(Q),) each point's distance outside the nearest of the ``k`` spheres whose centres
+    (``tree``) are nearest it (<= 0: inside one of them), in blocks."""
+    k = min(k, len(r))
+    out = np.empty(len(Q))
+    for a in range(0, len(Q), block):
+        d, i = tree.query(Q[a:a + block], k=k)
         d, i = d.reshape(-1, k), i.reshape(-1, k)
-        out[a:a + 65536] = (d - r[i]).min(axis=1) > 0
+        out[a:a + block] = (d - r[i]).min(axis=1)
     return out
 
 
@@ -513,14 +518,11 @@ def coverage(centers, radii, points) -> float:
 
     centers, radii = np.asarray(centers, dtype=np.float64), np.asarray(radii, dtype=np.float64)
     tree = cKDTree(centers)
-    k = min(16, len(radii))
     worst = -math.inf
     P = np.asarray(points, dtype=np.float64)
     for lo in range(0, len(P), 4096):
         Q = P[lo:lo + 4096]
-        d, i = tree.query(Q, k=k)
-        d, i = d.reshape(len(Q), k), i.reshape(len(Q), k)
-        gap = (d - radii[i]).min(axis=1)
+        gap = _nearest_gaps(tree, radii, Q)
         far = gap > 0
         if far.any():  # the nearest centres may miss a big sphere: check them all
             full = np.linalg.norm(Q[far][:, None] - centers[None], axis=2) - radii[None]
