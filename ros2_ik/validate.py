@@ -27,7 +27,8 @@ from .errors import InputTypeError, InvalidInputError, ShapeError, UnknownLinkEr
 
 __all__ = ["as_float_array", "check_memory", "MEMORY_BUDGET", "check_number", "check_int",
            "check_names", "check_name", "describe", "MAX_TIMEOUT", "QUAT_NORM_TOL",
-           "ROTATION_TOL", "check_poses", "describe_bad_pose", "bad_rotations", "check_flag",
+           "ROTATION_TOL", "check_poses", "describe_bad_pose", "bad_rotations", "bad_last_rows",
+           "transform_problems", "check_transforms", "check_flag",
            "check_callable", "check_choice", "check_path", "link_index",
            "link_indices", "naming"]
 
@@ -323,3 +324,58 @@ def bad_rotations(R, xp):
            + c[0][:, 2] * (c[1][:, 0] * c[2][:, 1] - c[1][:, 1] * c[2][:, 0]))
     return (err > ROTATION_TOL) | (det < 0)
 
+
+
+def bad_last_rows(T, xp):
+    """(N,) bool: the transforms of ``T`` (N, 4, 4) on backend ``xp`` whose last row is not
+    ``0 0 0 1`` within :data:`ROTATION_TOL` (a projective or scaled matrix, not a rigid
+    transform; a NaN row is not flagged here: test finiteness first)."""
+    r = T[:, 3, :]
+    return ((xp.abs(r[:, 0]) > ROTATION_TOL) | (xp.abs(r[:, 1]) > ROTATION_TOL)
+            | (xp.abs(r[:, 2]) > ROTATION_TOL) | (xp.abs(r[:, 3] - 1.0) > ROTATION_TOL))
+
+
+def transform_problems(T) -> list[tuple[int, str]]:
+    """``[(index, what is wrong), ...]`` of the matrices of ``T`` (N, 4, 4) NumPy that are not
+    finite rigid transforms: every entry finite, the rotation block orthonormal within
+    :data:`ROTATION_TOL` with determinant +1 (not a scale, a shear or a reflection), the last row
+    ``0 0 0 1``. The same rules as the solver's per-goal check
+    (``PoseObjective.invalid_problems`` and the generated ``r2ik_prep``)."""
+    T = np.asarray(T, dtype=np.float64).reshape(-1, 4, 4)
+    finite = np.all(np.isfinite(T.reshape(len(T), 16)), axis=1)
+    R = np.where(finite[:, None, None], T[:, :3, :3], np.eye(3))
+    rot = bad_rotations(R, np)
+    row = bad_last_rows(np.where(finite[:, None, None], T, np.eye(4)), np)
+    out = []
+    for i in np.nonzero(~finite | rot | row)[0].tolist():
+        if not finite[i]:
+            out.append((i, "has NaN or infinity; give finite values"))
+            continue
+        why = []
+        if rot[i]:
+            Ri = T[i, :3, :3]
+            det = float(np.linalg.det(Ri))
+            if det < 0:
+                why.append(f"its rotation block has determinant {det:.4g} (a reflection)")
+            else:
+                err = float(np.abs(Ri.T @ Ri - np.eye(3)).max())
+                why.append(f"its rotation block is not orthonormal (R^T R differs from I by "
+                           f"{err:.3g}, more than {ROTATION_TOL:g}: a scale or shear)")
+        if row[i]:
+            why.append(f"its last row is {T[i, 3].tolist()}, not [0, 0, 0, 1]")
+        out.append((i, " and ".join(why) + "; give a rigid transform (an orthonormal "
+                    "rotation with determinant 1, last row 0 0 0 1)"))
+    return out
+
+
+def check_transforms(T, name: str, item: str = "pose") -> None:
+    """Raise :class:`~ros2_ik.errors.InvalidInputError` naming the first matrix of ``T``
+    (N, 4, 4) that is not a finite rigid transform (:func:`transform_problems`), and how many
+    are not: ``"{name}: {item} {i} is not a rigid transform: ..."``."""
+    bad = transform_problems(T)
+    if bad:
+        i, why = bad[0]
+        more = f" ({len(bad)} of {len(np.asarray(T).reshape(-1, 16))} are not)" \
+            if len(bad) > 1 else ""
+        what = why if why.startswith("has NaN") else f"is not a rigid transform: {why}"
+        raise InvalidInputError(f"{name}: {item} {i} {what}{more}")

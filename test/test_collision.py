@@ -768,3 +768,44 @@ def test_cuda_text_with_collisions_through_the_standin(monkeypatch, dtype):
     assert np.all(r.clearance[r.success] <= d + 1e-6)
     if dtype == "float64":
         np.testing.assert_array_equal(r.q, h.q)
+
+
+def test_a_solver_says_when_a_checked_pair_is_never_clear_whichever_constructor_made_it():
+    """A collision model built directly (collision_model) whose pair is within the margin at
+    every configuration: IKSolver warns when it is built, naming the pair (default_collision_
+    model leaves such a pair out, with its own warning, and the solver says nothing more)."""
+    import warnings
+
+    from ros2_ik.ik.collision import always_within, default_collision_model, link_pair_distances
+
+    m = load_robot("ur")
+    cm = collision_model(m)
+    margin = 0.03
+    # the pair really is never 3 cm clear (fresh samples), and is clear of 1 cm often
+    d = link_pair_distances(m, cm, m.random_q(np.random.default_rng(5), 300), margin)
+    names = [(cm.link_names[a], cm.link_names[b]) for a, b in cm.pairs.tolist()]
+    k = names.index(("base_link", "upper_arm_link"))
+    assert np.mean(d[:, k] < margin) >= 0.95
+    assert [(a, b) for a, b, _ in always_within(m, cm, margin)] == [("base_link",
+                                                                      "upper_arm_link")]
+    cfg = IKConfig(avoid_collisions=True, collision_margin=margin)
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        s = IKSolver(m, config=cfg, collision=cm, backend="reference")
+    said = [str(x.message) for x in w if issubclass(x.category, CollisionWarning)]
+    assert len(said) == 1 and "'base_link'-'upper_arm_link'" in said[0], said
+    assert s.collision_warnings == said
+    # at 1 cm nothing is said
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        s = IKSolver(m, config=IKConfig(avoid_collisions=True, collision_margin=0.01),
+                     collision=cm, backend="reference")
+    assert not [x for x in w if issubclass(x.category, CollisionWarning)]
+    assert s.collision_warnings == []
+    # the default model leaves it out, said once by the model
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        dm = default_collision_model(m, within=margin)
+        s = IKSolver(m, config=cfg, collision=dm, backend="reference")
+    assert s.collision_warnings == []
+    assert any("'base_link'-'upper_arm_link'" in t for t in dm.warnings)

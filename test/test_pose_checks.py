@@ -39,8 +39,8 @@ def test_pose_objective_and_keyframes_use_it():
     obj = PoseObjective(m, "panda_link8", T)
     assert obj.invalid_problems().tolist() == [False, True]
     interpolate_keyframes(T[:1], [0])
-    with pytest.raises(InvalidInputError, match="keyframe 1 has a rotation that is not "
-                                                "orthonormal"):
+    with pytest.raises(InvalidInputError, match="keyframe 1 is not a rigid transform: its "
+                                                "rotation block is not orthonormal"):
         interpolate_keyframes(T, [0, 5])
 
 

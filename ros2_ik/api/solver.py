@@ -150,6 +150,8 @@ class IKSolver:
         self._touch_seen = None
         #: what the last world given makes unsolvable (links touching an obstacle everywhere)
         self.world_warnings: list = []
+        #: what makes the collision model unsolvable at this margin (pairs never clear)
+        self.collision_warnings: list = []
         if self.config.avoid_collisions:
             from ..ik.collision import default_collision_model  # noqa: PLC0415
             from ..model.collision import CollisionModel  # noqa: PLC0415
@@ -164,6 +166,7 @@ class IKSolver:
                                         "(CCD alone does not see collisions)")
             collision.check_complete()  # links whose geometry has no spheres: refused
             self.collision = collision
+            self._warn_never_clear(collision)
         if not isinstance(backend, str) or backend not in BACKENDS:
             raise InvalidInputError(f"backend must be one of {BACKENDS}, got {describe(backend)}")
         #: the build whose end this solver waits for, answering with the reference meanwhile
@@ -172,6 +175,27 @@ class IKSolver:
         #: the backend asked for ("auto", "host", "cuda" or "reference")
         self.requested_backend = backend
         self.backend, self.reason, self._impl = self._choose(backend)
+
+    def _warn_never_clear(self, collision) -> None:
+        """A warning (and :attr:`collision_warnings`) naming the checked pairs that are within
+        the margin in nearly every configuration, whichever constructor made the model
+        (:func:`~ros2_ik.ik.collision.default_collision_model` leaves them out itself)."""
+        import warnings  # noqa: PLC0415
+
+        from ..ik.collision import always_text, always_within  # noqa: PLC0415
+        from ..model.collision import CollisionWarning  # noqa: PLC0415
+
+        margin = self.config.collision_margin
+        always = always_within(self.model, collision, margin)
+        if always:
+            text = ("the collision model has self-collision pairs that are never clear: "
+                    + always_text(always, margin) + ", so nearly every answer will be "
+                    "IN_COLLISION or NOT_CONVERGED; disable them in the SRDF "
+                    "(ros2_ik_collision_pairs lists them), fit tighter spheres, lower "
+                    "collision_margin, or build the model with default_collision_model(model, "
+                    "srdf, within=margin), which leaves them out with a warning")
+            warnings.warn(text, CollisionWarning, stacklevel=3)
+            self.collision_warnings.append(text)
 
     @property
     def host(self):

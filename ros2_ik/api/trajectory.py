@@ -23,8 +23,8 @@ from typing import Callable, Sequence
 import numpy as np
 
 from ..errors import InputTypeError, InvalidInputError, ShapeError
-from ..validate import (MEMORY_BUDGET, as_float_array, bad_rotations, check_memory, check_name,
-                        check_poses, describe, link_index)
+from ..validate import (MEMORY_BUDGET, as_float_array, check_memory, check_name, check_poses,
+                        check_transforms, describe, link_index)
 from ..ik.batch import RESULT_COST
 from ..ik.checks import apply_group, check_call_options, check_collision
 from ..ik.objectives import check_weights
@@ -206,12 +206,7 @@ def _keyframes(keyframes) -> np.ndarray:
     if k.ndim != 3 or k.shape[1:] != (4, 4):
         raise ShapeError(f"keyframes must have shape (M, 4, 4) or (M, 7) [x y z qx qy qz qw], "
                          f"got {k.shape}")
-    if not np.all(np.isfinite(k)):
-        raise InvalidInputError("keyframes contain NaN or infinity")
-    not_rotation = bad_rotations(k[:, :3, :3], np)
-    if np.any(not_rotation):
-        bad = int(np.nonzero(not_rotation)[0][0])
-        raise InvalidInputError(f"keyframe {bad} has a rotation that is not orthonormal")
+    check_transforms(k, "keyframes", "keyframe")
     return k
 
 

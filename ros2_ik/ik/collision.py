@@ -544,6 +544,47 @@ def srdf_entries(pairs) -> str:
 
 #: random configurations sampled for a model's "Always" pairs (:func:`default_collision_model`)
 ALWAYS_SAMPLES = 1000
+#: configurations of the first look (:func:`always_within`)
+PRE_SAMPLES = 64
+
+
+def always_within(model: Model, cm: CollisionModel, within: float) -> list:
+    """``[(link, link, fraction)]``: the checked pairs of ``cm`` whose spheres come nearer than
+    ``within`` [m] (0: overlap) in at least 95 % of :data:`ALWAYS_SAMPLES` random
+    configurations of ``model``: a solve with that margin could never answer clear. Kept with
+    the model per collision model and margin (measured once)."""
+    def build():
+        if not len(cm.pairs):
+            return cm, []
+        # a first look at PRE_SAMPLES configurations: a pair clear in a quarter of them is
+        # not within the margin 95 % of the time (for one that is, the chance of so many clear
+        # samples is below 1e-6), and is not sampled further
+        rng = np.random.default_rng(1)
+        near = (link_pair_distances(model, cm, model.random_q(rng, PRE_SAMPLES), within)
+                < within).sum(axis=0)
+        keep = np.nonzero(near > 0.75 * PRE_SAMPLES)[0]
+        if not len(keep):
+            return cm, []
+        sub = cm._replace(pairs=cm.pairs[keep])
+        hits = _pair_hits(model, sub, ALWAYS_SAMPLES, 0, within=within)
+        return cm, [(cm.link_names[a], cm.link_names[b], h / ALWAYS_SAMPLES)
+                    for (a, b), h in zip(sub.pairs.tolist(), hits)
+                    if h >= 0.95 * ALWAYS_SAMPLES]
+
+    # (the value holds the collision model: its id is not reused while the entry is kept)
+    return model.memo("ik.collision.always", (id(cm), float(within)), build)[1]
+
+
+def _known_always(model: Model, cm: CollisionModel, within: float, always: list) -> None:
+    model.memo("ik.collision.always", (id(cm), float(within)), lambda: (cm, always))
+
+
+def always_text(always: list, within: float) -> str:
+    """What :func:`always_within` found, in words (for a warning)."""
+    near = "overlap" if within <= 0 else f"come within {1e3 * within:g} mm (the margin)"
+    return (f"their spheres {near} in nearly every configuration ("
+            + ", ".join(f"{a!r}-{b!r} {100 * f:.0f} %" for a, b, f in always)
+            + f" of {ALWAYS_SAMPLES} samples)")
 
 
 def default_collision_model(model: Model, srdf=None, *, within: float = 0.0,
@@ -567,23 +608,17 @@ def default_collision_model(model: Model, srdf=None, *, within: float = 0.0,
     def build():
         cm = collision_model(model, **kwargs) if srdf is None else collision_model(
             model, srdf=srdf, **kwargs)
-        if not len(cm.pairs):
-            return cm
-        hits = _pair_hits(model, cm, ALWAYS_SAMPLES, 0, within=within)
-        always = [(cm.link_names[a], cm.link_names[b], h / ALWAYS_SAMPLES)
-                  for (a, b), h in zip(cm.pairs.tolist(), hits) if h >= 0.95 * ALWAYS_SAMPLES]
+        always = always_within(model, cm, within)
         if not always:
             return cm
-        near = "overlap" if within <= 0 else f"come within {1e3 * within:g} mm (the margin)"
-        text = (f"self-collision pairs left out: their spheres {near} in nearly every "
-                "configuration (" + ", ".join(f"{a!r}-{b!r} {100 * f:.0f} %" for a, b, f in
-                                              always)
-                + f" of {ALWAYS_SAMPLES} samples), so checking them would make every answer "
-                "fail; answers are not checked for them (disable them in the SRDF to silence "
-                "this, or give tighter spheres)")
+        text = ("self-collision pairs left out: " + always_text(always, within)
+                + ", so checking them would make every answer fail; answers are not checked "
+                "for them (disable them in the SRDF to silence this, or give tighter spheres)")
         warnings.warn(text, CollisionWarning, stacklevel=3)
         out = cm.with_disabled([(a, b) for a, b, _ in always], "Always")
-        return out._replace(warnings=out.warnings + (text,))
+        out = out._replace(warnings=out.warnings + (text,))
+        _known_always(model, out, within, [])  # (what is left was measured: no such pair)
+        return out
 
     try:
         args = tuple(sorted((k, v if not isinstance(v, list) else tuple(v))

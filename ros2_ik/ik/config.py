@@ -196,8 +196,10 @@ class IKResult:
             clearance=pick(self.clearance), goal_index=pick(self.goal_index))
 
 
-INVALID_GOAL_MESSAGE = ("goal contains NaN/inf, a position beyond 1e6 m or a rotation that is "
-                        "not orthonormal (normalize the quaternion)")
+INVALID_GOAL_MESSAGE = ("goal contains NaN/inf, a position beyond 1e6 m, a rotation that is "
+                        "not orthonormal with determinant 1 (a scale, shear or reflection; "
+                        "normalize the quaternion) or a last row that is not 0 0 0 1: give a "
+                        "rigid transform")
 
 
 def unsolved_message(timed_out: bool, pos_err: float, rot_err: float, cfg: IKConfig, *,

@@ -19,7 +19,7 @@ import numpy as np
 
 from ..backend import const, get_xp, to_numpy
 from ..errors import InvalidInputError, ShapeError
-from ..validate import as_float_array, bad_rotations
+from ..validate import as_float_array, bad_last_rows, bad_rotations
 from ..kinematics.jacobian import screws, world_jacobians_from_screws
 from ..kinematics.se3 import so3_log
 from ..model import MAX_VALUE, Model
@@ -152,12 +152,13 @@ class PoseObjective(Objective):
         bad = ~xp.all(xp.isfinite(T.reshape(T.shape[0], -1)), axis=1)
         if xp is np and not bad.any():  # (a large batch's usual case: no copies; 100,000
             #                              goals in 8 ms instead of 20, part of a deadline)
-            R, p = T[:, :3, :3], T[:, :3, 3]
+            R, p, M = T[:, :3, :3], T[:, :3, 3], T
         else:
             R = xp.where(bad[:, None, None], xp.eye(3), T[:, :3, :3])
             p = xp.where(bad[:, None], 0.0, T[:, :3, 3])
+            M = xp.where(bad[:, None, None], xp.eye(4), T)
         far = xp.any(xp.abs(p) > MAX_VALUE, axis=1)
-        return bad | bad_rotations(R, xp) | far
+        return bad | bad_rotations(R, xp) | bad_last_rows(M, xp) | far
 
     def take(self, start, stop):
         o = object.__new__(type(self))

@@ -238,15 +238,6 @@ class Model:
         return int(self.v_active.shape[0])
 
     @property
-    def actuated_joint_names(self) -> tuple[str, ...]:
-        """Names of joints that own coordinates (not fixed, not mimic), in q order."""
-        out = []
-        for l in range(1, self.num_links):
-            if self.q_start[l] >= 0:
-                out.append(self.joint_names[l])
-        return tuple(out)
-
-    @property
     def floating_q_starts(self) -> tuple[int, ...]:
         """First q index of each floating joint (its quaternion is ``q[s + 3 : s + 7]``)."""
         return tuple(int(self.q_start[l]) for l in np.nonzero(self.joint_type ==

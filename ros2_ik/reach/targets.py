@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import InputTypeError, InvalidInputError, ShapeError
-from ..validate import as_float_array, check_int, check_number, describe
+from ..validate import as_float_array, check_int, check_number, check_transforms, describe
 
 __all__ = ["Targets", "Box", "Sphere", "fibonacci_directions", "tool_orientations",
            "grid_points", "grid_targets", "load_targets", "from_poses", "MAX_TARGETS"]
@@ -219,6 +219,7 @@ def from_poses(poses, resolution: float, description: str = "") -> Targets:
     p = as_float_array(poses, "poses", "shape (N, 7) or (N, 4, 4)", np).astype(np.float64,
                                                                               copy=False)
     if p.ndim == 3 and p.shape[1:] == (4, 4):
+        check_transforms(p, "poses")
         p = np.asarray(pose_to_pq(p))
     if p.ndim != 2 or p.shape[1] != 7:
         raise ShapeError(f"poses must have shape (N, 7) [x y z qx qy qz qw] or "

@@ -28,6 +28,7 @@ import numpy as np
 from ..ik import IKConfig
 from ..kinematics import fk, fk_frames, matrix_to_quat, quat_to_matrix
 from ..model.joint_types import JointType
+from ..validate import check_transforms
 from .solvers import Answer, CoreSolver, check_answer
 
 __all__ = ["Viewer", "COLORS", "opening_configuration"]
@@ -365,8 +366,9 @@ class Viewer:
         if tip not in self.goals:
             raise ValueError(f"{tip!r} has no goal gizmo; the viewer's tips are {self.tips}")
         T = np.asarray(T, dtype=np.float64)
-        if T.shape != (4, 4) or not np.all(np.isfinite(T)):
+        if T.shape != (4, 4):
             raise ValueError(f"a goal pose is a finite (4, 4) matrix, got shape {T.shape}")
+        check_transforms(T[None], f"the goal of {tip!r}")
         g = self.gizmos[tip]
         g.position, g.wxyz = T[:3, 3], _wxyz(T[:3, :3])
         n = self.answers

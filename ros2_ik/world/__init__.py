@@ -36,7 +36,7 @@ import numpy as np
 
 from ..errors import InputTypeError, InvalidInputError, ShapeError
 from ..kinematics.se3 import matrix_to_quat, pq_to_pose
-from ..validate import as_float_array, bad_rotations, check_int, describe
+from ..validate import as_float_array, check_int, check_transforms, describe
 
 __all__ = ["World", "Obstacle", "SHAPES", "SHAPE_CODES", "MAX_OBSTACLES", "MAX_SIZE", "PACKED",
            "world_from_yaml"]
@@ -147,9 +147,7 @@ def _pose(pose, id: str) -> np.ndarray:
     if np.any(np.abs(a[:3, 3]) > MAX_SIZE):
         raise InvalidInputError(f"obstacle {id!r}: position {a[:3, 3].tolist()} is beyond "
                                 f"{MAX_SIZE:g} m")
-    if bool(bad_rotations(a[None, :3, :3], np)[0]) or not np.allclose(a[3], (0, 0, 0, 1)):
-        raise InvalidInputError(f"obstacle {id!r}: pose is not a rigid transform (its rotation "
-                                "must be orthonormal with determinant 1, its last row 0 0 0 1)")
+    check_transforms(a[None], f"obstacle {id!r}")
     return _ro(a.copy())
 
 

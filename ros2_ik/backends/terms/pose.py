@@ -82,8 +82,9 @@ def emit_tip_residual(e: Emit, r: str, o: int, log: str, sel=ternary) -> None:
 
 def emit_goal_check(e: Emit, field: str, count: int) -> None:
     """In ``r2ik_prep``: ``ok`` false unless problem ``p``'s ``count`` goals (4x4, row-major,
-    in the data member ``field``) are finite, their positions within MAX_VALUE and their
-    rotations orthonormal within :data:`ROTATION_TOL_C` and right-handed (as
+    in the data member ``field``) are finite, their positions within MAX_VALUE, their
+    rotations orthonormal within :data:`ROTATION_TOL_C` and right-handed and their last rows
+    0 0 0 1 within the same bound (as
     ``PoseObjective.invalid_problems``)."""
     e(f"const double* t = dat->{field} + p * dat->{field}_stride;")
     e(f"for (int j = 0; j < {16 * count}; ++j) if (!(t[j] - t[j] == 0.0)) ok = false;")
@@ -97,6 +98,8 @@ def emit_goal_check(e: Emit, field: str, count: int) -> None:
         e("const double det = m[0] * (m[5] * m[10] - m[6] * m[9]) - m[1] * (m[4] * m[10] - "
           "m[6] * m[8]) + m[2] * (m[4] * m[9] - m[5] * m[8]);")
         e("if (!(det > 0)) ok = false;")
+        e(f"if (fabs(m[12]) > {ROTATION_TOL_C} || fabs(m[13]) > {ROTATION_TOL_C} || "
+          f"fabs(m[14]) > {ROTATION_TOL_C} || fabs(m[15] - 1.0) > {ROTATION_TOL_C}) ok = false;")
 
 
 @contextmanager
