@@ -170,3 +170,50 @@ def test_one_wait_set_per_request_and_later_answers_arrive(pair):
     while len(got) < 200 and time.monotonic() < end:
         time.sleep(0.02)
     assert sorted(got) == list(range(200))
+
+
+def test_a_request_taken_late_knows_how_long_it_waited(pair):
+    """A request that arrives while the executor is busy with another callback: its arrival
+    (ros2_ik.ros.executor.arrival, the middleware's timestamp) is before the busy callback ends,
+    so the time it waited in the queue counts against its timeout."""
+    from ros2_ik.ros.executor import arrival
+
+    server, caller = pair
+    node = server.node
+    started, release = threading.Event(), threading.Event()
+    waited = []
+
+    def busy(req, resp):  # holds the executor thread until the test releases it
+        started.set()
+        release.wait(30)
+        return resp
+
+    node.create_service(Trigger, "busy", busy)
+    srv = node.create_service(Trigger, "timed", lambda req, resp: resp)
+
+    def defer(request, header):
+        waited.append(time.perf_counter() - arrival(header))
+        srv.send_response(Trigger.Response(success=True), header)
+
+    defer_service(srv, defer)
+    server.start()
+    c_busy = caller.node.create_client(Trigger, "busy")
+    c_timed = caller.node.create_client(Trigger, "timed")
+    for c in (c_busy, c_timed):
+        assert c.wait_for_service(timeout_sec=20), c.srv_name
+    caller.call(c_timed)  # discovery settles
+    waited.clear()
+    f_busy = c_busy.call_async(Trigger.Request())
+    end = time.monotonic() + 20
+    while not started.is_set() and time.monotonic() < end:
+        caller.executor.spin_once(timeout_sec=0.05)
+    assert started.is_set(), "the busy callback never ran"
+    f_timed = c_timed.call_async(Trigger.Request())
+    caller.executor.spin_once(timeout_sec=0.05)  # (sent)
+    time.sleep(0.4)  # the request waits in the queue meanwhile
+    release.set()
+    end = time.monotonic() + 20
+    while not (f_busy.done() and f_timed.done()) and time.monotonic() < end:
+        caller.executor.spin_once(timeout_sec=0.05)
+    assert f_timed.done() and f_timed.result().success
+    assert len(waited) == 1 and 0.35 <= waited[0] < 20, waited

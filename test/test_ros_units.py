@@ -763,3 +763,62 @@ def test_the_tier_runs_on_the_distribution_it_was_set_up_for():
     if want:
         assert got == want
     assert distribution() == got
+
+
+@pytest.mark.parametrize("one_goal, inline", [(True, True), (True, False), (False, False)])
+def test_a_timeout_counts_from_the_requests_arrival(panda, one_goal, inline):
+    """A request that waited in the node's queues longer than its timeout: TIMED_OUT, nothing
+    solved, and the answer says how long it waited (the ComputeIK batch path, the one-goal path
+    MoveIt's GetPositionIK takes, and check_states); the same request arriving now solves."""
+    import time
+    from dataclasses import replace
+
+    from ros2_ik_interfaces.srv import CheckStates, ComputeIK
+
+    from ros2_ik.ros.handlers.check_states import handle as check_states
+    from ros2_ik.ros.handlers.compute_ik import handle as compute_ik
+
+    model = panda.model
+    n = 1 if one_goal else 20
+    q = model.random_q(np.random.default_rng(4), n)
+    T = np.asarray(fk_frames(model, q, [panda.default_tip]))[:, 0]
+
+    def ask(arrived):
+        req = ComputeIK.Request()
+        req.compact_goals = f64_array(pose_to_pq(T))
+        req.compact_response = True
+        req.timeout.nanosec = 50_000_000  # 50 ms
+        resp = ComputeIK.Response()
+        out = compute_ik(replace(ctx_for(panda), arrived=arrived, inline=inline), req, resp)
+        return out, resp
+
+    out, resp = ask(time.perf_counter() - 0.5)
+    assert out.code == codes.TIMED_OUT and out.solved == 0, resp.message
+    assert "waited 5" in resp.message and "counts from its arrival" in resp.message, resp.message
+    out, resp = ask(time.perf_counter())
+    assert out.code == codes.SUCCESS, resp.message
+    # check_states: none checked
+    req = CheckStates.Request()
+    req.joint_names = list(model.q_names)
+    req.compact_positions = f64_array(model.random_q(np.random.default_rng(5), 1000))
+    req.timeout.nanosec = 50_000_000
+    resp = CheckStates.Response()
+    check_states(replace(ctx_for(panda), arrived=time.perf_counter() - 0.5), req, resp)
+    assert resp.error_code.val == codes.TIMED_OUT and not any(resp.checked), resp.message
+
+
+def test_arrival_reads_the_middlewares_timestamp_and_falls_back_to_the_take():
+    import time
+
+    pytest.importorskip("rclpy")
+    from ros2_ik.ros.executor import MAX_QUEUE_AGE, arrival
+
+    def header(age):
+        return types.SimpleNamespace(received_timestamp=time.time_ns() - int(age * 1e9))
+
+    now = time.perf_counter()
+    assert abs((now - arrival(header(0.3))) - 0.3) < 0.25
+    for bad in (types.SimpleNamespace(received_timestamp=0), header(-5.0),
+                header(MAX_QUEUE_AGE + 5), object()):
+        t = time.perf_counter()
+        assert t <= arrival(bad) <= time.perf_counter()

@@ -77,14 +77,18 @@ class ChainSolver:
             self._clock0 = _ARGS["clock0"]
             self._fields = host.out_fields
 
-    def solve(self, target, seed=None, should_stop=None, world=None) -> IKResult:
+    def solve(self, target, seed=None, should_stop=None, world=None,
+              start_time: float | None = None) -> IKResult:
         """Solve one pose goal: ``target`` (4, 4) or (7,) [x y z qx qy qz qw] in the base frame.
 
         ``should_stop``: polled while the solve runs (as in :func:`.solve_pose`); returning True
         ends it (status PREEMPTED unless it had converged). ``world``: the obstacles (with
-        collision avoidance on). Returns an :class:`IKResult` with one problem.
+        collision avoidance on). ``start_time``: when the timeout starts
+        (``time.perf_counter``'s clock; default: now), e.g. when the request arrived. Returns an
+        :class:`IKResult` with one problem.
         """
-        t0 = time.perf_counter()
+        now = time.perf_counter()
+        t0 = now if start_time is None else min(float(start_time), now)
         if should_stop is not None and not callable(should_stop):
             check_call_options(self.config, "dls", should_stop)  # raises its error
         if not (type(target) is np.ndarray and target.dtype is _F64):
@@ -113,8 +117,8 @@ class ChainSolver:
         small.tgt00[...] = target
         small.seed0[...] = self._neutral if seed is None else seed
         words = small.words
-        if self._budget >= 0:  # the deadline counts from now, on the kernels' clock
-            words[self._clock0] = time.monotonic_ns()
+        if self._budget >= 0:  # the deadline counts from t0, on the kernels' clock
+            words[self._clock0] = time.monotonic_ns() - int(1e9 * (now - t0))
         if should_stop is None:
             self._fn(small.address)
         else:

@@ -31,7 +31,8 @@ def solve_pose(model: Model, targets, *, tips: Sequence[str] | str | None = None
                weights=(1, 1, 1, 1, 1, 1), seeds=None, config: IKConfig | None = None,
                solver: str = "dls", regularizers: Sequence[Objective] = (),
                should_stop=None, group=None, backend: str = "auto", world=None,
-               collision=None, terms=(), **term_args) -> IKResult:
+               collision=None, terms=(), start_time: float | None = None,
+               **term_args) -> IKResult:
     """Pose IK for one or several tips.
 
     Args:
@@ -57,11 +58,14 @@ def solve_pose(model: Model, targets, *, tips: Sequence[str] | str | None = None
         terms: more terms (:mod:`ros2_ik.ik.terms`: ``Posture``, ``StepBound``, a ``GoalSet``
             in the place of the pose goal); ``term_args`` what they take per call (``rest=``,
             ``max_joint_step=`` ...).
+        start_time: when the timeout starts (``time.perf_counter``'s clock; default: the
+            call), e.g. when a request arrived.
     Returns:
         :class:`IKResult`; every success verified by FK against the tolerances and limits (and,
         with collision avoidance, by the exact distances of its ``clearance``).
     """
-    t_call = time.perf_counter()  # the timeout counts from here
+    # the timeout counts from here
+    t_call = time.perf_counter() if start_time is None else float(check_start_time(start_time))
     if regularizers:
         if terms or term_args:
             raise InvalidInputError("regularizers are the reference's objectives; give terms "

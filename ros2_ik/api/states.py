@@ -35,6 +35,7 @@ import numpy as np
 
 from ..errors import BackendUnavailableError, InputTypeError, InvalidInputError
 from ..model import Model, check_model
+from ..ik.checks import check_start_time
 from ..validate import (MAX_TIMEOUT, check_callable, check_choice, check_flag, check_number,
                         describe)
 
@@ -183,7 +184,8 @@ def check_path(model: Model, waypoints, resolution: float = 0.01, world=None, **
 def check_states(model: Model, q, world=None, *, collision=None, margin: float = 0.0,
                  self_collisions: bool = True, backend: str = "auto",
                  should_stop: Callable[[], bool] | None = None,
-                 timeout: float | None = None) -> StateCheck:
+                 timeout: float | None = None,
+                 start_time: float | None = None) -> StateCheck:
     """Check configurations ``q`` (N, nq) or (nq,) against the joint limits, the robot itself
     and ``world`` (a :class:`~ros2_ik.world.World`, or None: self only).
 
@@ -200,6 +202,8 @@ def check_states(model: Model, q, world=None, *, collision=None, margin: float =
         timeout: [s] the call returns by then (status "timed_out", the states not reached
             ``checked`` False), counted from the call: validation and the answer's assembly
             included, at any size; None: no limit.
+        start_time: when the timeout starts (``time.perf_counter``'s clock; default: the call),
+            e.g. when a request arrived.
     Returns:
         :class:`StateCheck`.
     """
@@ -207,6 +211,8 @@ def check_states(model: Model, q, world=None, *, collision=None, margin: float =
     # the deadline counts from the call: validation, the collision model and the packing of a
     # large batch are inside it, and what is left unchecked when it passes is said so
     t_call = time.monotonic()
+    if start_time is not None:
+        t_call -= max(0.0, t0 - float(check_start_time(start_time)))
     timeout = check_number(timeout, "timeout", low=0.0, high=MAX_TIMEOUT, allow_none=True)
     deadline = None if timeout is None else t_call + timeout
     model = check_model(model)

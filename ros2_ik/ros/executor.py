@@ -20,6 +20,7 @@ deferred service still works: its callback is then called and answers inline.
 
 from __future__ import annotations
 
+import time
 from typing import Any, Callable
 
 from rclpy.action import ActionServer
@@ -33,6 +34,24 @@ __all__ = ["NodeExecutor", "WorkerActionServer", "defer_service", "goal_finisher
            "quiet_events"]
 
 _DEFER_ATTR = "_ros2_ik_defer"
+
+
+#: [s] the oldest reception time a request's header is believed for (an older or future one
+#: is read on another clock than the system's: the executor's take time is used instead)
+MAX_QUEUE_AGE = 60.0
+
+
+def arrival(header) -> float:
+    """When a request arrived, on ``time.perf_counter``'s clock: the middleware's reception
+    time (``rmw_service_info_t.received_timestamp``, the system clock's nanoseconds) where it
+    gives a believable one, else now (when the executor took it)."""
+    now = time.perf_counter()
+    ns = getattr(header, "received_timestamp", 0) or 0
+    if ns > 0:
+        age = (time.time_ns() - ns) * 1e-9
+        if 0.0 <= age <= MAX_QUEUE_AGE:
+            return now - age
+    return now
 
 
 def defer_service(service, defer: Callable[[Any, Any], None]):

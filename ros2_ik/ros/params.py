@@ -79,6 +79,11 @@ PARAMS: tuple[ParamSpec, ...] = (
               "0 = never.", range=(0, 100_000)),
     ParamSpec("timeout", 5.0, "Default time budget of one request (whole batch or trajectory); "
               "0 = no limit.", range=(0.0, 3600.0), units="s"),
+    ParamSpec("timeout_from_arrival", True, "A request's timeout counts from its arrival (the "
+              "middleware's timestamp: its wait in the node's queues counts, and a TIMED_OUT "
+              "answer says how long it waited), not from when its handling begins. Clients on "
+              "other machines need synchronized clocks (as tf does); set false where they are "
+              "not."),
     ParamSpec("rng_seed", 0, "Default seed of the random generator for the extra seeds "
               "(reproducible results).", range=(0, 2**31 - 1)),
     ParamSpec("max_batch", 100_000, "Largest number of problems in one ComputeIK request "
@@ -172,6 +177,7 @@ class Settings:
     num_seeds: int
     stall_iterations: int
     timeout: float
+    timeout_from_arrival: bool
     rng_seed: int
     max_batch: int
     trajectory_mode: str

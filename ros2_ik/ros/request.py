@@ -14,6 +14,7 @@ a rejected request carries empty arrays.
 from __future__ import annotations
 
 import math
+import time
 import types
 from dataclasses import dataclass
 from typing import Callable
@@ -56,6 +57,14 @@ class Context:
     #: the wait for the model asked for before this request was taken (None: no change was
     #: pending): :meth:`require_robot` waits for it, in the request's worker
     model_wait: Callable[[], LoadedRobot | None] | None = None
+    #: when the request arrived (``time.perf_counter``'s clock): the middleware's reception
+    #: time where it gives one, else when the executor took it; a request's timeout counts
+    #: from here, the time it waited in the node's queues included (None: from the solve)
+    arrived: float | None = None
+
+    def waited(self) -> float:
+        """[s] how long ago the request arrived (0 without an arrival time)."""
+        return 0.0 if self.arrived is None else max(0.0, time.perf_counter() - self.arrived)
 
     @property
     def world(self):

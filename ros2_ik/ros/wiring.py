@@ -30,7 +30,7 @@ from ..api import waiting_for_builds
 from ..errors import IKError
 from . import codes
 from .codes import RequestError, code_of_exception
-from .executor import defer_service
+from .executor import arrival, defer_service
 from .logs import AT
 from .request import Context, stamp_model
 from .resend import Resender, send_watched
@@ -144,10 +144,12 @@ class Wiring:
             p.shutdown(wait=True, cancel_futures=True)
 
     # ------------------------------------------------------------------ requests
-    def context(self, should_stop=None, inline: bool = False) -> Context:
-        """The context of a request taken now (on the executor thread). While a model change
-        is pending, the request's model is the new one, waited for in its worker (never on the
-        executor thread: an ``inline`` request gets the model in use)."""
+    def context(self, should_stop=None, inline: bool = False,
+                arrived: float | None = None) -> Context:
+        """The context of a request taken now (on the executor thread), which ``arrived`` then
+        (:func:`ros2_ik.ros.executor.arrival`). While a model change is pending, the request's
+        model is the new one, waited for in its worker (never on the executor thread: an
+        ``inline`` request gets the model in use)."""
         ws = self.world_state
         settings = self.settings()
         wait = None
@@ -157,7 +159,7 @@ class Wiring:
         return Context(robot=self.robot(), settings=settings, xp=self.xp(),
                        seed_base=self.seeds(), should_stop=should_stop or self.stopping,
                        inline=inline, scene=ws.scene if ws is not None else None,
-                       model_wait=wait)
+                       model_wait=wait, arrived=arrived)
 
     def fail(self, kind: str, exc: BaseException) -> tuple[int, str]:
         """Code and message for an exception from a handler; logs it."""
@@ -211,11 +213,14 @@ class Wiring:
 
         def defer(request, header) -> None:
             self.taken += 1
+            # (without the middleware's time: from the take, the wait for a worker included)
+            arrived = arrival(header) if self.settings().timeout_from_arrival else \
+                time.perf_counter()
             if inline is not None and not self.model_pending() and inline(request):
-                ctx = self.context(inline=True)
+                ctx = self.context(inline=True, arrived=arrived)
                 self._send(srv, self._answer(answer, ctx, request, srv_type), header)
                 return
-            ctx = self.context()
+            ctx = self.context(arrived=arrived)
 
             def job():
                 self.post(self._send, srv, self._answer(answer, ctx, request, srv_type), header)

@@ -94,7 +94,8 @@ def handle(ctx: Context, req, resp) -> int:
     cm, world = ctx.collisions(robot, _COLLISIONS)
     kw = dict(collision=cm, margin=margin,
               self_collisions=s.collision_self if self_flag is None else self_flag,
-              should_stop=ctx.should_stop, timeout=timeout if timeout > 0 else None)
+              should_stop=ctx.should_stop, timeout=timeout if timeout > 0 else None,
+              start_time=ctx.arrived)
     try:
         if res > 0:
             n = _path_length(robot.model, Q, res)

@@ -71,8 +71,24 @@ def small(w, req) -> bool:
             and s.max_iterations <= INLINE_ITERATIONS)
 
 
+#: [s] a wait in the node's queues this long is said in a TIMED_OUT answer's message
+SAY_WAIT = 1e-3
+
+
 def handle(ctx: Context, req, resp) -> IKOutcome:
-    """Answer a ComputeIK request into ``resp`` (see the module docstring)."""
+    """Answer a ComputeIK request into ``resp`` (see the module docstring). Its timeout counts
+    from the request's arrival (``ctx.arrived``): a TIMED_OUT answer says how long it waited in
+    the node's queues before its handling began, when it did."""
+    queued = ctx.waited()
+    out = _handle(ctx, req, resp)
+    if out.code == codes.TIMED_OUT and queued >= SAY_WAIT:
+        resp.message += (f"; the request waited {1e3 * queued:.1f} ms in the node's queues "
+                         "before its handling began (its timeout counts from its arrival: a "
+                         "busy node; raise timeout, or call less often)")
+    return out
+
+
+def _handle(ctx: Context, req, resp) -> IKOutcome:
     robot = ctx.require_robot()
     s = ctx.settings
     model = robot.model
@@ -169,9 +185,11 @@ def handle(ctx: Context, req, resp) -> IKOutcome:
         targets = pq if idx.size == N else pq[idx]
         targets = targets[:, 0] if G == 1 else targets
         xp = ctx.xp if k_best == 1 else np
+        # the timeout counts from the request's arrival (its wait in the node's queues in it)
         s_ik, _, t_call = api.pose_solver(model, tips=tips, config=cfg, solver=solver,
                                        should_stop=ctx.should_stop, group=group, xp=xp,
-                                       collision=collision, terms=terms)
+                                       collision=collision, terms=terms,
+                                       start_time=ctx.arrived)
         if k_best == 1:
             res = s_ik.solve(xp.asarray(targets), seeds=seed, weights=w,
                              should_stop=ctx.should_stop, timeout=cfg.timeout,
@@ -314,13 +332,14 @@ def _one(ctx: Context, req, resp, robot: LoadedRobot, tips: list[str], raw, pq, 
         one = _chain_solver(robot, tips[0], cfg, w) if (
             collision is None and group is None and solver == "dls" and ctx.xp is np
             and ctx.inline) else None
+        # (the timeout counts from the request's arrival: its wait in the queues in it)
         if one is not None:  # a prepared one-goal solver: the answer solve_pose gives (tested)
-            res = one.solve(pq[0, 0], seed)
+            res = one.solve(pq[0, 0], seed, start_time=ctx.arrived)
         else:
             res = api.solve_pose(robot.model, ctx.xp.asarray(pq), tips=tips, weights=w,
                                  seeds=seed, config=cfg, solver=solver,
                                  should_stop=ctx.should_stop, group=group, world=world,
-                                 collision=collision)
+                                 collision=collision, start_time=ctx.arrived)
             if collision is not None and res.clearance is not None:
                 clear = float(res.clearance[0])
         q = np.asarray(to_numpy(res.q), dtype=np.float64).reshape(1, -1)
