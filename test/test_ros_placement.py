@@ -71,7 +71,7 @@ def _goal(**kw):
 
 
 def _send(ros, goal, feedback=None):
-    h = ros.client.wait_future(ros.action.send_goal_async(goal, feedback_callback=feedback), 30)
+    h = ros.client.wait_future(ros.action.send_goal_async(goal, feedback_callback=feedback), 120)
     assert h.accepted
     return h
 
@@ -150,7 +150,7 @@ def test_cancel_and_timeout(ros):
      ["placement.max_problems"]),
 ])
 def test_bad_goals(ros, change, code, words):
-    res = ros.client.wait_future(_send(ros, _goal(**change)).get_result_async(), 60)
+    res = ros.client.wait_future(_send(ros, _goal(**change)).get_result_async(), 300)
     assert res.status == GoalStatus.STATUS_ABORTED
     assert res.result.error_code.val == code, res.result.message
     for w in words:

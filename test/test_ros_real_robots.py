@@ -121,7 +121,7 @@ def _diag(ros, predicate, timeout=30.0) -> dict:
     return values()
 
 
-def _moveit_ik(ros, T, avoid=True, timeout=60.0):
+def _moveit_ik(ros, T, avoid=True, timeout=180.0):
     """GetPositionIK per pose, built as srv_kinematics_plugin builds it (group, its tip, the
     pose in the base frame, the current state): (codes, messages, q (n, nq))."""
     model = ros.model
@@ -138,7 +138,7 @@ def _moveit_ik(ros, T, avoid=True, timeout=60.0):
         o.x, o.y, o.z, o.w = map(float, pq[3:])
         ik.robot_state.joint_state.name = list(model.q_names)
         ik.robot_state.joint_state.position = [float(v) for v in model.neutral_q()]
-        ik.timeout.sec = 1
+        ik.timeout.sec = 30  # (out of the way of what the test judges, on a loaded machine)
         resp = ros.client.call(ros.ik, req, timeout=timeout)
         out_codes.append(resp.error_code.val)
         ec = resp.error_code
