@@ -23,7 +23,7 @@ setup:
 
 ## demo: set everything up, then run the main job on the embedded default robot
 demo: setup
-	@. scripts/env.sh && $(VENV)/bin/ros2_ik_demo $(ARGS)
+	@. scripts/env.sh && . scripts/test-env.sh --quiet && $(VENV)/bin/ros2_ik_demo $(ARGS)
 
 ## lint: ruff over the code (rules in ruff.toml; the pinned ruff is installed by scripts/setup.sh)
 LINT_PATHS := ros2_ik test bench scripts launch setup.py
@@ -37,13 +37,13 @@ test: setup colcon-setup
 	@$(VENV)/bin/ruff check $(LINT_PATHS)
 	@$(MAKE) --no-print-directory docs-build
 	@echo "==> the whole test suite on ROS 2 $(ROS_DISTRO) ($(VENV))"
-	@. scripts/env.sh && COLCON=$(COLCON_VENV)/bin/colcon $(PY) -m pytest -q test $(ARGS)
+	@. scripts/env.sh && . scripts/test-env.sh && COLCON=$(COLCON_VENV)/bin/colcon $(PY) -m pytest -q test $(ARGS)
 	@$(MAKE) --no-print-directory test-ros ROS_DISTRO=$(OTHER_ROS_DISTRO)
 
 ## test-ros: the ROS tier alone, on ROS_DISTRO's venv (make test-ros ROS_DISTRO=kilted)
 test-ros: setup colcon-setup
 	@echo "==> the ROS test tier on ROS 2 $(ROS_DISTRO) ($(VENV))"
-	@. scripts/env.sh && COLCON=$(COLCON_VENV)/bin/colcon $(PY) -m pytest -q $(ROS_TESTS) $(ARGS)
+	@. scripts/env.sh && . scripts/test-env.sh && COLCON=$(COLCON_VENV)/bin/colcon $(PY) -m pytest -q $(ROS_TESTS) $(ARGS)
 
 ## colcon-setup: colcon (scripts/requirements-colcon.txt) in a venv layered over $(VENV) by a
 ## .pth file, for the ROS tier's colcon build test
@@ -140,7 +140,7 @@ bench-revisions: setup
 
 ## bench-node: what the ROS node adds: service round trip vs bare solve, a 10k-goal request, compact conversion
 bench-node: setup
-	@. scripts/env.sh && $(PY) bench/bench_node.py $(ARGS)
+	@. scripts/env.sh && . scripts/test-env.sh --quiet && $(PY) bench/bench_node.py $(ARGS)
 
 ## bench-swap: how long a new robot_description takes to serve, idle, under load, and big ones
 bench-swap: setup

@@ -218,22 +218,41 @@ fi
 # ---- 2b. MoveIt's messages, for the tests -----------------------------------------------------
 # test/interfaces: moveit_msgs (and the two packages it uses) with the upstream fields and
 # types, built by rosidl as ros2_ik_interfaces is (no registry here carries them): the suite
-# drives the node with the classes rosidl generates. See test/interfaces/README.md.
+# drives the node with the classes rosidl generates. See test/interfaces/README.md. They go to
+# a prefix of their own (build/test-interfaces-<distro>/install), never into the venv: a user's
+# real MoveIt is never shadowed by them. scripts/test-env.sh adds that prefix for the tests
+# (make test, demo, bench-node), and only where no moveit_msgs is importable already.
 TEST_IFC=$ROOT/test/interfaces
+TEST_PREFIX=$BUILD/test-interfaces-$ROS_DISTRO/install
 mapfile -t tifc_files < <(find "$TEST_IFC" -maxdepth 3 -type f \( -name package.xml \
   -o -name CMakeLists.txt -o -name '*.msg' -o -name '*.srv' \) | LC_ALL=C sort)
 KEY_EXTRA=$deps_key
 tifc_key=$(key "${tifc_files[@]}")
-if current test-interfaces "$tifc_key" && [[ -f $VENV/share/moveit_msgs/package.xml ]]; then
+# an earlier set-up installed them into the venv itself: taken out (its install manifests)
+for pkg in object_recognition_msgs octomap_msgs moveit_msgs; do
+  manifest=$BUILD/test-interfaces-$ROS_DISTRO/$pkg/install_manifest.txt
+  if [[ -f $manifest ]] && grep -q "^$VENV/" "$manifest"; then
+    say "test interfaces: removing $pkg from ${VENV#"$ROOT"/} (it shadowed a real one)"
+    grep "^$VENV/" "$manifest" | while IFS= read -r f; do rm -f -- "$f"; done
+    rm -rf "$VENV/lib/python"*/site-packages/"$pkg" "$VENV/share/$pkg" "$VENV/include/$pkg"
+    rm -f "$manifest"
+  fi
+done
+if current test-interfaces "$tifc_key" && [[ -f $TEST_PREFIX/share/moveit_msgs/package.xml ]]
+then
   say "test interfaces (moveit_msgs): up to date"
 else
   say "test interfaces: object_recognition_msgs, octomap_msgs, moveit_msgs (make -j$JOBS)"
+  rm -rf "$TEST_PREFIX"
   for pkg in object_recognition_msgs octomap_msgs moveit_msgs; do
     pb=$BUILD/test-interfaces-$ROS_DISTRO/$pkg
     rm -rf "$pb"
     mkdir -p "$pb"
-    step "$pkg-cmake" cmake -S "$TEST_IFC/$pkg" -B "$pb" \
-      -DCMAKE_INSTALL_PREFIX="$VENV" -DPython3_EXECUTABLE="$VPY" -DBUILD_TESTING=OFF
+    # (moveit_msgs finds the other two in the test prefix)
+    CMAKE_PREFIX_PATH="$TEST_PREFIX:$VENV${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}" \
+      AMENT_PREFIX_PATH="$TEST_PREFIX:$VENV${AMENT_PREFIX_PATH:+:$AMENT_PREFIX_PATH}" \
+      step "$pkg-cmake" cmake -S "$TEST_IFC/$pkg" -B "$pb" \
+      -DCMAKE_INSTALL_PREFIX="$TEST_PREFIX" -DPython3_EXECUTABLE="$VPY" -DBUILD_TESTING=OFF
     step "$pkg-make" make -C "$pb" -j"$JOBS"
     step "$pkg-install" make -C "$pb" install
   done
