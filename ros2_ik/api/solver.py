@@ -29,13 +29,13 @@ from typing import Sequence
 
 import numpy as np
 
-from ..backend import get_xp
+from ..backend import get_xp, to_numpy
 from ..errors import BackendUnavailableError, InputTypeError, InvalidInputError, ShapeError
 from ..ik.batch import RESULT_COST, reference_solve
 from ..backends.result import result_of
 from ..ik.checks import (SOLVERS, check_call_options, check_collision, check_seed_shape,
                          check_start_time)
-from ..ik.config import IKConfig, IKResult, SolveMode
+from ..ik.config import IKConfig, IKResult, SolveMode, Status
 from ..ik.objectives import PoseObjective, check_weights
 from ..ik.seeds import movable_coordinates, restart_seeds
 from ..kinematics.se3 import pq_to_pose
@@ -363,7 +363,41 @@ class IKSolver:
         r.backend = self.backend
         for term, call in calls:
             term.finish(self.model, call, r)
+        if self.collision is not None:
+            self._say_held(r, world)
         return r
+
+    @property
+    def held_joints(self) -> tuple[str, ...]:
+        """The coordinates this solver holds at the seed in every answer (joints off the
+        paths to its tips: a gripper, another arm; :mod:`ros2_ik.ik.held`)."""
+        from ..ik.held import held_joints  # noqa: PLC0415
+
+        return held_joints(self.model, self.tips)
+
+    def _say_held(self, r, world) -> None:
+        """The messages of failed collision-aware problems say when a part this solve holds at
+        the seed is within the margin of an obstacle or of another part that does not move
+        (then no answer can be clear)."""
+        from ..ik.held import MAX_EXPLAINED, held_collisions, held_links, still_pairs  # noqa
+
+        st = to_numpy(r.status)
+        bad = np.nonzero((st == Status.IN_COLLISION) | (st == Status.NOT_CONVERGED))[0]
+        if not bad.size or not r.messages:
+            return
+        m = self.model
+        cm = self.collision
+        # (the value holds the collision model: its id is not reused while it is kept)
+        if not m.memo("api.solver.held_any", (tuple(self.tips), id(cm)),
+                      lambda: (cm, bool(held_links(m, cm, self.tips).any()
+                                         or still_pairs(m, cm, self.tips).any())))[1]:
+            return
+        bad = bad[:MAX_EXPLAINED]
+        texts = held_collisions(m, self.collision, to_numpy(r.q)[bad], world,
+                                self.config.collision_margin, self.tips)
+        for i, text in zip(bad.tolist(), texts):
+            if text:
+                r.messages[i] = f"{r.messages[i]}; {text}" if r.messages[i] else text
 
     def targets_of(self, targets, xp=np):
         """``targets`` checked for this solver: (P, T, 4, 4) / (P, T, 7) for its tips, or
