@@ -7,7 +7,6 @@ seed lay in the table failed every goal with a plain "not converged")."""
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
 from ros2_ik import IKConfig, IKSolver, Model, check_states, fk_frames, load_robot
 from ros2_ik.ik import Status
@@ -26,12 +25,16 @@ TWO_ARMS = """<?xml version="1.0"?>
   <link name="b1"><collision><origin xyz="0.15 0 0"/><geometry><box size="0.3 0.05 0.05"/>
     </geometry></collision></link>
   <joint name="ja1" type="revolute"><parent link="base"/><child link="a1"/>
-    <origin xyz="0 0.3 0.2"/><axis xyz="0 0 1"/><limit lower="-3" upper="3" effort="1" velocity="1"/></joint>
+    <origin xyz="0 0.3 0.2"/><axis xyz="0 0 1"/>
+    <limit lower="-3" upper="3" effort="1" velocity="1"/></joint>
   <joint name="ja2" type="revolute"><parent link="a1"/><child link="a2"/>
-    <origin xyz="0.3 0 0"/><axis xyz="0 0 1"/><limit lower="-3" upper="3" effort="1" velocity="1"/></joint>
-  <joint name="ja3" type="fixed"><parent link="a2"/><child link="tool_a"/><origin xyz="0.3 0 0"/></joint>
+    <origin xyz="0.3 0 0"/><axis xyz="0 0 1"/>
+    <limit lower="-3" upper="3" effort="1" velocity="1"/></joint>
+  <joint name="ja3" type="fixed"><parent link="a2"/><child link="tool_a"/>
+    <origin xyz="0.3 0 0"/></joint>
   <joint name="jb1" type="revolute"><parent link="base"/><child link="b1"/>
-    <origin xyz="0 -0.3 0.2"/><axis xyz="0 0 1"/><limit lower="-3" upper="3" effort="1" velocity="1"/></joint>
+    <origin xyz="0 -0.3 0.2"/><axis xyz="0 0 1"/>
+    <limit lower="-3" upper="3" effort="1" velocity="1"/></joint>
 </robot>
 """
 
@@ -52,7 +55,8 @@ def test_the_held_part_in_an_obstacle_is_named():
     cm = default_collision_model(m, within=0.01)
     assert held_joints(m, ["tool_a"]) == ("jb1",)
     assert [n for n, h in zip(cm.link_names, held_links(m, cm, ["tool_a"])) if h] == ["b1"]
-    crate = World().add(Obstacle.make("crate", "box", (0.2, 0.2, 0.2), [0.2, -0.3, 0.2, 0, 0, 0, 1]))
+    crate = World().add(Obstacle.make("crate", "box", (0.2, 0.2, 0.2),
+                                      [0.2, -0.3, 0.2, 0, 0, 0, 1]))
     cfg = IKConfig(avoid_collisions=True, collision_margin=0.01, num_seeds=8)
     s = IKSolver(m, ["tool_a"], cfg)
     assert s.held_joints == ("jb1",)
