@@ -138,8 +138,9 @@ class NodeProcess:
             time.sleep(0.05)
         return False
 
-    def stop(self, timeout: float = 10.0) -> int | None:
-        """SIGINT, wait, then SIGKILL; returns the exit code."""
+    def stop(self, timeout: float = 60.0) -> int | None:
+        """SIGINT, wait (a generous bound: the node's own waits at shutdown are a few seconds,
+        a loaded machine makes them longer), then SIGKILL; returns the exit code."""
         if self.proc.poll() is None:
             try:
                 self.proc.send_signal(signal.SIGINT)

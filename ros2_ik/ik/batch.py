@@ -502,7 +502,7 @@ def select(model, objectives, cfg, q, rows_seed, conv, iters, pe, re, timed_out,
            P, K, t0, *, cancelled: bool = False, collision=None, refine_with=None,
            constraints=()) -> IKResult:
     """One answer per problem from its K rows (problem-major): the converged row the solve mode
-    prefers (speed: fewest iterations, then lowest seed index; distance: nearest the problem's
+    prefers (speed: the first in seed order; distance: nearest the problem's
     seed, wrap-aware; manipulability: the largest), else the row with the smallest scaled
     error; continuous joints wrapped near the seed, limits; then verified by FK against the
     tolerances and the limits (the success flag never trusts the solver's own numbers)."""
@@ -515,8 +515,8 @@ def select(model, objectives, cfg, q, rows_seed, conv, iters, pe, re, timed_out,
         q = finalize_q(model, q, xp.repeat(rows_seed[::K], K, axis=0))
     conv_n = to_numpy(conv).reshape(P, K)
     iters_n = to_numpy(iters).reshape(P, K)
-    if speed:
-        key = np.where(conv_n, iters_n * K + np.arange(K), np.iinfo(np.int64).max)
+    if speed:  # the first converged seed in seed order (as seeds run one after the other)
+        key = np.where(conv_n, np.arange(K), np.iinfo(np.int64).max)
     elif cfg.solve_mode is SolveMode.DISTANCE:
         d = to_numpy(seed_distance(model, q, xp.repeat(rows_seed[::K], K, axis=0))).reshape(P, K)
         key = np.where(conv_n, d, np.inf)

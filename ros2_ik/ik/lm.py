@@ -123,8 +123,9 @@ def lm_solve_rows(model: Model, objectives, q0, seed_q, problem_idx, cfg: IKConf
     columns of the other coordinates are zeroed, so no objective (a posture regularizer
     included) moves them.
 
-    ``active`` (N,) masks rows to solve; ``first_per_problem`` stops all rows of a problem as
-    soon as one of them converged (speed mode). ``should_stop()`` is polled every iteration
+    ``active`` (N,) masks rows to solve; ``first_per_problem`` (speed mode) stops the rows of a
+    problem after (in seed order) one that converged, the rows before it going on: the answer,
+    the first converged seed in seed order, is the one the seeds run one after the other give. ``should_stop()`` is polled every iteration
     (cancellation); it and the deadline end the loop between iterations.
 
     ``block_rows``: rows evaluated together (None: all N). An iteration (and the first
@@ -185,7 +186,8 @@ def lm_solve_rows(model: Model, objectives, q0, seed_q, problem_idx, cfg: IKConf
     lower, upper = const(xp, model.lower), const(xp, model.upper)
     around = const(xp, limited_revolute(model))
     K = N // num_problems if num_problems else 1
-    last_seed = (xp.arange(N) % K) == K - 1
+    row_k = xp.arange(N) % K  # a row's seed index in its problem
+    last_seed = row_k == K - 1
     # the limit excursion: phase 0 may start one, 1 in it, 2 not (any more); it0 is where a
     # row's non-monotone count starts, mono once it is back from an excursion
     narrow = np.asarray(limited_revolute(model)) & (model.upper - model.lower < 2 * math.pi)
@@ -305,9 +307,12 @@ def lm_solve_rows(model: Model, objectives, q0, seed_q, problem_idx, cfg: IKConf
     for it in range(cfg.max_iterations):
         active = S["active"]
         if first_per_problem:
-            done_p = xp.zeros(num_problems, dtype=bool)
-            done_p[problem_idx[S["converged"]]] = True
-            active &= ~done_p[problem_idx]
+            # a row after its problem's first converged row (in seed order) stops: the rows
+            # before it go on, so the answer is the one a run of the seeds one after the other
+            # gives (the compiled rows' rule; rows are problem-major, K a problem)
+            c = S["converged"].reshape(num_problems, K)
+            first = xp.where(xp.any(c, axis=1), xp.argmax(c, axis=1), K)
+            active &= row_k < first[problem_idx]
         active &= ~(S["converged"] | S["stuck"])
         if cfg.stall_iterations > 0:  # a problem's last seed is never given up
             active &= (S["stall"] < cfg.stall_iterations) | last_seed

@@ -254,7 +254,8 @@ def emit_lm_rows(e: Emit, ch: Chain, d: Dialect):
                         with e.block(""):
                             emit_start_value(e, ch, i, keep, used, lo, hi, around)
                             e(f"{lane(f'q{i}')} = v;" if i in used else f"qo[{i}] = v;")
-                    with e.block("if (active[p - p_begin] && !(speed && done[p - p_begin]))"):
+                    # (speed mode: a row after the problem's first converged one is not run)
+                    with e.block("if (active[p - p_begin] && !(speed && done[p - p_begin] < k))"):
                         for em, c in zip(ems, ctx):  # the problem's data into the lane
                             em.lm_load(e, c)
                         e("live[l] = true; init[l] = true; it[l] = 0; stall[l] = 0; "
@@ -364,7 +365,7 @@ def emit_lm_rows(e: Emit, ch: Chain, d: Dialect):
                       "end = true;")
                     with e.block("else if ((it[l] & 3) == 0)"):
                         e("if (stopped < 0) stopped = *stop != 0;")
-                        e("if (stopped || (speed && done[p - p_begin])) end = true;")
+                        e("if (stopped || (speed && done[p - p_begin] < kk[l])) end = true;")
                     e("if (!end && deadline != 0ull && now >= deadline) { end = true; tm = true; }")
                 with e.block("if (!end && phase[l] == 0 && it[l] >= exc_n && stall[l] >= exc_stall "
                              f"&& ({pinned(moved, lo, hi, around, lane('q{}'))}))"):
@@ -384,7 +385,7 @@ def emit_lm_rows(e: Emit, ch: Chain, d: Dialect):
                 e(f"conv_o[row] = okl[l] ? 1 : 0; iters_o[row] = it[l]; "
                   f"pe_o[row] = {lane('pe_r')}; re_o[row] = {lane('re_r')}; "
                   "tout_o[row] = tm ? 1 : 0;")
-                e("if (okl[l] && speed) done[p - p_begin] = 1;")
+                e("if (okl[l] && speed) r2ik_min_int(done + (p - p_begin), kk[l]);")
                 e("live[l] = false;")
 
 

@@ -70,6 +70,8 @@ static inline unsigned long long r2ik_now() {
   return (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec;
 }
 static inline double r2ik_nan() { return std::nan(""); }
+// a problem's rows run on one thread, in seed order (the driver): a plain minimum
+static inline void r2ik_min_int(volatile int* a, int v) { if (v < *a) *a = v; }
 """ + host_sincos()
 
 
@@ -84,6 +86,8 @@ __device__ __forceinline__ unsigned long long r2ik_now() {
 __device__ __forceinline__ void r2ik_sincos(double x, double& s, double& c) { sincos(x, &s, &c); }
 __device__ __forceinline__ void r2ik_sincos(float x, float& s, float& c) { sincosf(x, &s, &c); }
 __device__ __forceinline__ double r2ik_nan() { return nan(""); }
+// a problem's rows run on threads of their own: an atomic minimum
+__device__ __forceinline__ void r2ik_min_int(volatile int* a, int v) { atomicMin((int*)a, v); }
 """
 
 
@@ -96,6 +100,8 @@ PRELUDE = r"""
 template <typename T> R2IK_FN T r2ik_sel(bool c, T a, T b) { return c ? a : b; }
 // "any lane": a bool is one lane (the vector dialect's mask has its own)
 R2IK_FN bool r2ik_any_m(bool c) { return c; }
+// no row: a problem's lowest converged seed index before any converged (speed mode)
+#define R2IK_NO_ROW 0x7fffffff
 """
 
 

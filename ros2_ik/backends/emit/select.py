@@ -50,7 +50,7 @@ def emit_prep_kernel(e: Emit, ch: Chain):
             e(f"if (!(sd[{i}] >= {dlit(lo[i])} && sd[{i}] <= {dlit(hi[i])})) sok = false;")
         e("flags[i] = (ok ? R2IK_FLAG_GOAL_OK : 0) | (sok ? R2IK_FLAG_SEED_OK : 0);")
         e("active[i] = (ok && sok) ? 1 : 0;")
-        e("done[i] = 0;")
+        e("done[i] = R2IK_NO_ROW;  // (speed mode: the lowest converged seed index)")
 
 
 def emit_finalize(e: Emit, ch: Chain, src, dst: str, cont, lo, hi, around):
@@ -83,8 +83,8 @@ def emit_select_kernel(e: Emit, ch: Chain):
     F = len(interface.out_fields(ems))
     e(f"""
 // Per problem i in [0, P) (problem p_begin + i of the inputs): the winning row among its K
-// rows (rows and flags indexed from 0): speed mode: the converged row with the fewest
-// iterations, then the lowest seed index; distance mode: the converged row nearest the seed
+// rows (rows and flags indexed from 0): speed mode: the first converged row in seed order
+// (the lowest seed index: a sequential run's answer, whatever ran in parallel); distance mode: the converged row nearest the seed
 // (wrap-aware, largest coordinate); none converged: the smallest pe/tol_p + re/tol_r (first on
 // ties). q finalized in float64 (continuous joints within pi of the seed, the limits), its goal
 // errors recomputed by float64 FK, success = errors within the tolerances (q is within the
@@ -126,8 +126,7 @@ def emit_select_kernel(e: Emit, ch: Chain):
             e("return;")
         e("const double* sd = seeds + p * seed_stride;")
         e("const bool distance = opt->solve_mode == R2IK_MODE_DISTANCE;")
-        e("int best = -1, best_c = -1; long long best_key = 0; double best_err = 0, best_d = 0; "
-          "bool any_t = false;")
+        e("int best = -1, best_c = -1; double best_err = 0, best_d = 0; bool any_t = false;")
         with e.block("for (int k = 0; k < K; ++k)"):
             e("const long long row = i * K + k;")
             e("if (tout[row]) any_t = true;")
@@ -147,8 +146,7 @@ def emit_select_kernel(e: Emit, ch: Chain):
                               "if (dd > dist) dist = dd; }")
                     e("if (best_c < 0 || dist < best_d) { best_c = k; best_d = dist; }")
                 with e.block("else"):
-                    e("const long long key = (long long)iters[row] * K + k;")
-                    e("if (best_c < 0 || key < best_key) { best_c = k; best_key = key; }")
+                    e("if (best_c < 0) best_c = k;  // the first converged row in seed order")
             e("const double er = (double)pe[row] / tol_p + (double)re[row] / tol_r;")
             e("if (best < 0 || er < best_err) { best = k; best_err = er; }")
         e("if (best_c >= 0) best = best_c;")
