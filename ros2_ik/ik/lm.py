@@ -125,8 +125,9 @@ def lm_solve_rows(model: Model, objectives, q0, seed_q, problem_idx, cfg: IKConf
 
     ``active`` (N,) masks rows to solve; ``first_per_problem`` (speed mode) stops the rows of a
     problem after (in seed order) one that converged, the rows before it going on: the answer,
-    the first converged seed in seed order, is the one the seeds run one after the other give. ``should_stop()`` is polled every iteration
-    (cancellation); it and the deadline end the loop between iterations.
+    the first converged seed in seed order, is the one the seeds run one after the other give.
+    ``should_stop()`` is polled every iteration (cancellation); it and the deadline end the
+    loop between iterations.
 
     ``block_rows``: rows evaluated together (None: all N). An iteration (and the first
     evaluation) runs block by block, the deadline and ``should_stop`` looked at between blocks,
