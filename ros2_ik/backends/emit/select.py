@@ -86,10 +86,10 @@ def emit_select_kernel(e: Emit, ch: Chain):
 // rows (rows and flags indexed from 0): speed mode: the first converged row in seed order
 // (the lowest seed index: a sequential run's answer, whatever ran in parallel); distance mode:
 // the converged row nearest the seed (wrap-aware, largest coordinate); none converged: the
-// smallest pe/tol_p + re/tol_r (first on ties). q finalized in float64 (continuous joints within pi of the seed, the limits), its goal
-// errors recomputed by float64 FK, success = errors within the tolerances (q is within the
-// limits) and every constraint kept. out (P, nq + {F}) float64 from p_begin: q, then
-// R2IK_OUT_* fields.""")
+// smallest pe/tol_p + re/tol_r (first on ties). q finalized in float64 (continuous joints
+// within pi of the seed, the limits), its goal errors recomputed by float64 FK, success =
+// errors within the tolerances (q is within the limits) and every constraint kept. out
+// (P, nq + {F}) float64 from p_begin: q, then R2IK_OUT_* fields.""")
     args = ("long long P, long long p_begin, int K, const S* R2IK_RESTRICT q_rows, "
             "const unsigned char* R2IK_RESTRICT conv, const int* R2IK_RESTRICT iters, "
             "const S* R2IK_RESTRICT pe, const S* R2IK_RESTRICT re, "
