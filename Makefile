@@ -1,7 +1,7 @@
 # The two commands of the README, and a few helpers. Every target sets up the venv first
 # (scripts/setup.sh is idempotent and takes seconds when nothing changed).
 .PHONY: setup demo lint test docs docs-build fuzz bench bench-kinematics bench-ik bench-cpu bench-node \
-	bench-timeouts bench-swap bench-reach bench-gpu gpu-report bench-peers-setup bench-collision bench-states bench-placement bench-revisions bench-arms clean \
+	bench-timeouts bench-queue bench-swap bench-reach bench-gpu gpu-report bench-peers-setup bench-collision bench-states bench-placement bench-revisions bench-arms clean \
 	viewer test-browser test-ros colcon-setup
 
 ## ROS 2 distribution: jazzy (the default: the LTS release, supported to 2029) or kilted (tested
@@ -145,6 +145,11 @@ bench-node: setup
 ## bench-swap: how long a new robot_description takes to serve, idle, under load, and big ones
 bench-swap: setup
 	@. scripts/env.sh && $(PY) bench/bench_swap.py $(ARGS)
+
+## bench-queue: GetPositionIK bursts on the node, the timeout counted from each request's
+## arrival (timeout_from_arrival true and false)
+bench-queue: setup
+	@. scripts/env.sh && . scripts/test-env.sh --quiet && $(PY) bench/bench_queue.py $(ARGS)
 
 ## bench-timeouts: how far past their timeout calls return, by batch size (1e3 .. 1e6 problems)
 bench-timeouts: setup

@@ -240,6 +240,28 @@ def test_a_timeout_shorter_than_writing_the_results_is_refused_at_once(ur, monke
     assert cost.estimate(5_000, ur.nq) == pytest.approx(5e-7 * cost.nbytes(5_000, ur.nq))
 
 
+@pytest.mark.parametrize("backend", ["host", "reference"])
+@pytest.mark.parametrize("P", [3, 20_000])
+def test_a_call_whose_time_went_before_it_began_answers_timed_out(ur, monkeypatch, backend, P):
+    """A call whose start_time lies a timeout in the past (a request that waited in the node's
+    queue): its problems are TIMED_OUT, not started, on every path and at any size, never
+    refused as a bad request (the reference refused a small batch so: "the timeout is too
+    short ... 0 ms are left", which MoveIt saw as FAILURE). A timeout too short for the batch's
+    results in itself is still refused (the test above)."""
+    from ros2_ik.ik import batch as api
+
+    tip = ur.tips[0]
+    T = np.broadcast_to(_reachable(ur, tip, 3), (-(-P // 3), 3, 4, 4)).reshape(-1, 4, 4)[:P]
+    cost = api.ResultCost()
+    cost.FIRST_GUESS = 1e-9  # (the writing of 20,000 rows fits 50 ms many times)
+    monkeypatch.setattr(api, "RESULT_COST", cost)
+    monkeypatch.setattr("ros2_ik.api.solver.RESULT_COST", cost)
+    r = solve_pose(ur, T, tips=tip, config=IKConfig(timeout=0.05, num_seeds=2),
+                   backend=backend, start_time=time.perf_counter() - 1.0)
+    assert np.all(np.asarray(r.status) == Status.TIMED_OUT), np.unique(r.status)
+    assert not r.success.any()
+
+
 def test_a_trajectory_too_long_for_its_timeout_is_refused_at_once(panda, monkeypatch):
     """The same rule for a trajectory's nodes (one result row each)."""
     from ros2_ik.errors import InvalidInputError

@@ -524,7 +524,7 @@ class IKSolver:
             # time (learnt on this machine, as the reference's) is kept out of their budget,
             # and a batch whose answers alone would end it past the timeout is refused
             if P >= RESULT_COST.MIN_ROWS:
-                RESULT_COST.check(P, m.nq, t0 + timeout)
+                RESULT_COST.check(P, m.nq, t0 + timeout, start=t0)
             reserve = RESULT_COST.estimate(P, m.nq) if P >= RESULT_COST.MIN_ROWS else 0.0
             budget = max(0, int((timeout - reserve - (time.perf_counter() - t0)) * 1e9))
         data = {"_P": P}

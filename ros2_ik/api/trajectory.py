@@ -348,7 +348,7 @@ def trajectory_seed(model: Model, keyframes, node_indices: Sequence[int], *,
     # to N, so it is done now, inside the budget, not after the deadline.
     # (refused at once where that writing alone would end the call past its timeout + 20 ms)
     if deadline is not None:
-        RESULT_COST.check(N, model.nq, deadline, "trajectory nodes")
+        RESULT_COST.check(N, model.nq, deadline, "trajectory nodes", start=t0)
     t_rows = time.perf_counter()
     q = np.tile(seed, (N, 1))
     success = np.zeros(N, dtype=bool)

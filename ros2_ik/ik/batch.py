@@ -140,8 +140,8 @@ def reference_solve(model: Model, objectives: Sequence[Objective], *, seeds=None
     # between chunks costs nothing more. Where that writing alone would end the call past the
     # deadline by more than RESULT_OVERRUN, the call is refused at once (every problem would
     # be TIMED_OUT, later than promised).
-    if deadline is not None:
-        RESULT_COST.check(P, model.nq, deadline)
+    if deadline is not None and P >= RESULT_COST.MIN_ROWS:  # (as the compiled path)
+        RESULT_COST.check(P, model.nq, deadline, start=t0)
     t_out = time.perf_counter()
     out = _Results(P, model, seeds, collision)
     RESULT_COST.record(P, model.nq, time.perf_counter() - t_out)
@@ -396,16 +396,23 @@ class ResultCost:
         n = self.nbytes(P, nq)
         return self._per_byte.get(n.bit_length(), self.FIRST_GUESS) * n
 
-    def check(self, P: int, nq: int, deadline: float, what: str = "problems") -> None:
+    def check(self, P: int, nq: int, deadline: float, what: str = "problems",
+              start: float | None = None) -> None:
+        """Refuse a call whose results alone would end it past ``deadline`` (InvalidInputError
+        saying how to split it): a timeout from ``start`` (``time.perf_counter``'s clock; None:
+        now) too short for them. Time already gone since ``start`` (a request that waited in a
+        queue) is no bad request: its problems are answered TIMED_OUT, not refused."""
         cost = self.estimate(P, nq)
-        left = deadline - time.perf_counter()
-        if self.MARGIN * cost > left + RESULT_OVERRUN:
+        now = time.perf_counter()
+        left = deadline - now
+        budget = left if start is None else deadline - min(float(start), now)
+        if self.MARGIN * cost > budget + RESULT_OVERRUN:
             raise InvalidInputError(
                 f"the timeout is too short for {P} {what}: writing their results alone takes "
-                f"about {1e3 * cost:.0f} ms on this machine, and {1e3 * max(left, 0.0):.0f} ms "
+                f"about {1e3 * cost:.0f} ms on this machine, and {1e3 * max(budget, 0.0):.0f} ms "
                 f"of the timeout are left; give a timeout of at least {2 * cost:.2f} s, or "
                 f"split the batch into calls of at most "
-                f"{max(1, int(P * max(left, 0.0) / (2 * cost)))} {what}")
+                f"{max(1, int(P * max(budget, 0.0) / (2 * cost)))} {what}")
 
     def record(self, P: int, nq: int, seconds: float) -> None:
         if P >= self.MIN_ROWS:
