@@ -25,7 +25,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "test"))
 
-from common import banner, load_average  # noqa: E402
+from common import banner, load_average
 
 
 def _request(model, tip, timeout_ms: float):
