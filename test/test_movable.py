@@ -223,9 +223,11 @@ def test_gpu_lm_kernel_rows_keep_off_path_seed(dual, tip):
     conv, iters = np.zeros(N, np.uint8), np.zeros(N, np.int32)
     pe, re, tout = np.zeros(N), np.zeros(N), np.zeros(N, np.uint8)
     opt = interface.options_record(cfg).view(np.uint8)
+    # done: a problem's lowest converged seed index, none yet (R2IK_NO_ROW, as r2ik_prep writes)
+    done = np.full(P, 0x7FFFFFFF, np.int32)
     lm(N, P, K, seeds, nq, np.ascontiguousarray(rnd.reshape(-1, nq)), 0,
        packed.record.view(np.uint8), np.ones(P, np.uint8), opt,
-       np.zeros(1, np.uint64), np.array([-1, 0]), np.zeros(1, np.int32), np.zeros(P, np.int32),
+       np.zeros(1, np.uint64), np.array([-1, 0]), np.zeros(1, np.int32), done,
        qo, conv, iters, pe, re, tout)
     off = _off_by_name(m, tip)
     rows_seed = np.repeat(seeds, K, axis=0)

@@ -73,7 +73,7 @@ def held_collisions(model: Model, cm, q, world, margin: float, tips) -> list:
     does not change (:func:`still_pairs`), or None.
     The pairs the solve checks, as it checks them (its collision model and the obstacles'
     allowed links)."""
-    from ..api.states import check_states  # noqa: PLC0415
+    from .collision import clearance  # noqa: PLC0415
 
     q = np.atleast_2d(np.asarray(q, dtype=np.float64))
     held = held_links(model, cm, tips)
@@ -89,18 +89,19 @@ def held_collisions(model: Model, cm, q, world, margin: float, tips) -> list:
 
         world = World([o.with_touch(set(o.touch) | set(movers)) for o in world],
                       version=world.version)
-    r = check_states(model, q, world, collision=sub, margin=margin)
+    # the distances exact below the margin (a lower bound beyond: enough to say "within")
+    d, which, describe = clearance(model, sub, q, world, reach=max(float(margin), 1e-6))
     hold = dict(zip(model.q_names, np.asarray(q).T))
     held_q = held_joints(model, tips)
     out = []
     for k in range(len(q)):
-        if not (r.clearance[k] < margin):
+        if not (d[k] < margin):
             out.append(None)
             continue
         vals = ", ".join(f"{n} = {hold[n][k]:.3g}" for n in held_q[:6])
         more = f" and {len(held_q) - 6} more" if len(held_q) > 6 else ""
-        out.append(f"a part this solve holds at the seed ({r.describe(r.pair[k])}, "
-                   f"{r.clearance[k]:+.3f} m) is within the margin: the joints off the goal's "
+        out.append(f"a part this solve holds at the seed ({describe(int(which[k]))}, "
+                   f"{d[k]:+.3f} m) is within the margin: the joints off the goal's "
                    f"path ({vals}{more}) stay at the seed in every answer, so no answer can be "
                    "clear; give a seed where they are clear, or solve a group that moves them")
     return out
