@@ -107,8 +107,8 @@ def main(argv=None) -> int:
                     "example-robot-data's panda)")
     args = ap.parse_args(argv)
     print(banner("GetPositionIK bursts: the timeout counted from the request's arrival"))
-    print(f"robot {args.urdf or args.robot}, {args.bursts} bursts of {args.burst} requests at once, "
-          f"goals out of reach, timeout {args.timeout_ms:g} ms")
+    print(f"robot {args.urdf or args.robot}, {args.bursts} bursts of {args.burst} requests at "
+          f"once, goals out of reach, timeout {args.timeout_ms:g} ms")
     print(f"{'timeout_from_arrival':>22} {'median':>8} {'p90':>8} {'max':>8}  "
           "overrun past the timeout [ms]; codes")
     for from_arrival in (True, False):
