@@ -158,6 +158,36 @@ class NodeProcess:
         self.stop()
 
 
+class LockedActionClient(ActionClient):
+    """rclpy's ActionClient without its race (ros2/rclpy#1123, fixed upstream after the wheels
+    pinned here): ``send_goal_async`` (and the cancel and result requests) register their
+    future only after the request is sent, so an executor thread that takes the answer first
+    drops it and the future never completes (a loaded machine widens the window: a placement
+    goal's acceptance never came within 120 s). The request and its registration, and the
+    handling of an answer, hold one lock here."""
+
+    def __init__(self, *args, **kwargs):
+        self._race_lock = threading.RLock()
+        super().__init__(*args, **kwargs)
+
+    def send_goal_async(self, *args, **kwargs):
+        with self._race_lock:
+            return super().send_goal_async(*args, **kwargs)
+
+    def _cancel_goal_async(self, *args, **kwargs):
+        with self._race_lock:
+            return super()._cancel_goal_async(*args, **kwargs)
+
+    def _get_result_async(self, *args, **kwargs):
+        with self._race_lock:
+            return super()._get_result_async(*args, **kwargs)
+
+    async def execute(self, taken_data):
+        with self._race_lock:  # (the answer's future is registered by now)
+            pass
+        await super().execute(taken_data)
+
+
 class Client:
     """An rclpy node in its own context and domain, spinning in a background thread, with
     clients for the ros2_ik services and action (under ``/<server_name>``)."""
@@ -186,8 +216,8 @@ class Client:
         self.executor.add_node(self.node)
         self.spin_error: str | None = None
         self._make_service_clients()
-        self.traj = ActionClient(self.node, TrajectorySeed, f"{self.ns}/trajectory_seed")
-        self.actions = {key: ActionClient(self.node, t, f"{self.ns}/{name}")
+        self.traj = LockedActionClient(self.node, TrajectorySeed, f"{self.ns}/trajectory_seed")
+        self.actions = {key: LockedActionClient(self.node, t, f"{self.ns}/{name}")
                         for key, (t, name) in actions.items()}
         self._pubs = {}
         # started last: rclpy's ActionClient joins the node's wait sets before its lock exists,
