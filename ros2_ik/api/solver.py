@@ -379,21 +379,14 @@ class IKSolver:
         """The messages of failed collision-aware problems say when a part this solve holds at
         the seed is within the margin of an obstacle or of another part that does not move
         (then no answer can be clear)."""
-        from ..ik.held import MAX_EXPLAINED, held_collisions, held_links, still_pairs  # noqa
+        from ..ik.held import MAX_EXPLAINED, held_collisions  # noqa: PLC0415
 
         st = to_numpy(r.status)
         bad = np.nonzero((st == Status.IN_COLLISION) | (st == Status.NOT_CONVERGED))[0]
         if not bad.size or not r.messages:
             return
-        m = self.model
-        cm = self.collision
-        # (the value holds the collision model: its id is not reused while it is kept)
-        if not m.memo("api.solver.held_any", (tuple(self.tips), id(cm)),
-                      lambda: (cm, bool(held_links(m, cm, self.tips).any()
-                                         or still_pairs(m, cm, self.tips).any())))[1]:
-            return
-        bad = bad[:MAX_EXPLAINED]
-        texts = held_collisions(m, self.collision, to_numpy(r.q)[bad], world,
+        bad = bad[:MAX_EXPLAINED]  # (nothing held: answered at once, from kept masks)
+        texts = held_collisions(self.model, self.collision, to_numpy(r.q)[bad], world,
                                 self.config.collision_margin, self.tips)
         for i, text in zip(bad.tolist(), texts):
             if text:

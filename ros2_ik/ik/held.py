@@ -46,12 +46,27 @@ def _paths(model: Model, cm, tips):
     return [above(int(link)) for link in np.asarray(cm.links).tolist()], moving, held
 
 
+def _masks(model: Model, cm, tips) -> tuple[np.ndarray, np.ndarray]:
+    """(:func:`held_links`, :func:`still_pairs`), kept with the model per tips and collision
+    model (the value holds the collision model: its id is not reused while it is kept)."""
+    def build():
+        up, moving, held = _paths(model, cm, tips)
+        links = np.array([bool(u & held) and not (u & moving) for u in up], dtype=bool)
+        pairs = np.zeros(len(cm.pairs), dtype=bool)
+        for k, (a, b) in enumerate(cm.pairs.tolist()):
+            between = up[a] ^ up[b]
+            pairs[k] = bool(between & held) and not (between & moving)
+        return cm, links, pairs
+
+    key = (tuple(tips), id(cm))
+    return model.memo("ik.held.masks", key, build)[1:]
+
+
 def held_links(model: Model, cm, tips) -> np.ndarray:
     """(C,) bool: the collision links of ``cm`` that a solve for ``tips`` does not move but the
     seed places (a held coordinate above them, none of the movable ones): not rigid with the
     base (those the world checks leave out), not moved by the solve."""
-    up, moving, held = _paths(model, cm, tips)
-    return np.array([bool(u & held) and not (u & moving) for u in up], dtype=bool)
+    return _masks(model, cm, tips)[0].copy()
 
 
 def still_pairs(model: Model, cm, tips) -> np.ndarray:
@@ -59,12 +74,7 @@ def still_pairs(model: Model, cm, tips) -> np.ndarray:
     changes though the seed sets it: the joints between the two links (on the tree path from one
     to the other) are held coordinates only (a finger and its palm, the other arm and the
     torso)."""
-    up, moving, held = _paths(model, cm, tips)
-    out = np.zeros(len(cm.pairs), dtype=bool)
-    for k, (a, b) in enumerate(cm.pairs.tolist()):
-        between = up[a] ^ up[b]
-        out[k] = bool(between & held) and not (between & moving)
-    return out
+    return _masks(model, cm, tips)[1].copy()
 
 
 def held_collisions(model: Model, cm, q, world, margin: float, tips) -> list:
@@ -76,8 +86,7 @@ def held_collisions(model: Model, cm, q, world, margin: float, tips) -> list:
     from .collision import clearance  # noqa: PLC0415
 
     q = np.atleast_2d(np.asarray(q, dtype=np.float64))
-    held = held_links(model, cm, tips)
-    still = still_pairs(model, cm, tips)
+    held, still = _masks(model, cm, tips)
     if not (held.any() or still.any()) or not len(q):
         return [None] * len(q)
     names = cm.link_names
