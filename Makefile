@@ -16,7 +16,8 @@ VENV := .venv$(if $(filter $(DEFAULT_ROS_DISTRO),$(ROS_DISTRO)),,-$(ROS_DISTRO))
 OTHER_ROS_DISTRO := $(if $(filter kilted,$(ROS_DISTRO)),jazzy,kilted)
 PY := $(VENV)/bin/python
 ## the ROS test tier: every test of the node and its interfaces (run on both distributions)
-ROS_TESTS := $(wildcard test/test_ros_*.py) test/test_moveit.py test/test_fuzz_node.py
+ROS_TESTS := $(wildcard test/test_ros_*.py) test/test_moveit.py test/test_fuzz_node.py \
+	test/test_interface_isolation.py
 
 setup:
 	@bash scripts/setup.sh
