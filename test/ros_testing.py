@@ -151,6 +151,11 @@ class NodeProcess:
         self._log.close()
         return self.proc.returncode
 
+    def stop_cleanly(self, timeout: float = 60.0) -> None:
+        """:meth:`stop`, asserting exit code 0 (the log's end in the message otherwise)."""
+        code = self.stop(timeout)
+        assert code == 0, (code, self.log_text()[-4000:])
+
     def __enter__(self):
         return self
 

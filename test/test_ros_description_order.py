@@ -67,7 +67,7 @@ def test_a_node_started_after_both_descriptions_were_latched_has_its_groups():
                 code = _group_answered(client, name)
                 assert code == codes.SUCCESS, (k, name, code, node.log_text()[-3000:])
             finally:
-                assert node.stop() == 0
+                node.stop_cleanly()
 
 
 def test_both_republished_under_load_keep_the_groups():
@@ -107,4 +107,4 @@ def test_both_republished_under_load_keep_the_groups():
             assert answered and not t.is_alive()
             assert set(answered) == {codes.SUCCESS}, answered
     finally:
-        assert node.stop() == 0
+        node.stop_cleanly()

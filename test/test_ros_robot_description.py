@@ -168,7 +168,7 @@ def test_transient_local_reaches_a_late_subscriber(ros):
         check_solutions(*wait_for_model(ns, "ur"))  # published by the other client, earlier
     finally:
         client.close()
-        assert late.stop() == 0
+        late.stop_cleanly()
 
 
 def test_model_parameter_at_runtime(ros):
