@@ -773,7 +773,8 @@ def test_cuda_text_with_collisions_through_the_standin(monkeypatch, dtype):
 def test_a_solver_says_when_a_checked_pair_is_never_clear_whichever_constructor_made_it():
     """A collision model built directly (collision_model) whose pair is within the margin at
     every configuration: IKSolver warns when it is built, naming the pair (default_collision_
-    model leaves such a pair out, with its own warning, and the solver says nothing more)."""
+    model checks such a pair for contact only, with its own warning, and the solver says
+    nothing more)."""
     import warnings
 
     from ros2_ik.ik.collision import always_within, default_collision_model, link_pair_distances
@@ -809,3 +810,154 @@ def test_a_solver_says_when_a_checked_pair_is_never_clear_whichever_constructor_
         s = IKSolver(m, config=cfg, collision=dm, backend="reference")
     assert s.collision_warnings == []
     assert any("'base_link'-'upper_arm_link'" in t for t in dm.warnings)
+
+
+def test_a_pair_never_clear_by_the_margin_is_checked_for_contact_not_left_out():
+    """The bundled UR's base and upper arm are within 3 cm at every configuration: the default
+    model at a 3 cm margin gives the pair an allowance of the margin (once it was left out,
+    unchecked: a real robot's pair so pruned interpenetrated on its meshes). Its spheres may
+    then come within the margin but never overlap: every success keeps the pair's spheres apart
+    and every other pair 3 cm apart, on the host as on the reference (the same seed and q),
+    where the model without the allowance solves nothing."""
+    import warnings
+
+    from ros2_ik.ik.collision import default_collision_model, link_pair_distances
+
+    m = load_robot("ur")
+    margin = 0.03
+    raw = collision_model(m)
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        dm = default_collision_model(m, within=margin)
+    said = [str(x.message) for x in w if issubclass(x.category, CollisionWarning)]
+    assert any("checked for contact only" in t and "'base_link'-'upper_arm_link'" in t
+               for t in said), said
+    assert dm.allowances == (("base_link", "upper_arm_link", margin),)
+    assert not [d for d in dm.disabled if d[2] == "Always"]
+    np.testing.assert_array_equal(dm.pairs, raw.pairs)
+    names = [(raw.link_names[a], raw.link_names[b]) for a, b in raw.pairs.tolist()]
+    k = names.index(("base_link", "upper_arm_link"))
+    T = fk_frames(m, m.random_q(np.random.default_rng(4), 40), [m.tips[0]])[:, 0]
+    cfg = IKConfig(num_seeds=16, max_iterations=60, nonmonotone_iterations=0,
+                   stall_iterations=5, avoid_collisions=True, collision_margin=margin)
+    a, b = (IKSolver(m, config=cfg, collision=dm, backend=be).solve(T)
+            for be in ("reference", "auto"))
+    with pytest.warns(CollisionWarning, match="never clear"):
+        blind = IKSolver(m, config=cfg, collision=raw, backend="reference").solve(T)
+    assert blind.success.sum() == 0  # (never 3 cm clear)
+    assert a.success.mean() >= 0.6 and b.backend == "host"
+    assert np.mean(a.status == b.status) >= 0.9
+    both = a.success & b.success
+    np.testing.assert_array_equal(a.seed_index[both], b.seed_index[both])
+    np.testing.assert_allclose(a.q[both], b.q[both], atol=1e-6)
+    for r in (a, b):
+        d = link_pair_distances(m, raw, r.q[r.success], 1.0)  # every pair exact, raw
+        assert np.all(d[:, k] >= 0.0)
+        assert np.all(np.delete(d, k, axis=1) >= margin - 1e-9)
+        assert np.any(d[:, k] < margin)  # (the allowance used)
+
+
+@need_cxx
+def test_an_allowance_adds_to_its_pairs_distances_in_every_check():
+    """A pair's allowance is added to each of its distances by every check (the reference's
+    exact clearance, the compiled exact check of check_states, the reference check_states,
+    the spheres' own clearances), and by no other pair's: the smallest of each pair's raw
+    distance plus its allowance."""
+    from ros2_ik.api.states import check_states
+    from ros2_ik.ik.collision import link_pair_distances, sphere_clearances
+
+    m = load_robot("panda")
+    raw = collision_model(m)
+    names = [(raw.link_names[a], raw.link_names[b]) for a, b in raw.pairs.tolist()]
+    al = np.zeros(len(names))
+    al[::3] = 0.02
+    cm = raw.with_allowances([(a, b, v) for (a, b), v in zip(names, al) if v])
+    np.testing.assert_array_equal(cm.pair_allowances(), al)
+    q = m.random_q(np.random.default_rng(2), 60)
+    want = (link_pair_distances(m, raw, q, 10.0) + al).min(axis=1)
+    np.testing.assert_allclose(clearance(m, cm, q)[0], want, atol=1e-12)
+    for be in ("host", "reference"):
+        r = check_states(m, q, collision=cm, margin=0.01, backend=be)
+        np.testing.assert_allclose(r.self_clearance, want, atol=1e-9)
+        np.testing.assert_array_equal(r.valid, want >= 0.01)
+    per = sphere_clearances(m, cm, q[0])
+    assert abs(per.min() - want[0]) < 1e-12
+    with pytest.raises(InvalidInputError, match="allowance"):
+        raw.with_allowances([(names[0][0], names[0][1], -0.1)])
+    with pytest.raises(UnknownLinkError):
+        raw.with_allowances([("nope", names[0][1], 0.01)])
+
+
+def _fork_and_rod(tmp_path, half_width: float) -> Model:
+    """A fork (a U of boxes: prongs whose inner faces are 4 cm either side of the middle) and a
+    rod of ``half_width`` moving along the gap between the prongs (a prismatic joint), both on
+    the base, as STL meshes: the fork's hull fills the gap, so its spheres always overlap the
+    rod's while the meshes stay ``0.04 - half_width`` apart."""
+    import trimesh
+
+    d = tmp_path / "forkpkg"
+    d.mkdir(exist_ok=True)
+    parts = [trimesh.creation.box((0.2, 0.02, 0.05), trimesh.transformations.translation_matrix(
+        (0.0, y, 0.0))) for y in (-0.05, 0.05)]
+    parts.append(trimesh.creation.box((0.02, 0.12, 0.05),
+                                      trimesh.transformations.translation_matrix((-0.11, 0, 0))))
+    trimesh.util.concatenate(parts).export(d / "fork.stl")
+    trimesh.creation.box((2 * half_width, 2 * half_width, 0.3)).export(d / "rod.stl")
+    urdf = """<robot name="fork_rod">
+  <link name="base"/>
+  <link name="fork"><collision><geometry><mesh filename="package://forkpkg/fork.stl"/>
+    </geometry></collision></link>
+  <link name="rod"><collision><geometry><mesh filename="package://forkpkg/rod.stl"/>
+    </geometry></collision></link>
+  <joint name="hold" type="fixed"><parent link="base"/><child link="fork"/></joint>
+  <joint name="slide" type="prismatic"><parent link="base"/><child link="rod"/>
+    <axis xyz="1 0 0"/><limit lower="-0.05" upper="0.05" effort="1" velocity="1"/></joint>
+</robot>"""
+    return Model.from_urdf(urdf, base="base", tips=["rod"])
+
+
+def test_a_pair_is_left_out_only_where_its_meshes_agree(tmp_path):
+    """Spheres that overlap in every configuration leave a pair out only where the meshes are
+    within the margin too (parts in contact by construction). A rod in a fork's gap, its mesh
+    3 cm from the prongs: the fork's spheres (fitted to its hull) fill the gap, yet the pair is
+    kept, checked for contact, and the warning says every answer will fail and to fit tighter
+    spheres; fitted to the mesh (fit_to_mesh) it is an ordinary pair. A rod 5 mm from the
+    prongs is in contact by construction: left out, said so."""
+    import warnings
+
+    from ros2_ik.ik.collision import default_collision_model, meshes_within
+
+    search = [str(tmp_path)]
+    m = _fork_and_rod(tmp_path, 0.01)
+    hull = collision_model(m, search_path=search)
+    assert [tuple(hull.link_names[i] for i in p) for p in hull.pairs.tolist()] == [("fork",
+                                                                                   "rod")]
+    assert meshes_within(m, hull, [("fork", "rod")], 0.01, search) == [0.0]
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        dm = default_collision_model(m, within=0.01, search_path=search)
+    said = " ".join(str(x.message) for x in w if issubclass(x.category, CollisionWarning))
+    assert "though their meshes do not come within the margin ('fork'-'rod')" in said, said
+    assert "fit_to_mesh" in said and "left out" not in said
+    assert dm.allowances == (("fork", "rod", 0.01),) and len(dm.pairs) == 1
+    assert clearance(m, dm, m.random_q(np.random.default_rng(0), 20))[0].max() < 0.01
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        tight = default_collision_model(m, within=0.01, search_path=search, fit_to_mesh=True)
+    assert not [x for x in w if issubclass(x.category, CollisionWarning)]
+    assert tight.allowances == () and len(tight.pairs) == 1
+    assert clearance(m, tight, m.random_q(np.random.default_rng(0), 20))[0].min() > 0.01
+    # the SRDF tool likewise: "Always" only where the meshes agree
+    assert sample_disabled_pairs(m, hull, samples=200, within=0.01, search_path=search) == []
+    # a rod 5 mm from the prongs (its mesh replaces the thin one): the meshes within the
+    # margin too, left out
+    m2 = _fork_and_rod(tmp_path, 0.035)
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        dm2 = default_collision_model(m2, within=0.01, search_path=search)
+    said = " ".join(str(x.message) for x in w if issubclass(x.category, CollisionWarning))
+    assert "left out" in said and "'fork'-'rod'" in said, said
+    assert len(dm2.pairs) == 0 and ("fork", "rod", "Always") in dm2.disabled
+    hull2 = collision_model(m2, search_path=search)
+    assert sample_disabled_pairs(m2, hull2, samples=200, within=0.01, search_path=search) == [
+        ("fork", "rod", "Always")]

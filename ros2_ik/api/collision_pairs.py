@@ -9,9 +9,10 @@
 Samples random configurations within the joint limits on the robot's collision model
 (:mod:`ros2_ik.model.collision`) and prints one entry per pair: "Adjacent" (a link and the
 nearest link with geometry above it, or rigidly attached links), "Always" (closer than
-``--margin`` in at least 95 % of the samples: in contact by construction, or never apart by
-the clearance a collision-aware answer must keep, so checking them would fail every answer)
-and "Never" (no overlap in any sample).
+``--margin`` in at least 95 % of the samples, spheres and meshes both: in contact by
+construction, or never apart by the clearance a collision-aware answer must keep, so checking
+them would fail every answer) and "Never" (no overlap in any sample). A pair whose spheres are
+always that near but whose meshes are not is not disabled: the library checks it for contact.
 With ``--write`` the entries are added to the SRDF given (or to an empty one) and written out;
 the node and the library then skip those pairs. Exit 2 with a message on bad input.
 """
@@ -71,7 +72,8 @@ def main(argv=None) -> int:
 
             raise IKError(missing_message(cm.missing).replace("search_path= in the library",
                                                               "--mesh-path"))
-        pairs = sample_disabled_pairs(model, cm, args.samples, args.seed, within=args.margin)
+        pairs = sample_disabled_pairs(model, cm, args.samples, args.seed, within=args.margin,
+                                      search_path=args.mesh_path)
         known = set()
         if srdf_text:
             for a, b, _ in parse_srdf(srdf_text).disabled_collisions:

@@ -179,7 +179,8 @@ class IKSolver:
     def _warn_never_clear(self, collision) -> None:
         """A warning (and :attr:`collision_warnings`) naming the checked pairs that are within
         the margin in nearly every configuration, whichever constructor made the model
-        (:func:`~ros2_ik.ik.collision.default_collision_model` leaves them out itself)."""
+        (:func:`~ros2_ik.ik.collision.default_collision_model` checks them for contact
+        itself)."""
         import warnings  # noqa: PLC0415
 
         from ..ik.collision import always_text, always_within  # noqa: PLC0415
@@ -193,7 +194,8 @@ class IKSolver:
                     "IN_COLLISION or NOT_CONVERGED; disable them in the SRDF "
                     "(ros2_ik_collision_pairs lists them), fit tighter spheres, lower "
                     "collision_margin, or build the model with default_collision_model(model, "
-                    "srdf, within=margin), which leaves them out with a warning")
+                    "srdf, within=margin), which checks them for contact only (their spheres "
+                    "may come within the margin, never overlap), with a warning")
             warnings.warn(text, CollisionWarning, stacklevel=3)
             self.collision_warnings.append(text)
 

@@ -33,10 +33,9 @@ def sphere_report(model, cm, search_path=(), mesh: bool = True) -> list:
     jaw gap counts; NaN for a swept link, or with ``mesh`` False)."""
     import numpy as np  # noqa: PLC0415
 
-    from ..model.collision import full_tree, sphere_placements  # noqa: PLC0415
-    from ..model.meshes import element_shape  # noqa: PLC0415
+    from ..model.collision import full_tree, link_shapes, sphere_placements  # noqa: PLC0415
     from ..model.concavity import mesh_overshoot  # noqa: PLC0415
-    from ..model.spheres import Shape, report  # noqa: PLC0415
+    from ..model.spheres import report  # noqa: PLC0415
 
     full = full_tree(model)
     rows = []
@@ -45,16 +44,8 @@ def sphere_report(model, cm, search_path=(), mesh: bool = True) -> list:
         sl = cm.spheres_of(c)
         if link in attached:
             continue
-        shapes = []
         _, Ts = sphere_placements(model, full, link, {}, [])
-        for d in model.desc.collisions:
-            if d.link != link:
-                continue
-            s, _ = element_shape(d, search_path)
-            if s is not None:
-                shapes += [Shape(s.vertices @ T[:3, :3].T + T[:3, 3], s.faces, None if
-                                 s.primitive is None else (s.primitive[0], T @ s.primitive[1],
-                                                           s.primitive[2])) for T in Ts]
+        shapes = link_shapes(model, link, search_path, full)
         if not shapes:
             rows.append((link, sl.stop - sl.start, float("nan"), float("nan"), float("nan")))
             continue

@@ -54,7 +54,8 @@ from .objectives import EvalContext, Objective
 
 __all__ = ["sdf", "penalty", "CollisionObjective", "clearance", "sample_disabled_pairs",
            "srdf_entries", "sphere_centers", "default_collision_model", "ALWAYS_SAMPLES",
-           "compact_rows", "always_touching", "link_pair_distances", "sphere_clearances"]
+           "compact_rows", "always_touching", "link_pair_distances", "sphere_clearances",
+           "meshes_within", "MESH_SAMPLES"]
 
 class _Acc:
     """What the checks of one batch of configurations gather: the smallest distance and its
@@ -228,9 +229,11 @@ class CollisionObjective(Objective):
 
     def _self_pair(self, xp, T, tb, lb, a, b, thr, acc, jac):
         """Link pair (a, b): its bounds, a's groups against b's bound, group pairs, a's
-        spheres against b's group, sphere pairs (each level skipped beyond ``thr``)."""
+        spheres against b's group, sphere pairs (each level skipped beyond ``thr``); every
+        distance of the pair plus its allowance (:attr:`CollisionModel.allowances`)."""
         cm = self.cm
-        d = xp.linalg.norm(lb[:, a] - lb[:, b], axis=1) - float(tb.lb_r[a] + tb.lb_r[b])
+        off = cm.allowance_of(a, b)
+        d = xp.linalg.norm(lb[:, a] - lb[:, b], axis=1) - (float(tb.lb_r[a] + tb.lb_r[b]) - off)
         far = d >= thr
         acc.bound(xp.nonzero(far)[0], d[far])
         near = xp.nonzero(~far)[0]
@@ -241,7 +244,7 @@ class CollisionObjective(Objective):
         # a's groups against b's bound
         ca = place_points(xp, T[near, A][:, None], const(xp, tb.gb_c[ga]))  # (n, na, 3)
         d = xp.linalg.norm(ca - lb[near, b][:, None], axis=-1) - const(
-            xp, tb.gb_r[ga] + tb.lb_r[b])
+            xp, tb.gb_r[ga] + tb.lb_r[b] - off)
         ii, ja = xp.nonzero(d >= thr)
         acc.bound(near[ii], d[ii, ja])
         ii, ja = xp.nonzero(d < thr)
@@ -252,7 +255,8 @@ class CollisionObjective(Objective):
         cga = ca[ii, ja]  # (k, 3)
         cb = place_points(xp, T[cfg, B][:, None], const(xp, tb.gb_c[gb]))  # (k, nb, 3)
         rga = const(xp, tb.gb_r[ga])[ja]
-        d = xp.linalg.norm(cga[:, None] - cb, axis=-1) - (rga[:, None] + const(xp, tb.gb_r[gb]))
+        d = xp.linalg.norm(cga[:, None] - cb, axis=-1) - (rga[:, None] + const(
+            xp, tb.gb_r[gb] - off))
         kk, jb = xp.nonzero(d >= thr)
         acc.bound(cfg[kk], d[kk, jb])
         kk, jb = xp.nonzero(d < thr)
@@ -266,7 +270,7 @@ class CollisionObjective(Objective):
         sa = const(xp, tb.g_spheres)[g_a]  # (m, GROUP)
         pa = place_points(xp, T[cfg, A][:, None], center[xp.maximum(sa, 0)])  # (m, G, 3)
         ra = radius[xp.maximum(sa, 0)]
-        d = xp.linalg.norm(pa - cgb[:, None], axis=-1) - (ra + rgb[:, None])
+        d = xp.linalg.norm(pa - cgb[:, None], axis=-1) - (ra + (rgb[:, None] - off))
         ok = sa >= 0
         m_, ia = xp.nonzero(ok & (d >= thr))
         acc.bound(cfg[m_], d[m_, ia])
@@ -281,7 +285,7 @@ class CollisionObjective(Objective):
         pb = place_points(xp, T[cfg, B][:, None], center[xp.maximum(sb, 0)])  # (k, G, 3)
         diff = p_a[:, None] - pb
         dist = xp.linalg.norm(diff, axis=-1)
-        ds = dist - (radius[s_a][:, None] + radius[xp.maximum(sb, 0)])
+        ds = dist - (radius[s_a][:, None] + (radius[xp.maximum(sb, 0)] - off))
         k2, jb2 = xp.nonzero(sb >= 0)
         dd = ds[k2, jb2]
         S = tb.S
@@ -294,7 +298,10 @@ class CollisionObjective(Objective):
             n = xp.where((dm > TINY)[:, None], diff[k2, jb2] / safe,
                          xp.asarray([0.0, 0.0, 1.0]))
             K = k2.shape[0]
-            self._rows(acc, xp, cfg[k2], dd, n, (p_a[k2], pb[k2, jb2]),
+            # a pair with an allowance has no activation band: near by construction, it is
+            # pushed only where its spheres overlap
+            band = self.activation if off > 0.0 else 0.0
+            self._rows(acc, xp, cfg[k2], dd + band, n, (p_a[k2], pb[k2, jb2]),
                        (xp.full(K, A, dtype=xp.int64), xp.full(K, B, dtype=xp.int64)),
                        (1.0, -1.0), jac)
 
@@ -443,7 +450,8 @@ def sphere_clearances(model: Model, cm: CollisionModel, q, world: World | None =
         sp = cm.sphere_pairs()
         for lo in range(0, len(sp), 200_000):
             a, b = sp[lo:lo + 200_000, 0], sp[lo:lo + 200_000, 1]
-            d = np.linalg.norm(c[a] - c[b], axis=1) - cm.radius[a] - cm.radius[b]
+            d = np.linalg.norm(c[a] - c[b], axis=1) - cm.radius[a] - cm.radius[b] + \
+                cm.sphere_pair_allowances()[lo:lo + 200_000]
             np.minimum.at(per, a, d)
             np.minimum.at(per, b, d)
     if world is not None and len(world):
@@ -471,23 +479,30 @@ def link_pair_distances(model: Model, cm: CollisionModel, q, reach: float = 0.0)
 
 def sample_disabled_pairs(model: Model, cm: CollisionModel, samples: int = 10_000,
                           rng_seed: int = 0, batch: int = 1000,
-                          always: float = 0.95, within: float = 0.0) -> list:
+                          always: float = 0.95, within: float = 0.0, search_path=()) -> list:
     """The link pairs to disable, as MoveIt's setup assistant finds them: ``[(link, link,
     reason)]`` with reason "Adjacent" (the collision model's structural pairs), "Always" (their
     spheres come nearer than ``within`` (0: overlap) in at least ``always`` of ``samples``
-    random configurations within the limits: parts in contact by construction, or never apart
-    by the margin) or "Never" (no overlap in any sample), in the collision model's order. A
-    "Never" pair was never seen to collide."""
+    random configurations within the limits, and so do their meshes (:func:`meshes_within`,
+    meshes looked for in ``search_path``; a link whose meshes cannot be read counts by its
+    spheres): parts in contact by construction, or never apart by the margin) or "Never" (no
+    overlap in any sample), in the collision model's order. A "Never" pair was never seen to
+    collide; a pair whose spheres are always near but whose meshes are not is checked
+    (:func:`default_collision_model` checks it for contact)."""
     if not 1 <= int(samples) <= 10_000_000:
         raise InvalidInputError(f"samples must be in [1, 1e7], got {samples}")
     hits = _pair_hits(model, cm, samples, rng_seed, batch)
     near = hits if within <= 0 else _pair_hits(model, cm, samples, rng_seed, batch, within)
     out = [(a, b, why) for a, b, why in cm.disabled if why == "Adjacent"]
-    for (a, b), h, n in zip(cm.pairs.tolist(), hits, near):
+    names = [(cm.link_names[a], cm.link_names[b]) for a, b in cm.pairs.tolist()]
+    near_always = [k for k, n in enumerate(near) if n >= always * samples]
+    agree = dict(zip(near_always, meshes_within(model, cm, [names[k] for k in near_always],
+                                                within, search_path)))
+    for k, (h, n) in enumerate(zip(hits, near)):
         if h == 0 and n < always * samples:
-            out.append((cm.link_names[a], cm.link_names[b], "Never"))
-        elif n >= always * samples:
-            out.append((cm.link_names[a], cm.link_names[b], "Always"))
+            out.append(names[k] + ("Never",))
+        elif n >= always * samples and (agree[k] is None or agree[k] >= always):
+            out.append(names[k] + ("Always",))
     return out
 
 
@@ -575,6 +590,53 @@ def always_within(model: Model, cm: CollisionModel, within: float) -> list:
     return model.memo("ik.collision.always", (id(cm), float(within)), build)[1]
 
 
+#: configurations at which the meshes of a pair whose spheres nearly always overlap are
+#: measured (:func:`meshes_within`)
+MESH_SAMPLES = 64
+#: surface points of one link's meshes at most, for :func:`meshes_within` (their spacing
+#: grows from 2 mm to keep within it)
+MESH_POINTS = 50_000
+
+
+def meshes_within(model: Model, cm: CollisionModel, pairs, within: float,
+                  search_path=()) -> list:
+    """For each collision link pair ``(a, b)`` (names): the fraction of :data:`MESH_SAMPLES`
+    random configurations at which their URDF meshes come within ``within`` [m] (at least the
+    surface samples' spacing) of each other, measured between points on their surfaces (at
+    most 2 mm apart, or more for a very large link; a distance between such points is never
+    less than the meshes' own, so a pair is found near only where it is), or None where a
+    link has no geometry that can be read (its spheres were given: they are its geometry)."""
+    from scipy.spatial import cKDTree  # noqa: PLC0415
+
+    from ..model.collision import full_tree, link_shapes  # noqa: PLC0415
+    from ..model.concavity import lattice_points, lattice_step  # noqa: PLC0415
+
+    full = full_tree(model)
+    points, steps = {}, {}
+    for name in {n for p in pairs for n in p}:
+        shapes = link_shapes(model, name, search_path, full)
+        if shapes:
+            steps[name] = lattice_step(shapes, 0.002, MESH_POINTS)
+            points[name] = np.unique(lattice_points(shapes, steps[name]), axis=0)
+    q = model.random_q(np.random.default_rng(2), MESH_SAMPLES)
+    T = fk(model, q, check=False)
+    out = []
+    for a, b in pairs:
+        if a not in points or b not in points:
+            out.append(None)
+            continue
+        la, lb = int(cm.links[cm.index(a)]), int(cm.links[cm.index(b)])
+        lim = max(float(within), steps[a], steps[b])
+        near = 0
+        for k in range(len(q)):
+            pa = points[a] @ T[k, la, :3, :3].T + T[k, la, :3, 3]
+            pb = points[b] @ T[k, lb, :3, :3].T + T[k, lb, :3, 3]
+            d, _ = cKDTree(pb).query(pa, k=1, distance_upper_bound=lim)
+            near += bool(np.any(d <= lim))
+        out.append(near / len(q))
+    return out
+
+
 def _known_always(model: Model, cm: CollisionModel, within: float, always: list) -> None:
     model.memo("ik.collision.always", (id(cm), float(within)), lambda: (cm, always))
 
@@ -590,12 +652,18 @@ def always_text(always: list, within: float) -> str:
 def default_collision_model(model: Model, srdf=None, *, within: float = 0.0,
                             **kwargs) -> CollisionModel:
     """The collision model a solve uses when none is given: :func:`collision_model` of the
-    model with ``srdf`` (or a bundled robot's own) and ``kwargs``, less the pairs whose spheres
+    model with ``srdf`` (or a bundled robot's own) and ``kwargs``, with the pairs whose spheres
     come nearer than ``within`` [m] (a solve's margin: what every answer must keep) in 95 % of
-    :data:`ALWAYS_SAMPLES` random configurations: parts in contact by construction, or parts
-    that never part by more than the margin (a UR5's wrist and the box on its flange stay
-    2 cm apart, their spheres closer), which would make every answer fail. The SRDF did not
-    disable them; a warning names them and says that answers are not checked for them.
+    :data:`ALWAYS_SAMPLES` random configurations, which would make every answer fail, checked
+    for contact instead: parts that never part by more than the margin (a UR5's wrist and the
+    box on its flange stay 2 cm apart, their spheres closer) get an allowance of ``within``
+    (:attr:`CollisionModel.allowances`: their spheres may come within the margin, never
+    overlap; the spheres cover the meshes, so the meshes never interpenetrate). Pairs whose
+    spheres overlap in 95 % of the samples too are left out where their meshes agree (parts in
+    contact by construction: the meshes within ``within`` in 95 % of :data:`MESH_SAMPLES`
+    configurations, :func:`meshes_within`), and are checked for contact otherwise (spheres
+    that fill a concave link's gap: every answer then fails, and the warning says to fit
+    tighter spheres). The SRDF did not disable them; a warning names each kind.
     ``ros2_ik_collision_pairs`` writes the full list (adjacent, always, never) for an SRDF.
     Kept with the model."""
     import warnings  # noqa: PLC0415
@@ -611,12 +679,41 @@ def default_collision_model(model: Model, srdf=None, *, within: float = 0.0,
         always = always_within(model, cm, within)
         if not always:
             return cm
-        text = ("self-collision pairs left out: " + always_text(always, within)
-                + ", so checking them would make every answer fail; answers are not checked "
-                "for them (disable them in the SRDF to silence this, or give tighter spheres)")
-        warnings.warn(text, CollisionWarning, stacklevel=3)
-        out = cm.with_disabled([(a, b) for a, b, _ in always], "Always")
-        out = out._replace(warnings=out.warnings + (text,))
+        # those whose spheres do not overlap in most configurations are checked for contact
+        # (an allowance of the margin); those that overlap nearly always are left out
+        touching = always_within(model, cm, 0.0) if within > 0 else always
+        # those left out only where their meshes agree (within the margin nearly always too)
+        agree = meshes_within(model, cm, [x[:2] for x in touching], within,
+                              kwargs.get("search_path", ()))
+        apart = [x for x, f in zip(touching, agree) if f is not None and f < 0.95]
+        touching = [x for x, f in zip(touching, agree) if f is None or f >= 0.95]
+        left_out = {(a, b) for a, b, _ in touching}
+        contact = [x for x in always if (x[0], x[1]) not in left_out]
+        out, texts = cm, []
+        if contact:
+            out = out.with_allowances([(a, b, within) for a, b, _ in contact])
+        if [x for x in contact if x not in apart]:
+            texts.append("self-collision pairs checked for contact only: "
+                         + always_text([x for x in contact if x not in apart], within)
+                         + ", so checking them with the margin would make every answer fail; "
+                         "their spheres may come within the margin but never overlap (give "
+                         "tighter spheres to check them with the margin)")
+        if apart:
+            texts.append("self-collision pairs whose spheres overlap in nearly every "
+                         "configuration though their meshes do not come within the margin ("
+                         + ", ".join(f"{a!r}-{b!r}" for a, b, _ in apart) + "): checked for "
+                         "contact, so nearly every answer will fail; fit tighter spheres "
+                         "(collision_model(..., fit_to_mesh=True): a concave link's spheres "
+                         "fill its gaps), or disable the pair in the SRDF if it may touch")
+        if touching:
+            texts.append("self-collision pairs left out: " + always_text(touching, 0.0)
+                         + ", so checking them would make every answer fail; answers are not "
+                         "checked for them (disable them in the SRDF to silence this, or give "
+                         "tighter spheres)")
+            out = out.with_disabled([(a, b) for a, b, _ in touching], "Always")
+        for text in texts:
+            warnings.warn(text, CollisionWarning, stacklevel=3)
+        out = out._replace(warnings=out.warnings + tuple(texts))
         _known_always(model, out, within, [])  # (what is left was measured: no such pair)
         return out
 

@@ -64,7 +64,7 @@ from .collision_spheres import (GROUP, MAX_PLACED_VERTICES, MAX_PLACEMENTS, MAX_
 
 __all__ = ["CollisionModel", "collision_model", "spheres_from_yaml", "MAX_SPHERES", "GROUP",
            "CollisionWarning", "CollisionGeometryError", "resolve_mesh", "OVERSHOOT",
-           "missing_message", "full_tree", "sphere_placements"]
+           "missing_message", "full_tree", "sphere_placements", "link_shapes"]
 
 def collision_model(model: Model, *, srdf=None, spheres=None, search_path=(), disabled=(),
                     overshoot: float = OVERSHOOT, held=None,
@@ -198,6 +198,30 @@ def bounded_combos(combos: np.ndarray, grids, most: int) -> np.ndarray:
     rng = np.random.default_rng(0)
     pick = rng.choice(len(combos), size=most - len(fixed), replace=False)
     return np.concatenate([np.stack(fixed), combos[np.sort(pick)]])
+
+
+def link_shapes(model: Model, link: str, search_path=(), full: Model | None = None) -> list:
+    """The URDF collision geometry of ``link`` as :class:`~ros2_ik.model.spheres.Shape` in the
+    frame its spheres are given in (every placement of a swept link; the elements that cannot
+    be read left out: [] when none can)."""
+    full = full_tree(model) if full is None else full
+    _, Ts = sphere_placements(model, full, link, {}, [])
+    out = []
+    for d in getattr(model.desc, "collisions", ()):
+        if d.link != link:
+            continue
+        sh, _ = element_shape(d, search_path)
+        if sh is not None:
+            out.append(sh)
+    return placed_shapes(out, Ts)
+
+
+def placed_shapes(shapes, Ts) -> list:
+    """Each of ``shapes`` at each placement ``Ts`` (4x4 transforms), placement by placement."""
+    return [Shape(s.vertices @ T[:3, :3].T + T[:3, 3], s.faces,
+                  None if s.primitive is None else
+                  (s.primitive[0], T @ s.primitive[1], s.primitive[2]))
+            for T in Ts for s in shapes]
 
 
 def sphere_placements(model: Model, full: Model, link: str, held: dict, notes: list):
@@ -355,10 +379,7 @@ def _build(model: Model, srdf, spheres, search_path, extra_disabled, overshoot, 
                                                .astype(int))]
                 notes.append(f"link {link!r}: {len(Ts)} of its swept placements fitted (its "
                              f"mesh has {nv} vertices)")
-            placed = [Shape(s.vertices @ T[:3, :3].T + T[:3, 3], s.faces,
-                            None if s.primitive is None else
-                            (s.primitive[0], T @ s.primitive[1], s.primitive[2]))
-                      for T in Ts for s in shapes]
+            placed = placed_shapes(shapes, Ts)
             cen, rad = fit_link(placed, overshoot, to_mesh=fit_to_mesh)
         if not len(rad):
             continue

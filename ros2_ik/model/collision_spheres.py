@@ -57,7 +57,13 @@ class CollisionModel:
     ``((name, name, reason), ...)`` those not checked. ``offset`` (C, 4, 4): the collision link's
     own frame in the frame its spheres are given in (identity for links of the model).
     ``missing`` ``((link, why), ...)``: declared geometry without spheres; ``notes``: what the
-    model assumed (swept or held joints); ``warnings``: what the log must show."""
+    model assumed (swept or held joints); ``warnings``: what the log must show.
+    ``allowances`` ``((link, link, metres), ...)``: checked pairs whose spheres may come that
+    much nearer than the margin (a pair whose spheres are within the margin in nearly every
+    configuration, though its meshes are not: checked for contact instead of left out; see
+    :func:`ros2_ik.ik.collision.default_collision_model`). Every check, bound and penalty row
+    of such a pair takes its distance plus its allowance, and its penalty has no activation
+    band (pushed only below the margin)."""
 
     model_name: str
     link_names: tuple
@@ -76,6 +82,7 @@ class CollisionModel:
     overshoot: float = OVERSHOOT
     accept_missing: bool = False
     attached: tuple = ()  # ((object name, link, touch links), ...)
+    allowances: tuple = ()  # ((link, link, metres), ...)
 
     @property
     def num_spheres(self) -> int:
@@ -136,6 +143,55 @@ class CollisionModel:
                 out.append(np.stack([ia.ravel(), ib.ravel()], axis=1))
             return np.concatenate(out).astype(np.int64) if out else np.zeros((0, 2), np.int64)
         return self._kept("_sphere_pairs", build)
+
+    def pair_allowances(self) -> np.ndarray:
+        """(Pp,) each checked pair's allowance [m] (:attr:`allowances`; 0 for most; kept,
+        read-only)."""
+        def build():
+            out = np.zeros(len(self.pairs))
+            if self.allowances:
+                given = {}
+                for a, b, m in self.allowances:
+                    if a in self.link_names and b in self.link_names:
+                        ia, ib = self.link_names.index(a), self.link_names.index(b)
+                        given[(min(ia, ib), max(ia, ib))] = float(m)
+                for k, (a, b) in enumerate(self.pairs.tolist()):
+                    out[k] = given.get((a, b), 0.0)
+            return out
+        return self._kept("_pair_allowances", build)
+
+    def sphere_pair_allowances(self) -> np.ndarray:
+        """(N,) the allowance of each of :meth:`sphere_pairs` (its link pair's; kept)."""
+        def build():
+            counts = [(sa.stop - sa.start) * (sb.stop - sb.start) for sa, sb in
+                      ((self.spheres_of(int(a)), self.spheres_of(int(b))) for a, b in self.pairs)]
+            return np.repeat(self.pair_allowances(), np.asarray(counts, dtype=np.int64)) \
+                if counts else np.zeros(0)
+        return self._kept("_sphere_pair_allowances", build)
+
+    def allowance_of(self, a: int, b: int) -> float:
+        """The allowance [m] of the pair of collision links ``a`` and ``b`` (indices)."""
+        if not self.allowances:
+            return 0.0
+        hit = np.nonzero((self.pairs[:, 0] == min(a, b)) & (self.pairs[:, 1] == max(a, b)))[0]
+        return float(self.pair_allowances()[hit[0]]) if hit.size else 0.0
+
+    def with_allowances(self, allowances) -> "CollisionModel":
+        """This model with the pairs ``((link, link, metres), ...)`` given that allowance (see
+        :attr:`allowances`; names the model lacks are refused, an allowance must be in
+        [0, 1] m)."""
+        out = {tuple(sorted((a, b))): m for a, b, m in self.allowances}
+        for a, b, m in allowances:
+            for n in (a, b):
+                if n not in self.link_names:
+                    raise UnknownLinkError(n, self.link_names, "collision link")
+            m = number(m, f"the allowance of pair {a!r}-{b!r}")
+            if not 0.0 <= m <= 1.0:
+                raise InvalidInputError(f"the allowance of pair {a!r}-{b!r} must be in "
+                                        f"[0, 1] m, got {m}")
+            out[tuple(sorted((a, b)))] = m
+        return self._replace(allowances=tuple((a, b, m) for (a, b), m in sorted(out.items())
+                                              if m > 0.0))
 
     def check_complete(self) -> None:
         """Raise :class:`CollisionGeometryError` when links with declared geometry have no
@@ -271,7 +327,8 @@ class CollisionModel:
                     np.append(base.static, static),
                     np.concatenate([base.offset, T[None]]), base.missing, base.notes,
                     base.overshoot, base.accept_missing,
-                    base.attached + ((name, link, tuple(sorted(touch_links))),))
+                    base.attached + ((name, link, tuple(sorted(touch_links))),),
+                    base.allowances)
         return out
 
     def without_attached(self, name: str) -> "CollisionModel":
@@ -290,7 +347,8 @@ class CollisionModel:
                      [d for d in self.disabled if name not in d[:2]], self.warnings,
                      np.delete(self.static, c), np.delete(self.offset, c, axis=0),
                      self.missing, self.notes, self.overshoot, self.accept_missing,
-                     tuple(a for a in self.attached if a[0] != name))
+                     tuple(a for a in self.attached if a[0] != name),
+                     tuple(x for x in self.allowances if name not in x[:2]))
 
     def _replace(self, **changes) -> "CollisionModel":
         out = replace(self, **changes)
@@ -362,7 +420,7 @@ def _split(cen: np.ndarray, idx: np.ndarray) -> list:
 
 def make_collision_model(name, link_names, links, sphere_link, center, radius, pairs, disabled,
                          warnings, static, offset, missing=(), notes=(), overshoot=OVERSHOOT,
-                         accept_missing=False, attached=()):
+                         accept_missing=False, attached=(), allowances=()):
     """A CollisionModel with its spheres ordered link by link and grouped."""
     sphere_link = np.asarray(sphere_link, dtype=np.int64).reshape(-1)
     center = np.asarray(center, dtype=np.float64).reshape(-1, 3)
@@ -393,7 +451,8 @@ def make_collision_model(name, link_names, links, sphere_link, center, radius, p
         group_start=np.asarray(starts, dtype=np.int64),
         offset=np.asarray(offset, dtype=np.float64).reshape(-1, 4, 4),
         missing=tuple(missing), notes=tuple(notes), overshoot=float(overshoot),
-        accept_missing=bool(accept_missing), attached=tuple(attached))
+        accept_missing=bool(accept_missing), attached=tuple(attached),
+        allowances=tuple(allowances))
     for f in fields(cm):
         a = getattr(cm, f.name)
         if isinstance(a, np.ndarray):

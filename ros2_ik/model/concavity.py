@@ -102,11 +102,10 @@ def _lattice_size(shapes, step: float) -> float:
     return n
 
 
-def lattice_step(shapes) -> float:
-    """The lattice step of a link: :data:`LATTICE`, or more for a link whose lattice would
-    hold more than :data:`MAX_LATTICE` points."""
-    step = LATTICE
-    while _lattice_size(shapes, step) > MAX_LATTICE:
+def lattice_step(shapes, step: float = LATTICE, most: int = MAX_LATTICE) -> float:
+    """The lattice step of a link: ``step`` (:data:`LATTICE`), or more for a link whose
+    lattice would hold more than ``most`` (:data:`MAX_LATTICE`) points."""
+    while _lattice_size(shapes, step) > most:
         step *= 1.25
     return step
 

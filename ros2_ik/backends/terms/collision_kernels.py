@@ -29,9 +29,10 @@ The packed scene (float64): ``n_obs`` obstacle rows of 16, then the robot block:
 :data:`HEAD` (links ``C``, groups ``G``, spheres ``S``, pairs ``NP``); per link :data:`LINK_W`
 numbers (node, first group, end group, not checked against the world, bounding centre x y z and
 radius, in the node's frame); per group :data:`GROUP_W` (first sphere, end sphere, centre x y z,
-radius); per sphere x y z r; per pair the two link indices; then ``n_obs x C`` flags (1: the
-obstacle is not checked against the link) and each obstacle's bounding sphere radius (-1: a
-half-space).
+radius); per sphere x y z r; per pair the two link indices and its allowance (subtracted from
+every sum of radii of the pair: its distances are taken plus the allowance); then
+``n_obs x C`` flags (1: the obstacle is not checked against the link) and each obstacle's
+bounding sphere radius (-1: a half-space).
 """
 
 from __future__ import annotations
@@ -271,26 +272,28 @@ def _emit_self(e, cc: CollisionChain, nc: int, check: bool, any_, lim: str = "th
         with e.block(""):
             e("S bmin_ = S(1e30);")
             with e.block("for (int pi = 0; pi < NPR && self_on; ++pi)"):
-                e("const double* A = LK + R2IK_LW * (int)PR[2 * pi];")
-                e("const double* B = LK + R2IK_LW * (int)PR[2 * pi + 1];")
+                e("const double* A = LK + R2IK_LW * (int)PR[3 * pi];")
+                e("const double* B = LK + R2IK_LW * (int)PR[3 * pi + 1];")
                 e("const int na = (int)A[0], nb = (int)B[0];")
-                e("const int ia = (int)PR[2 * pi], ib = (int)PR[2 * pi + 1];")
+                e("const int ia = (int)PR[3 * pi], ib = (int)PR[3 * pi + 1];")
                 _link_bound(e, "ia", "na", "A", "la")
                 _link_bound(e, "ib", "nb", "B", "lb")
                 e("const S fx = lax - lbx, fy = lay - lby, fz = laz - lbz;")
-                e("const S fd = sqrt(fx * fx + fy * fy + fz * fz) - S(A[7] + B[7]);")
+                e("const S fd = sqrt(fx * fx + fy * fy + fz * fz) - S(A[7] + B[7] - "
+                  "PR[3 * pi + 2]);")
                 e("if (fd < bmin_) { bmin_ = fd; first_ = pi; }")
         e.block("for (int k = -1; k < NPR && self_on; ++k)")
         e("if (k == first_ || NPR == 0) continue;")
         e("const int pi = k < 0 ? first_ : k;")
     with e:
-        e("const double* A = LK + R2IK_LW * (int)PR[2 * pi];")
-        e("const double* B = LK + R2IK_LW * (int)PR[2 * pi + 1];")
+        e("const double* A = LK + R2IK_LW * (int)PR[3 * pi];")
+        e("const double* B = LK + R2IK_LW * (int)PR[3 * pi + 1];")
         e("const int na = (int)A[0], nb = (int)B[0];")
-        e("const int ia = (int)PR[2 * pi], ib = (int)PR[2 * pi + 1];")
+        e("const int ia = (int)PR[3 * pi], ib = (int)PR[3 * pi + 1];")
+        e("const double pal = PR[3 * pi + 2];  // the pair's allowance: off every sum of radii")
         _link_bound(e, "ia", "na", "A", "la")
         _link_bound(e, "ib", "nb", "B", "lb")
-        _emit_cull(e, check, any_, "la", "lb", "A[7] + B[7]", "hl", lim)
+        _emit_cull(e, check, any_, "la", "lb", "A[7] + B[7] - pal", "hl", lim)
         e("// node a in node b's frame: Rr = Rb^T Ra, pr = Rb^T (pa - pb)")
         e("const S* Ra = fR[na]; const S* Rb = fR[nb];")
         e("const S ex_ = fp[na][0] - fp[nb][0], ey_ = fp[na][1] - fp[nb][1], "
@@ -306,11 +309,11 @@ def _emit_self(e, cc: CollisionChain, nc: int, check: bool, any_, lim: str = "th
         with e.block("for (int ga = (int)A[1]; ga < (int)A[2]; ++ga)"):
             e("const double* GA = GR + R2IK_GW * ga;")
             _place_rel(e, "(GA + 2)", "ga")
-            _emit_cull(e, check, any_, "ga", "lbn", "GA[5] + B[7]", "ha", lim)
+            _emit_cull(e, check, any_, "ga", "lbn", "GA[5] + B[7] - pal", "ha", lim)
             with e.block("for (int gb = (int)B[1]; gb < (int)B[2]; ++gb)"):
                 e("const double* GB = GR + R2IK_GW * gb;")
                 e("const S gbx = S(GB[2]), gby = S(GB[3]), gbz = S(GB[4]);")
-                _emit_cull(e, check, any_, "ga", "gb", "GA[5] + GB[5]", "hg", lim)
+                _emit_cull(e, check, any_, "ga", "gb", "GA[5] + GB[5] - pal", "hg", lim)
                 e("const int b0 = (int)GB[0], b1 = (int)GB[1];")
                 if not check:  # the group pair's nearest sphere pair gives its row
                     e("S bd_ = thr, bdist_ = S(1), bdx_ = S(0), bdy_ = S(0), bdz_ = S(1), "
@@ -325,10 +328,10 @@ def _emit_self(e, cc: CollisionChain, nc: int, check: bool, any_, lim: str = "th
                     _place_rel(e, "(SP + 4 * i)", "pa")
                     e("const double ra = SP[4 * i + 3];")
                     if check:
-                        _emit_cull(e, check, any_, "pa", "gb", "ra + GB[5]", "hs", lim)
+                        _emit_cull(e, check, any_, "pa", "gb", "ra + GB[5] - pal", "hs", lim)
                     else:  # nothing in group b can be nearer than what a lane has (<= thr)
                         e("const S hsx = pax - gbx, hsy = pay - gby, hsz = paz - gbz;")
-                        e("const S hslim = bd_ + S(ra + GB[5]);")
+                        e("const S hslim = bd_ + S(ra + GB[5] - pal);")
                         e("const S hs2 = hsx * hsx + hsy * hsy + hsz * hsz;")
                         e(f"if (!{any_('(fd_ < S(0.5)) & (hs2 < hslim * hslim)')}) continue;")
                     with e.block("for (int j = b0; j < b1; ++j)"):
@@ -336,7 +339,7 @@ def _emit_self(e, cc: CollisionChain, nc: int, check: bool, any_, lim: str = "th
                         e("const S qbx = S(SB[0]), qby = S(SB[1]), qbz = S(SB[2]);")
                         e("const S dx = pax - qbx, dy = pay - qby, dz = paz - qbz;")
                         e("const S d2 = dx * dx + dy * dy + dz * dz;")
-                        e("const double rr = ra + SB[3];")
+                        e("const double rr = ra + SB[3] - pal;")
                         if check:  # only a pair that may be nearer than the smallest yet
                             e("const double reach = clear + rr;")
                             e("if (reach <= 0.0 || d2 > reach * reach * (1.0 + 1e-9)) continue;")
@@ -374,7 +377,9 @@ def _emit_self_penalty(e, cc: CollisionChain, nc: int, any_):
     """The penalty row of a group pair's nearest sphere pair (distance ``bd_``, centres
     ``bp_`` (of link a) and ``bq_`` (of link b), difference ``bd?_``, all in node b's frame,
     turned into the base frame here): :func:`_emit_penalty`."""
-    e("const S d = r2ik_sel(bd_ < thr, bd_, S(1e30));  // a lane with no pair adds nothing")
+    e("// a lane with no pair adds nothing; a pair with an allowance has no activation band "
+      "(near by construction: pushed only where its spheres overlap)")
+    e("const S d = r2ik_sel(bd_ < thr, bd_ + (pal > 0.0 ? act : S(0)), S(1e30));")
 
     def rows():
         _emit_row(e, cc, "na", "pa", "n", "+")
@@ -522,7 +527,7 @@ def _emit_body(e, cc: CollisionChain, nc: int, check: bool, any_, lim: str = "th
     e("const double* GR = LK + R2IK_LW * NL;")
     e("const double* SP = GR + R2IK_GW * NG;")
     e("const double* PR = SP + 4 * NS;")
-    e("const double* SKP = PR + 2 * NPR;")
+    e("const double* SKP = PR + 3 * NPR;")
     e("const double* ORAD = SKP + n_obs * NL;")
     e("const S thr = margin + act;")
     e("// the links' bounding centres, placed once (the first LBMAX links; others when used)")

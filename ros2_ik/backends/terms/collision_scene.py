@@ -136,10 +136,13 @@ def pack_scene(cc: CollisionChain, cm: CollisionModel, world=None) -> PackedScen
         else np.zeros((0, C))
     from ...ik.collision import bounding_radius  # noqa: PLC0415
 
+    # per pair its two links and its allowance (CollisionModel.allowances)
+    pairs = np.concatenate([cm.pairs.astype(np.float64).reshape(-1, 2),
+                            cm.pair_allowances()[:, None]], axis=1)
     head = np.zeros(HEAD)
     head[:4] = C, G, S, len(cm.pairs)
     data = np.concatenate([packed.ravel(), head, links.ravel(), groups.ravel(),
-                           spheres.ravel(), cm.pairs.astype(np.float64).ravel(), skip.ravel(),
+                           spheres.ravel(), pairs.ravel(), skip.ravel(),
                            bounding_radius(packed) if len(packed) else np.zeros(0)])
     data = np.ascontiguousarray(data)
     data.setflags(write=False)
