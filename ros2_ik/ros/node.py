@@ -371,6 +371,12 @@ def main(args=None) -> int:
         executor.spin()
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
+    except Exception:
+        # Ctrl-C shuts the context down from rclpy's signal handler, at any moment: a wait set
+        # built just then fails ("the given context is not valid", RCLError), which is the
+        # same clean stop (a loaded machine's node once exited 1 with that traceback)
+        if rclpy.ok():
+            raise
     finally:
         # rclpy's handler shuts the context down and then chains to Python's, whose
         # KeyboardInterrupt may land a moment later: ignore further Ctrl-C while cleaning up.
