@@ -627,11 +627,12 @@ def meshes_within(model: Model, cm: CollisionModel, pairs, within: float,
             continue
         la, lb = int(cm.links[cm.index(a)]), int(cm.links[cm.index(b)])
         lim = max(float(within), steps[a], steps[b])
+        tree = cKDTree(points[b])  # (b's points in b's frame; a's placed there)
         near = 0
         for k in range(len(q)):
-            pa = points[a] @ T[k, la, :3, :3].T + T[k, la, :3, 3]
-            pb = points[b] @ T[k, lb, :3, :3].T + T[k, lb, :3, 3]
-            d, _ = cKDTree(pb).query(pa, k=1, distance_upper_bound=lim)
+            R = np.linalg.inv(T[k, lb]) @ T[k, la]
+            d, _ = tree.query(points[a] @ R[:3, :3].T + R[:3, 3], k=1,
+                              distance_upper_bound=lim)
             near += bool(np.any(d <= lim))
         out.append(near / len(q))
     return out
@@ -692,9 +693,10 @@ def default_collision_model(model: Model, srdf=None, *, within: float = 0.0,
         out, texts = cm, []
         if contact:
             out = out.with_allowances([(a, b, within) for a, b, _ in contact])
-        if [x for x in contact if x not in apart]:
+        only = [x for x in contact if x not in apart]
+        if only:
             texts.append("self-collision pairs checked for contact only: "
-                         + always_text([x for x in contact if x not in apart], within)
+                         + always_text(only, within)
                          + ", so checking them with the margin would make every answer fail; "
                          "their spheres may come within the margin but never overlap (give "
                          "tighter spheres to check them with the margin)")

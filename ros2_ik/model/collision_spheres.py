@@ -173,8 +173,9 @@ class CollisionModel:
         """The allowance [m] of the pair of collision links ``a`` and ``b`` (indices)."""
         if not self.allowances:
             return 0.0
-        hit = np.nonzero((self.pairs[:, 0] == min(a, b)) & (self.pairs[:, 1] == max(a, b)))[0]
-        return float(self.pair_allowances()[hit[0]]) if hit.size else 0.0
+        given = self._kept("_allowance_map", lambda: {
+            tuple(p): float(m) for p, m in zip(self.pairs.tolist(), self.pair_allowances())})
+        return given.get((min(a, b), max(a, b)), 0.0)
 
     def with_allowances(self, allowances) -> "CollisionModel":
         """This model with the pairs ``((link, link, metres), ...)`` given that allowance (see
