@@ -154,7 +154,17 @@ class NodeProcess:
     def stop_cleanly(self, timeout: float = 60.0) -> None:
         """:meth:`stop`, asserting exit code 0 (the log's end in the message otherwise)."""
         code = self.stop(timeout)
-        assert code == 0, (code, self.log_text()[-4000:])
+        assert code == 0, (code, self.exit_report())
+
+    def exit_report(self, most: int = 4000) -> str:
+        """The log's end; after a crash, from faulthandler's header on, with the crashing
+        thread's stack first (the main thread's alone says nothing: it was waiting)."""
+        log = self.log_text()
+        at = log.find("Fatal Python error")
+        if at < 0:
+            return log[-most:]
+        crash = log[at:]
+        return log[max(0, at - most // 4):at] + crash[:3 * most]
 
     def __enter__(self):
         return self
