@@ -21,7 +21,7 @@ from ros2_ik.backends import host as hostrun
 from ros2_ik.errors import IKError
 from ros2_ik.ik import Status
 from ros2_ik.ik.objectives import EvalContext
-from ros2_ik.ik.seeds import seed_distance
+from ros2_ik.ik.seeds import branch_distance, seed_distance
 from ros2_ik.ik.terms import StepBound
 from ros2_ik.kinematics import pose_error
 from ros2_ik.model import Model
@@ -33,8 +33,9 @@ from test_term_step import TURRET
 BACKENDS = ["auto", "reference"]
 
 
-def _check_answers(m, tip, r, T, cfg, min_distance):
-    """Every answer reaches its goal within the limits; a problem's answers are distinct."""
+def _check_answers(m, tip, r, T, cfg, min_distance, apart=seed_distance):
+    """Every answer reaches its goal within the limits; a problem's answers are distinct
+    (``apart``: by joints, or by configuration branch)."""
     P, k, nq = r.q.shape
     for p in range(P):
         n = int(r.count[p])
@@ -49,7 +50,7 @@ def _check_answers(m, tip, r, T, cfg, min_distance):
         assert np.all((q >= m.lower - 1e-12) & (q <= m.upper + 1e-12))
         for i in range(n):
             for j in range(i):
-                d = float(seed_distance(m, q[i:i + 1], q[j:j + 1])[0])
+                d = float(apart(m, q[i:i + 1], q[j:j + 1])[0])
                 assert d >= min_distance, (p, i, j, d)
 
 
@@ -143,6 +144,117 @@ def test_every_answer_keeps_the_margin_and_the_step_bound():
         assert np.all(np.abs(rb.q[p, :n] - seeds[p]) <= 0.4 + 1e-12)
 
 
+SLIDE = """<robot name="slide">
+  <link name="base"/><link name="cart"/><link name="tool"/>
+  <joint name="rail" type="prismatic"><parent link="base"/><child link="cart"/>
+    <axis xyz="1 0 0"/><limit lower="-10" upper="10" effort="1" velocity="1"/></joint>
+  <joint name="turn" type="revolute"><parent link="cart"/><child link="tool"/>
+    <origin xyz="0 0 0.2"/><axis xyz="0 0 1"/>
+    <limit lower="-6.3" upper="6.3" effort="1" velocity="1"/></joint>
+</robot>"""
+
+
+def _branches(m, q, apart=0.1) -> int:
+    """How many configuration branches (whole-turn copies merged) the answers ``q`` cover."""
+    kept: list = []
+    for x in q:
+        if not kept or float(np.min(branch_distance(m, np.asarray(kept), np.broadcast_to(
+                x, (len(kept), m.nq))))) >= apart:
+            kept.append(x)
+    return len(kept)
+
+
+def test_branch_distance_takes_every_angle_modulo_2_pi():
+    m = load_robot("ur")
+    rng = np.random.default_rng(7)
+    q = np.clip(m.random_q(rng, 20), -np.pi, np.pi)
+    turned = q.copy()
+    turned[:, [0, 3, 5]] += 2 * np.pi * rng.choice([-1, 1], (20, 3))  # (+-2 pi joints)
+    np.testing.assert_allclose(branch_distance(m, q, turned), 0.0, atol=1e-12)
+    assert np.all(seed_distance(m, q, turned) > 6.0)  # (by joints: far apart)
+    other = q.copy()
+    other[:, 2] += 0.3
+    np.testing.assert_allclose(branch_distance(m, q, other), 0.3, atol=1e-12)
+    # a prismatic coordinate is a length: never wrapped (7 m is 7 m, not 0.72)
+    p = Model.from_urdf(SLIDE, tips=["tool"])
+    a = np.zeros((1, p.nq))
+    b = a.copy()
+    b[0, p.q_names.index("rail")] = 7.0
+    np.testing.assert_allclose(branch_distance(p, a, b), 7.0, atol=1e-12)
+    b[0, p.q_names.index("rail")] = 0.0
+    b[0, p.q_names.index("turn")] = 2 * np.pi
+    np.testing.assert_allclose(branch_distance(p, a, b), 0.0, atol=1e-12)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_distinct_branches_returns_an_arms_branches_not_whole_turn_copies(backend):
+    """A UR (+-2 pi joints), k = 8: plain distinctness fills slots with copies of a branch
+    turned by 2 pi; distinct_branches returns the branches a dense search (256 seeds) finds."""
+    if backend == "auto" and hostrun.available() is None:
+        pytest.skip("no g++ here")
+    m = load_robot("ur")
+    tip = m.tips[0]
+    rng = np.random.default_rng(8)
+    P = 24 if backend == "auto" else 6
+    q = rng.uniform(np.maximum(m.lower, -np.pi), np.minimum(m.upper, np.pi), (P, m.nq))
+    T = np.asarray(fk_frames(m, q, [tip]))[:, 0]
+    cfg = IKConfig(timeout=None)
+    s = IKSolver(m, [tip], cfg, backend=backend)
+    r = s.solve_k_best(T, 8, distinct_branches=True)
+    _check_answers(m, tip, r, T, cfg, 0.1, apart=branch_distance)
+    plain = s.solve_k_best(T, 8)
+    dense = IKSolver(m, [tip], IKConfig(num_seeds=256, timeout=None),
+                     backend=backend).solve_k_best(T, 64, distinct_branches=True)
+    want = np.minimum(dense.count, 8)
+    got = np.array([_branches(m, r.q[p, :r.count[p]]) for p in range(P)])
+    was = np.array([_branches(m, plain.q[p, :plain.count[p]]) for p in range(P)])
+    np.testing.assert_array_equal(got, r.count)  # (every answer a branch of its own)
+    assert got.sum() >= 0.97 * want.sum(), (got, want)
+    assert got.sum() > was.sum()  # (the plain answers repeat branches: what this is for)
+
+
+def test_distinct_branches_on_example_robot_datas_ur5_judged_by_pinocchio():
+    """The real UR5 (example-robot-data's URDF): k = 8 by branch covers the branches a dense
+    search finds; every answer reaches its goal by Pinocchio's FK."""
+    pin = pytest.importorskip("pinocchio", reason="Pinocchio (pin) is not installed")
+    from importlib import metadata
+
+    try:
+        share = metadata.distribution("example-robot-data").locate_file("")
+    except metadata.PackageNotFoundError:
+        pytest.skip("example-robot-data is not installed; run make setup")
+    urdf = (share / "cmeel.prefix/share/example-robot-data/robots" / "ur_description" / "urdf"
+            / "ur5_robot.urdf")
+    m = Model.from_urdf(urdf.read_text(), tips=["tool0"])
+    rng = np.random.default_rng(9)
+    P = 16
+    q = rng.uniform(np.maximum(m.lower, -np.pi), np.minimum(m.upper, np.pi), (P, m.nq))
+    T = np.asarray(fk_frames(m, q, ["tool0"]))[:, 0]
+    cfg = IKConfig(timeout=None)
+    r = IKSolver(m, ["tool0"], cfg).solve_k_best(T, 8, distinct_branches=True)
+    dense = IKSolver(m, ["tool0"], IKConfig(num_seeds=256, timeout=None)).solve_k_best(
+        T, 64, distinct_branches=True)
+    assert r.count.sum() >= 0.97 * np.minimum(dense.count, 8).sum()
+    assert (r.count >= 4).all()  # (every goal: at least its shoulder and elbow branches)
+    pm = pin.buildModelFromUrdf(str(urdf))
+    data = pm.createData()
+    fid = pm.getFrameId("tool0")
+    for p in range(P):
+        n = int(r.count[p])
+        assert _branches(m, r.q[p, :n]) == n
+        for x in r.q[p, :n]:
+            qp = pin.neutral(pm)
+            for name, v in zip(m.q_names, x):
+                qp[pm.joints[pm.getJointId(name)].idx_q] = v
+            pin.framesForwardKinematics(pm, data, qp)
+            M = data.oMf[fid]
+            got = np.eye(4)
+            got[:3, :3], got[:3, 3] = M.rotation, M.translation
+            pe, re = pose_error(T[p][None], got[None])
+            assert pe[0] <= cfg.position_tolerance * 1.0001
+            assert re[0] <= cfg.orientation_tolerance * 1.0001
+
+
 def test_a_problem_without_answers_and_the_arguments():
     m = load_robot("panda")
     tip = "panda_hand_tcp"
@@ -155,7 +267,8 @@ def test_a_problem_without_answers_and_the_arguments():
     assert np.isnan(r.q[1]).all() and np.isnan(r.cost[1]).all()
     for kw, word in (({"k": 0}, "k must"), ({"k": 65}, "k must"), ({"k": 2.0}, "k must"),
                      ({"k": 2, "min_distance": -1.0}, "min_distance"),
-                     ({"k": 2, "min_distance": "x"}, "min_distance")):
+                     ({"k": 2, "min_distance": "x"}, "min_distance"),
+                     ({"k": 2, "distinct_branches": "yes"}, "distinct_branches")):
         with pytest.raises(IKError, match=word):
             s.solve_k_best(T, **kw)
 

@@ -19,7 +19,7 @@ from ros_testing import ik_request, joint_state, serving_node  # noqa: E402
 
 from ros2_ik import load_robot  # noqa: E402
 from ros2_ik.api import solve_pose, solve_pose_k_best  # noqa: E402
-from ros2_ik.ik.seeds import seed_distance  # noqa: E402
+from ros2_ik.ik.seeds import branch_distance, seed_distance  # noqa: E402
 from ros2_ik.ik.terms import GoalSet, Posture, StepBound  # noqa: E402
 from ros2_ik.kinematics import fk_frames, pose_error, pose_to_pq  # noqa: E402
 from ros2_ik.ros import codes  # noqa: E402
@@ -193,6 +193,22 @@ def test_several_answers_ranked_distinct_and_verified(ros):
     lib = solve_pose_k_best(m, pose_to_pq(T), 4, min_distance=0.3, tips=[TIP], config=cfg,
                             seeds=m.neutral_q(), backend=resp.backend)
     np.testing.assert_array_equal(lib.count, counts)
+    # by configuration branch (whole turns of joints merged): the library's answers
+    resp = _ik(ros, ik_request(pose_to_pq(T), compact_response=True, num_seeds=8,
+                               timeout=30.0, max_solutions=4, min_solution_distance=0.3,
+                               solve_mode="distance", distinct_branches=True))
+    counts = np.asarray(resp.solution_counts)
+    lib = solve_pose_k_best(m, pose_to_pq(T), 4, min_distance=0.3, tips=[TIP], config=cfg,
+                            seeds=m.neutral_q(), backend=resp.backend, distinct_branches=True)
+    np.testing.assert_array_equal(lib.count, counts)
+    more = _q(ros, resp, resp.compact_more_solutions)
+    np.testing.assert_allclose(more, np.concatenate(
+        [lib.q[p, 1:int(lib.count[p])] for p in range(10)]), atol=1e-12)
+    for p in range(10):
+        qs = lib.q[p, :int(lib.count[p])]
+        for i in range(len(qs)):
+            for j in range(i):
+                assert float(branch_distance(m, qs[i:i + 1], qs[j:j + 1])[0]) >= 0.3
 
 
 @pytest.mark.parametrize("field, value", [

@@ -8,8 +8,14 @@ answer that collides is not kept). The successful answers are ranked by the solv
 cost (speed: the fewest iterations; distance: the nearest the problem's seed, wrap-aware
 L-infinity; manipulability: the largest), and kept in that order where each is at least
 ``min_distance`` (wrap-aware L-infinity: a continuous joint modulo 2 pi) from every answer
-kept before it, up to ``k``. The terms' arguments that default to the problem's seed (a
-posture's rest, a step bound's origin) keep that default.
+kept before it, up to ``k``. With ``distinct_branches`` the distance takes every angle modulo
+2 pi, a limited revolute joint's too (:func:`ros2_ik.ik.seeds.branch_distance`): answers that
+differ only by whole turns of joints place every link alike, and count as one configuration
+branch, so that ``k = 8`` on a six-joint arm with +-2 pi joints (a UR) returns its shoulder /
+elbow / wrist branches rather than copies of one turned by 2 pi; each problem then takes
+``max(num_seeds, BRANCH_SEEDS_PER_ANSWER k)`` seeds, since the copies use up seeds. The
+terms' arguments that default to the problem's seed (a posture's rest, a step bound's origin)
+keep that default.
 """
 
 from __future__ import annotations
@@ -22,14 +28,17 @@ import numpy as np
 
 from ..errors import InvalidInputError
 from ..ik.config import IKResult, SolveMode
-from ..ik.seeds import expand_seeds, finalize_q, movable_coordinates, seed_distance
+from ..ik.seeds import (branch_distance, expand_seeds, finalize_q, movable_coordinates,
+                        seed_distance)
 from ..kinematics.jacobian import jacobians_all
 from ..validate import check_number, describe
 
-__all__ = ["KBestResult", "solve_k_best", "MAX_K"]
+__all__ = ["KBestResult", "solve_k_best", "MAX_K", "BRANCH_SEEDS_PER_ANSWER"]
 
 #: the most answers a problem may ask for
 MAX_K = 64
+#: seeds a problem per answer asked for with ``distinct_branches`` (2 without)
+BRANCH_SEEDS_PER_ANSWER = 8
 
 
 @dataclass
@@ -67,7 +76,8 @@ def check_k(k, min_distance) -> tuple:
 
 def solve_k_best(solver, targets, k: int, *, min_distance: float = 0.1, seeds=None,
                  weights=(1, 1, 1, 1, 1, 1), should_stop=None, timeout=..., world=None,
-                 start_time: float | None = None, **term_args) -> KBestResult:
+                 start_time: float | None = None, distinct_branches: bool = False,
+                 **term_args) -> KBestResult:
     """See :meth:`ros2_ik.IKSolver.solve_k_best`."""
     t0 = time.perf_counter() if start_time is None else float(start_time)
     k, min_distance = check_k(k, min_distance)
@@ -78,7 +88,10 @@ def solve_k_best(solver, targets, k: int, *, min_distance: float = 0.1, seeds=No
     xp = np
     t = solver.targets_of(targets)
     P = t.shape[0]
-    S = max(int(cfg.num_seeds), 2 * k)
+    if not isinstance(distinct_branches, (bool, np.bool_)):
+        raise InvalidInputError(f"distinct_branches must be True or False, got "
+                                f"{describe(distinct_branches)}")
+    S = max(int(cfg.num_seeds), (BRANCH_SEEDS_PER_ANSWER if distinct_branches else 2) * k)
     # the seeds a solve takes, and the terms' arguments with their defaults (the seed) settled
     seeds_p = solver.seeds_of(seeds, P)
     calls = solver.term_calls(P, seeds_p, term_args, xp, t, weights)
@@ -93,12 +106,13 @@ def solve_k_best(solver, targets, k: int, *, min_distance: float = 0.1, seeds=No
     one = solver.variant(dataclasses.replace(cfg, num_seeds=1))
     r = one.solve(np.repeat(t, S, axis=0), seeds=rows, weights=w, should_stop=should_stop,
                   timeout=timeout, start_time=t0, world=world, **args)
+    apart = branch_distance if distinct_branches else seed_distance
     return _ranked(m, cfg, solver.tips, r, rows, np.repeat(seeds_p, S, axis=0), P, S, k,
-                   min_distance, t0)
+                   min_distance, t0, apart)
 
 
 def _ranked(m, cfg, tips, r: IKResult, rows, seed_rep, P: int, S: int, k: int,
-            min_distance: float, t0: float) -> KBestResult:
+            min_distance: float, t0: float, apart=seed_distance) -> KBestResult:
     """The answers of the P x S one-seed problems ``r`` grouped, ranked and thinned."""
     q = finalize_q(m, np.asarray(r.q), seed_rep)  # continuous joints near the problem's seed
     if cfg.solve_mode is SolveMode.DISTANCE:
@@ -129,7 +143,7 @@ def _ranked(m, cfg, tips, r: IKResult, rows, seed_rep, P: int, S: int, k: int,
         for j in order:
             if not ok[p, j] or len(kept) >= k:
                 break
-            if kept and float(np.min(seed_distance(m, qr[p, kept], np.broadcast_to(
+            if kept and float(np.min(apart(m, qr[p, kept], np.broadcast_to(
                     qr[p, j], (len(kept), nq))))) < min_distance:
                 continue
             kept.append(int(j))

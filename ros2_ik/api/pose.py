@@ -99,7 +99,8 @@ def solve_pose_k_best(model: Model, targets, k: int, *, min_distance: float = 0.
                       tips: Sequence[str] | str | None = None, weights=(1, 1, 1, 1, 1, 1),
                       seeds=None, config: IKConfig | None = None, solver: str = "dls",
                       should_stop=None, group=None, backend: str = "auto", world=None,
-                      collision=None, terms=(), **term_args):
+                      collision=None, terms=(), distinct_branches: bool = False,
+                      **term_args):
     """Up to ``k`` distinct answers a problem, best first (:meth:`ros2_ik.IKSolver.
     solve_k_best`; the arguments as :func:`solve_pose`'s). Returns a
     :class:`~ros2_ik.api.kbest.KBestResult`."""
@@ -109,7 +110,8 @@ def solve_pose_k_best(model: Model, targets, k: int, *, min_distance: float = 0.
                                  start_time=time.perf_counter())
     return s.solve_k_best(targets, k, min_distance=min_distance, seeds=seeds, weights=weights,
                           should_stop=should_stop, timeout=cfg.timeout, world=world,
-                          start_time=t_call, **term_args)
+                          start_time=t_call, distinct_branches=distinct_branches,
+                          **term_args)
 
 
 def pose_solver(model: Model, *, tips=None, config: IKConfig | None = None,

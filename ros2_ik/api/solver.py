@@ -418,17 +418,21 @@ class IKSolver:
 
     def solve_k_best(self, targets, k: int, *, min_distance: float = 0.1, seeds=None,
                      weights=(1, 1, 1, 1, 1, 1), should_stop=None, timeout=..., world=None,
-                     start_time: float | None = None, **term_args):
+                     start_time: float | None = None, distinct_branches: bool = False,
+                     **term_args):
         """Up to ``k`` distinct answers a problem, best first (:mod:`ros2_ik.api.kbest`):
         every answer verified as :meth:`solve`'s (FK, limits, the terms' constraints and,
         with collision avoidance, the exact distances), ranked by the solve mode's cost, each
-        at least ``min_distance`` [rad or m, wrap-aware L-infinity] from those before it.
-        Returns a :class:`~ros2_ik.api.kbest.KBestResult`."""
+        at least ``min_distance`` [rad or m, wrap-aware L-infinity] from those before it;
+        ``distinct_branches``: every angle modulo 2 pi (answers that differ by whole turns of
+        joints are one configuration branch). Returns a
+        :class:`~ros2_ik.api.kbest.KBestResult`."""
         from .kbest import solve_k_best  # noqa: PLC0415
 
         return solve_k_best(self, targets, k, min_distance=min_distance, seeds=seeds,
                             weights=weights, should_stop=should_stop, timeout=timeout,
-                            world=world, start_time=start_time, **term_args)
+                            world=world, start_time=start_time,
+                            distinct_branches=distinct_branches, **term_args)
 
     def term_calls(self, P: int, seeds, args: dict, xp, targets=None, weights=None) -> list:
         """[(term, its checked arguments for this call)] of the solver's terms; an argument no

@@ -15,9 +15,11 @@ from ..backend import const, get_xp
 from ..errors import InvalidInputError
 from ..kinematics.fk import difference, wrap_angle
 from ..model import Model
+from ..model.joint_types import JointType
 
 __all__ = ["movable_coordinates", "restart_seeds", "expand_seeds", "limited_revolute",
-           "clip_to_limits", "finalize_q", "seed_distance"]
+           "clip_to_limits", "finalize_q", "seed_distance", "branch_distance",
+           "angular_coordinates"]
 
 
 def movable_coordinates(model: Model, links=None) -> np.ndarray:
@@ -135,4 +137,25 @@ def seed_distance(model: Model, q, seed):
     """Wrap-aware L-infinity distance between rows of q and seed (N,)."""
     xp = get_xp(q)
     d = difference(model, seed, q)
+    return xp.max(xp.abs(d), axis=1) if d.shape[1] else xp.zeros(q.shape[0])
+
+
+def angular_coordinates(model: Model) -> np.ndarray:
+    """(nq,) bool: the coordinates of revolute and continuous joints (an angle each)."""
+    jt = np.asarray(model.joint_type)[np.asarray(model.q_joint)]
+    simple = np.asarray(model.q_to_v) >= 0
+    return simple & ((jt == JointType.REVOLUTE) | (jt == JointType.CONTINUOUS))
+
+
+def branch_distance(model: Model, q, other):
+    """:func:`seed_distance` with every angle modulo 2 pi, a limited revolute joint's too:
+    0 between configurations that differ only by whole turns of joints (one configuration
+    branch: the same placement of every link), the L-infinity distance otherwise (N,)."""
+    xp = get_xp(q)
+    d = difference(model, other, q)
+    ang = angular_coordinates(model)
+    if ang.any():
+        cols = xp.asarray(np.asarray(model.q_to_v)[ang])
+        d = d.copy()
+        d[:, cols] = wrap_angle(d[:, cols], xp)
     return xp.max(xp.abs(d), axis=1) if d.shape[1] else xp.zeros(q.shape[0])

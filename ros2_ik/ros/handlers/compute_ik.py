@@ -198,6 +198,8 @@ def _handle(ctx: Context, req, resp) -> IKOutcome:
             kb = s_ik.solve_k_best(targets, k_best, min_distance=min_dist, seeds=seed,
                                    weights=w, should_stop=ctx.should_stop,
                                    timeout=cfg.timeout, world=world, start_time=t_call,
+                                   distinct_branches=bool(getattr(req, "distinct_branches",
+                                                                  False)),
                                    **term_args)
             res = kb.best
             counts[idx] = kb.count.astype(np.uint32)
