@@ -138,12 +138,13 @@ class NodeProcess:
             time.sleep(0.05)
         return False
 
-    def stop(self, timeout: float = 60.0) -> int | None:
-        """SIGINT, wait (a generous bound: the node's own waits at shutdown are a few seconds,
-        a loaded machine makes them longer), then SIGKILL; returns the exit code."""
+    def stop(self, timeout: float = 60.0, sig: int = signal.SIGINT) -> int | None:
+        """SIGINT (or ``sig``), wait (a generous bound: the node's own waits at shutdown are a
+        few seconds, a loaded machine makes them longer), then SIGKILL; returns the exit
+        code."""
         if self.proc.poll() is None:
             try:
-                self.proc.send_signal(signal.SIGINT)
+                self.proc.send_signal(sig)
                 self.proc.wait(timeout=timeout)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
@@ -151,9 +152,9 @@ class NodeProcess:
         self._log.close()
         return self.proc.returncode
 
-    def stop_cleanly(self, timeout: float = 60.0) -> None:
+    def stop_cleanly(self, timeout: float = 60.0, sig: int = signal.SIGINT) -> None:
         """:meth:`stop`, asserting exit code 0 (the log's end in the message otherwise)."""
-        code = self.stop(timeout)
+        code = self.stop(timeout, sig)
         assert code == 0, (code, self.exit_report())
 
     def exit_report(self, most: int = 4000) -> str:

@@ -94,6 +94,16 @@ class NodeExecutor(SingleThreadedExecutor):
         with waiting_for_builds(False):
             super().spin_once_until_future_complete(future, timeout_sec)
 
+    def spin_until(self, stop: Callable[[], bool]) -> None:
+        """Spin until ``stop()`` is true, the executor is shut down or the context is: checked
+        after every callback and whenever :meth:`wake` wakes a wait (rclpy's wait loop goes
+        back to waiting after a wake with nothing to run, unless its condition holds; and
+        ``spin_once_until_future_complete`` would add a done callback to the future at every
+        call, without bound on a node that runs for weeks)."""
+        with waiting_for_builds(False):
+            while not stop() and not self._is_shutdown and self._context.ok():
+                self._spin_once_impl(None, stop)
+
     def _make_handler(self, entity, node, take_from_wait_list):
         # rclpy's handler triggers the executor's guard condition after taking and after
         # running a callback, so that *other* threads put the entity (or its callback group)

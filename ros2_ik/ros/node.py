@@ -31,6 +31,7 @@ import threading
 
 import numpy as np
 import rclpy
+import rclpy.signals
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
@@ -55,8 +56,8 @@ from .params import PARAMS, Settings, descriptor, validate
 from .robot import LoadedRobot
 from .wiring import CLIENT_QOS, SERVICE_QOS, Wiring
 
-__all__ = ["KinematicsNode", "main", "make_executor", "ROBOT_DESCRIPTION_QOS", "CLIENT_QOS",
-           "SERVICE_QOS"]
+__all__ = ["KinematicsNode", "main", "make_executor", "StopSignals", "ROBOT_DESCRIPTION_QOS",
+           "CLIENT_QOS", "SERVICE_QOS"]
 
 #: QoS of robot_description, as robot_state_publisher publishes it (latched).
 ROBOT_DESCRIPTION_QOS = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
@@ -351,11 +352,71 @@ class KinematicsNode(Node):
         return super().destroy_node()
 
 
+class StopSignals:
+    """SIGINT and SIGTERM as a request to stop that the executor thread acts on.
+
+    rclpy's own handlers shut the context down from a thread of their own at the moment the
+    signal comes, while the executor thread may be building a wait set ("the given context is
+    not valid": a loaded machine's node exited 1) or tearing the node down (one exited with
+    SIGSEGV there). Here the signal only sets :attr:`requested`; Python's wakeup fd carries it
+    to a small thread that wakes the executor (``wake``: its guard condition, which is what
+    rclpy's handler triggers too), so a wait with nothing to do returns at once; the executor
+    thread then leaves its loop and does every shutdown step itself, in order, with the
+    context still valid (the last log lines still reach /rosout)."""
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+    def __init__(self):
+        self.requested = False
+        self.wake = lambda: None
+        self._r, self._w = os.pipe()
+        os.set_blocking(self._w, False)
+        self._old_fd = signal.set_wakeup_fd(self._w, warn_on_full_buffer=False)
+        for s in self.SIGNALS:
+            signal.signal(s, self._on_signal)
+        self._thread = threading.Thread(target=self._run, daemon=True, name="ros2_ik-signals")
+        self._thread.start()
+
+    def _on_signal(self, signum, frame) -> None:  # (Python runs it on the main thread)
+        self.requested = True
+
+    def is_requested(self) -> bool:
+        return self.requested
+
+    def _run(self) -> None:
+        wanted = {int(s) for s in self.SIGNALS}
+        while True:
+            try:
+                data = os.read(self._r, 64)
+            except OSError:
+                return
+            if not data:  # closed: the node is stopping
+                return
+            if wanted & set(data):
+                # (set here too: the main thread runs the Python handler only between
+                # bytecodes, and must not go back to wait before it has)
+                self.requested = True
+                try:
+                    self.wake()
+                except Exception:  # noqa: BLE001 - the executor is shut down already
+                    pass
+
+    def close(self) -> None:
+        """Further signals ignored (the shutdown runs to its end); the thread ended."""
+        for s in self.SIGNALS:
+            signal.signal(s, signal.SIG_IGN)
+        signal.set_wakeup_fd(self._old_fd)
+        os.close(self._w)
+        self._thread.join(5.0)
+        os.close(self._r)
+
+
 def main(args=None) -> int:
     """Run the node on its :class:`NodeExecutor` until Ctrl-C / SIGTERM / ros shutdown."""
     # a crash in native code (a kernel, the middleware) prints every thread's stack to stderr
     faulthandler.enable()
-    rclpy.init(args=args)
+    rclpy.init(args=args, signal_handler_options=rclpy.signals.SignalHandlerOptions.NO)
+    signals = StopSignals()
     try:
         node = KinematicsNode()
     except Exception as exc:  # noqa: BLE001
@@ -363,25 +424,23 @@ def main(args=None) -> int:
         if "expecting type 'DOUBLE'" in str(exc):
             hint = " (write double parameters with a decimal point, e.g. 5.0)"
         print(f"[ros2_ik_node] cannot start: {exc}{hint}", file=sys.stderr)
+        signals.close()
         rclpy.try_shutdown()
         return 1
     executor = make_executor()
     executor.add_node(node)
+    signals.wake = executor.wake
     try:
-        executor.spin()
+        executor.spin_until(signals.is_requested)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     except Exception:
-        # Ctrl-C shuts the context down from rclpy's signal handler, at any moment: a wait set
-        # built just then fails ("the given context is not valid", RCLError), which is the
-        # same clean stop (a loaded machine's node once exited 1 with that traceback)
+        # another part of the process shut the context down at any moment: a wait set built
+        # just then fails ("the given context is not valid", RCLError), a clean stop too
         if rclpy.ok():
             raise
     finally:
-        # rclpy's handler shuts the context down and then chains to Python's, whose
-        # KeyboardInterrupt may land a moment later: ignore further Ctrl-C while cleaning up.
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        signals.close()
         node.stop()
         executor.shutdown(timeout_sec=2.0)
         node.destroy_node()
