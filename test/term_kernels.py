@@ -27,6 +27,12 @@ def kernel_answers(m, tips, terms, data: dict, seeds, cfg, goal="pose") -> np.nd
     """r2ik_prep, r2ik_lm and r2ik_select of the CUDA text, run on the CPU; ``data``: the
     terms' fields by their struct names (``pose_target`` (P, T*16), ``step_origin`` ...);
     ``goal`` the goal term's compiled name."""
+    return kernel_rows(m, tips, terms, data, seeds, cfg, goal)[1]
+
+
+def kernel_rows(m, tips, terms, data: dict, seeds, cfg, goal="pose"):
+    """:func:`kernel_answers`, with the LM's rows before the selection: ((q (P K, nq), conv,
+    iterations, position and orientation errors), the selection's output)."""
     ch = codegen.chain_of(m, tips, None, list(terms), goal=goal)
     mod = hostrun.compile_host(codegen.solve_source(ch, "float64", host=True))
     prep, lm, select = (mod.get_function(k) for k in ("r2ik_prep", "r2ik_lm", "r2ik_select"))
@@ -46,7 +52,7 @@ def kernel_answers(m, tips, terms, data: dict, seeds, cfg, goal="pose") -> np.nd
        stop, done, qo, conv, it, pe, re, to)
     out = np.zeros((P, nq + len(interface.out_fields(ems))))
     select(P, P, 0, K, qo, conv, it, pe, re, to, 0, flags, sd, nq, dat, opt, stop, out)
-    return out
+    return (qo, conv, it, pe, re), out
 
 
 def driver_answers(m, tips, terms, data: dict, seeds, cfg, *, lanes: bool = True,

@@ -265,7 +265,8 @@ def _solve_chunk(model, objectives, regularizers, seeds, cfg, solver, K, deadlin
 
     def run_lm(start, act):
         return lm_solve_rows(model, all_obj, start, rows_seed, problem_idx, cfg,
-                             deadline=deadline, active=act, first_per_problem=speed,
+                             deadline=deadline, active=act,
+                             first_per_problem=speed and not secondary,
                              num_problems=P, should_stop=poll, movable=movable,
                              block_rows=block)
 
@@ -508,21 +509,28 @@ def _sanitized(obj, invalid, xp):
 def select(model, objectives, cfg, q, rows_seed, conv, iters, pe, re, timed_out, invalid, msgs,
            P, K, t0, *, cancelled: bool = False, collision=None, refine_with=None,
            constraints=()) -> IKResult:
-    """One answer per problem from its K rows (problem-major): the converged row the solve mode
-    prefers (speed: the first in seed order; distance: nearest the problem's
-    seed, wrap-aware; manipulability: the largest), else the row with the smallest scaled
-    error; continuous joints wrapped near the seed, limits; then verified by FK against the
+    """One answer per problem from its K rows (problem-major): with cost terms
+    (``refine_with``), the converged row of least cost (0.5 |rows|^2 of the cost terms, at the
+    row finalized; the first in seed order on a tie), whatever the solve mode, so that the
+    refinement then lowers the cost inside the best branch; else the converged row the solve
+    mode prefers (speed: the first in seed order; distance: nearest the problem's seed,
+    wrap-aware; manipulability: the largest); else the row with the smallest scaled error;
+    continuous joints wrapped near the seed, limits; then verified by FK against the
     tolerances and the limits (the success flag never trusts the solver's own numbers)."""
     xp = get_xp(q)
     # continuous joints within pi of the problem's seed (not of a restart row's random seed),
     # as ChainSolver and the GPU kernels return them; finalize_q works row by row, so in speed
     # mode (a key of convergence and iterations alone) only the winning rows are finalized
-    speed = cfg.solve_mode is SolveMode.SPEED
+    speed = cfg.solve_mode is SolveMode.SPEED and refine_with is None
     if not speed:
         q = finalize_q(model, q, xp.repeat(rows_seed[::K], K, axis=0))
     conv_n = to_numpy(conv).reshape(P, K)
     iters_n = to_numpy(iters).reshape(P, K)
-    if speed:  # the first converged seed in seed order (as seeds run one after the other)
+    if refine_with is not None:  # the cost terms choose: the converged row of least cost
+        rows_p = xp.repeat(xp.arange(P), K)
+        _, _, c, _ = evaluate(model, refine_with[1], q, rows_seed, rows_p, need_jacobian=False)
+        key = np.where(conv_n, to_numpy(c).reshape(P, K), np.inf)
+    elif speed:  # the first converged seed in seed order (as seeds run one after the other)
         key = np.where(conv_n, np.arange(K), np.iinfo(np.int64).max)
     elif cfg.solve_mode is SolveMode.DISTANCE:
         d = to_numpy(seed_distance(model, q, xp.repeat(rows_seed[::K], K, axis=0))).reshape(P, K)

@@ -208,7 +208,10 @@ def emit_lm_rows(e: Emit, ch: Chain, d: Dialect):
         e("const long long stall_n = opt->stall_iterations, max_iter = opt->max_iterations;")
         e("const double nonmono = (double)opt->nonmonotone_iterations;")
         e("const long long exc_n = opt->excursion_iterations, exc_stall = opt->excursion_stall;")
-        e("const bool speed = opt->solve_mode == R2IK_MODE_SPEED;")
+        if any(em.kind == "cost" for em in term_registry.emitters(ch)):  # (every seed runs)
+            e("const bool speed = false;  // the cost terms choose among the converged rows")
+        else:
+            e("const bool speed = opt->solve_mode == R2IK_MODE_SPEED;")
         e("const long long r0 = p_begin * K;  // the first output row")
         for em, c in zip(ems, ctx):  # the terms' constants and state (their data per lane)
             em.lm_declare(e, c)

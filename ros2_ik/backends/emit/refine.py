@@ -15,12 +15,36 @@ from .chain import Chain, frame_args, limits, q_args, qvars
 from .lm import emit_clip
 from .text import SCALAR, Emit
 
-__all__ = ["emit_refine", "emit_spd_solve", "has_secondary"]
+__all__ = ["emit_refine", "emit_spd_solve", "has_secondary", "emit_secondary_cost"]
 
 
 def has_secondary(ch: Chain) -> bool:
     """Whether the chain carries a cost term (and so the refinement)."""
     return any(em.kind == "cost" for em in term_registry.emitters(ch))
+
+
+def emit_secondary_cost(e: Emit, ch: Chain, qf: str) -> str:
+    """In ``r2ik_select``, inside a block: the cost terms' cost (0.5 |rows|^2, as
+    ``ik.residuals.evaluate``'s) at the coordinates ``qf[i]`` (float64); returns its
+    expression (the selection's key with cost terms, ``ik/batch.py``'s select)."""
+    secs = [em for em in term_registry.emitters(ch) if em.kind == "cost"]
+    e("typedef double V;")
+    e(" ".join(f"const double q{i} = {qf}[{i}];" for i in qvars(ch)[0]))
+    row0, costs = 0, []
+    for em in secs:
+        c = RowsContext(d=SCALAR, V="V", qargs=q_args(ch), frames=frame_args(ch), row0=row0,
+                        nc=ch.nc, lane=SCALAR.lane)
+        em.lm_declare(e, c)
+        em.lm_load(e, c)
+        row0 += em.secondary_rows()
+    e(f"double rs[{max(row0, 1)}];")
+    row0 = 0
+    for em in secs:
+        c = RowsContext(d=SCALAR, V="V", qargs=q_args(ch), frames=frame_args(ch), row0=row0,
+                        nc=ch.nc, lane=SCALAR.lane)
+        costs.append(em.sec_evaluate(e, c))
+        row0 += em.secondary_rows()
+    return f"0.5 * ({' + '.join(costs)})"
 
 
 def emit_spd_solve(e: Emit, n: int, A: str, b: str, x: str) -> None:

@@ -13,7 +13,7 @@ from .. import interface
 from .. import terms as term_registry
 from .chain import Chain, limits, qvars
 from .lm import emit_clip
-from .refine import emit_refine, has_secondary
+from .refine import emit_refine, emit_secondary_cost, has_secondary
 from .text import Emit, dlit
 
 
@@ -53,6 +53,27 @@ def emit_prep_kernel(e: Emit, ch: Chain):
         e("done[i] = R2IK_NO_ROW;  // (speed mode: the lowest converged seed index)")
 
 
+def _emit_mode_choice(e: Emit, ch: Chain, nq: int, cont, lo, hi, around) -> None:
+    """Among the converged rows, the one the solve mode prefers (distance: nearest the seed,
+    wrap-aware; else the first in seed order)."""
+    with e.block("if (distance)"):
+        e(f"const S* qr = q_rows + row * {nq};")
+        e(f"double qf[{nq}];")
+        emit_finalize(e, ch, lambda i: f"(double)qr[{i}]", "qf", cont, lo, hi, around)
+        e("double dist = 0;")
+        for i in range(nq):
+            if cont[i]:
+                e(f"{{ const double x = R2IK_PI - (qf[{i}] - sd[{i}]); "
+                  f"const double dd = fabs(R2IK_PI - (x - 2.0 * R2IK_PI * "
+                  f"floor(x / (2.0 * R2IK_PI)))); if (dd > dist) dist = dd; }}")
+            else:
+                e(f"{{ const double dd = fabs(qf[{i}] - sd[{i}]); "
+                  "if (dd > dist) dist = dd; }")
+        e("if (best_c < 0 || dist < best_d) { best_c = k; best_d = dist; }")
+    with e.block("else"):
+        e("if (best_c < 0) best_c = k;  // the first converged row in seed order")
+
+
 def emit_finalize(e: Emit, ch: Chain, src, dst: str, cont, lo, hi, around):
     """``dst[i]`` = coordinate i of a row (``src(i)``, float64) finalized as
     ``ik.seeds.finalize_q``: continuous joints within pi of the seed ``sd``, then the limits;
@@ -72,7 +93,9 @@ def emit_finalize(e: Emit, ch: Chain, src, dst: str, cont, lo, hi, around):
 
 def emit_select_kernel(e: Emit, ch: Chain):
     """Per problem (float64): the winning row, its q finalized, its goal errors recomputed by
-    FK, the status: ``ik.batch.select`` for the speed and distance modes."""
+    FK, the status: ``ik.batch.select`` for the speed and distance modes, and with cost terms
+    (the converged row of least cost, in every mode)."""
+    secondary = has_secondary(ch)
     model = ch.model
     nq = model.nq
     used, _ = qvars(ch)
@@ -85,7 +108,8 @@ def emit_select_kernel(e: Emit, ch: Chain):
 // Per problem i in [0, P) (problem p_begin + i of the inputs): the winning row among its K
 // rows (rows and flags indexed from 0): speed mode: the first converged row in seed order
 // (the lowest seed index: a sequential run's answer, whatever ran in parallel); distance mode:
-// the converged row nearest the seed (wrap-aware, largest coordinate); none converged: the
+// the converged row nearest the seed (wrap-aware, largest coordinate); with cost terms, in
+// every mode: the converged row of least cost (first on ties); none converged: the
 // smallest pe/tol_p + re/tol_r (first on ties). q finalized in float64 (continuous joints
 // within pi of the seed, the limits), its goal errors recomputed by float64 FK, success =
 // errors within the tolerances (q is within the limits) and every constraint kept. out
@@ -131,22 +155,18 @@ def emit_select_kernel(e: Emit, ch: Chain):
             e("const long long row = i * K + k;")
             e("if (tout[row]) any_t = true;")
             with e.block("if (conv[row])"):
-                with e.block("if (distance)"):
+                if secondary:  # the cost terms choose, whatever the mode (ik/batch.py's select)
+                    e("(void)distance;")
                     e(f"const S* qr = q_rows + row * {nq};")
                     e(f"double qf[{nq}];")
                     emit_finalize(e, ch, lambda i: f"(double)qr[{i}]", "qf", cont, lo, hi, around)
-                    e("double dist = 0;")
-                    for i in range(nq):
-                        if cont[i]:
-                            e(f"{{ const double x = R2IK_PI - (qf[{i}] - sd[{i}]); "
-                              f"const double dd = fabs(R2IK_PI - (x - 2.0 * R2IK_PI * "
-                              f"floor(x / (2.0 * R2IK_PI)))); if (dd > dist) dist = dd; }}")
-                        else:
-                            e(f"{{ const double dd = fabs(qf[{i}] - sd[{i}]); "
-                              "if (dd > dist) dist = dd; }")
-                    e("if (best_c < 0 || dist < best_d) { best_c = k; best_d = dist; }")
-                with e.block("else"):
-                    e("if (best_c < 0) best_c = k;  // the first converged row in seed order")
+                    e("double c = 0;")
+                    with e.block(""):
+                        e("typedef double S;  // (the cost in float64, as the reference's)")
+                        e(f"c = {emit_secondary_cost(e, ch, 'qf')};")
+                    e("if (best_c < 0 || c < best_d) { best_c = k; best_d = c; }")
+                else:
+                    _emit_mode_choice(e, ch, nq, cont, lo, hi, around)
             e("const double er = (double)pe[row] / tol_p + (double)re[row] / tol_r;")
             e("if (best < 0 || er < best_err) { best = k; best_err = er; }")
         e("if (best_c >= 0) best = best_c;")
