@@ -203,6 +203,16 @@ class LockedActionClient(ActionClient):
             pass
         await super().execute(taken_data)
 
+    def _remove_pending_result_request(self, future):
+        """rclpy forgets a goal's feedback callback once its result is in; but feedback and
+        the result travel on different topics and DDS does not order them, so a goal's last
+        feedback may arrive after its result, and was dropped (a loaded run lost a reach
+        study's final feedback that the node had published before the result). The callbacks
+        are kept (a test makes a few goals)."""
+        kept = dict(self._feedback_callbacks)
+        super()._remove_pending_result_request(future)
+        self._feedback_callbacks.update(kept)
+
 
 class Client:
     """An rclpy node in its own context and domain, spinning in a background thread, with

@@ -131,3 +131,33 @@ def test_reach_study_compact_targets(ros):
     res = ros.client.wait_future(send(ros, ok).get_result_async(), 60)
     assert res.status == GoalStatus.STATUS_SUCCEEDED
     assert res.result.targets == 2 and res.result.out_of_reach == 1
+
+
+def test_the_test_client_keeps_a_goals_feedback_callback_after_its_result():
+    """(The test client, which the feedback checks above rely on.) rclpy's ActionClient drops a
+    goal's feedback callback when its result comes in; feedback and result travel on
+    different topics, so a goal's last feedback, published before the result, can arrive
+    after it and was lost (a loaded CI run: "no final feedback"). LockedActionClient keeps
+    the callback."""
+    from rclpy.task import Future
+    from unique_identifier_msgs.msg import UUID
+
+    from ros_testing import LockedActionClient, random_domain_id
+
+    ctx = rclpy.Context()
+    rclpy.init(context=ctx, domain_id=random_domain_id())
+    node = rclpy.create_node("feedback_kept", context=ctx)
+    try:
+        client = LockedActionClient(node, ReachStudy, "nowhere")
+        uuid = bytes(range(16))
+        client._feedback_callbacks[uuid] = lambda msg: None
+        fut = Future()
+        client._pending_result_requests[7] = fut
+        client.add_future(fut)  # (as _get_result_async registers it)
+        client._result_sequence_number_to_goal_id[7] = UUID(uuid=list(uuid))
+        client._remove_pending_result_request(fut)  # (what a result's arrival runs)
+        assert 7 not in client._pending_result_requests
+        assert uuid in client._feedback_callbacks
+    finally:
+        node.destroy_node()
+        rclpy.shutdown(context=ctx)
