@@ -18,8 +18,7 @@ from ..model import Model
 from ..model.joint_types import JointType
 
 __all__ = ["movable_coordinates", "restart_seeds", "expand_seeds", "limited_revolute",
-           "clip_to_limits", "finalize_q", "seed_distance", "branch_distance",
-           "angular_coordinates"]
+           "clip_to_limits", "finalize_q", "seed_distance", "branch_distance"]
 
 
 def movable_coordinates(model: Model, links=None) -> np.ndarray:
@@ -133,29 +132,29 @@ def finalize_q(model: Model, q, seed):
     return clip_to_limits(model, q)
 
 
-def seed_distance(model: Model, q, seed):
-    """Wrap-aware L-infinity distance between rows of q and seed (N,)."""
+def seed_distance(model: Model, q, seed, *, every_angle: bool = False):
+    """Wrap-aware L-infinity distance between rows of q and seed (N,); ``every_angle``: a
+    limited revolute joint's angle modulo 2 pi too (:func:`branch_distance`)."""
     xp = get_xp(q)
     d = difference(model, seed, q)
+    angles = _angle_velocities(model) if every_angle else ()
+    if len(angles):
+        cols = xp.asarray(angles)
+        d[:, cols] = wrap_angle(d[:, cols], xp)
     return xp.max(xp.abs(d), axis=1) if d.shape[1] else xp.zeros(q.shape[0])
 
 
-def angular_coordinates(model: Model) -> np.ndarray:
-    """(nq,) bool: the coordinates of revolute and continuous joints (an angle each)."""
-    jt = np.asarray(model.joint_type)[np.asarray(model.q_joint)]
-    simple = np.asarray(model.q_to_v) >= 0
-    return simple & ((jt == JointType.REVOLUTE) | (jt == JointType.CONTINUOUS))
+def _angle_velocities(model: Model) -> np.ndarray:
+    """The velocity indices of the revolute and continuous coordinates (an angle each)."""
+    def build():
+        jt = np.asarray(model.joint_type)[np.asarray(model.q_joint)]
+        qv = np.asarray(model.q_to_v)
+        return qv[((jt == JointType.REVOLUTE) | (jt == JointType.CONTINUOUS)) & (qv >= 0)]
+    return model.memo("ik.seeds.angles", "velocities", build)
 
 
 def branch_distance(model: Model, q, other):
     """:func:`seed_distance` with every angle modulo 2 pi, a limited revolute joint's too:
     0 between configurations that differ only by whole turns of joints (one configuration
     branch: the same placement of every link), the L-infinity distance otherwise (N,)."""
-    xp = get_xp(q)
-    d = difference(model, other, q)
-    ang = angular_coordinates(model)
-    if ang.any():
-        cols = xp.asarray(np.asarray(model.q_to_v)[ang])
-        d = d.copy()
-        d[:, cols] = wrap_angle(d[:, cols], xp)
-    return xp.max(xp.abs(d), axis=1) if d.shape[1] else xp.zeros(q.shape[0])
+    return seed_distance(model, q, other, every_angle=True)

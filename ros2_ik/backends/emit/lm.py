@@ -17,6 +17,12 @@ from .prelude import dialect_prelude
 from .text import TWO_PI, Dialect, Emit, lit
 
 
+def has_secondary(ch: Chain) -> bool:
+    """Whether the chain carries a cost term (and so the refinement, and a selection by cost
+    among every seed's row)."""
+    return any(em.kind == "cost" for em in term_registry.emitters(ch))
+
+
 def emit_clip(e: Emit, var: str, i: int, lo, hi, around, *, wrap=True):
     """clip_to_limits (:func:`ros2_ik.ik.seeds.clip_to_limits`) of coordinate i of a scalar
     (a limited revolute joint goes around by 2 pi first where that lands inside)."""
@@ -208,7 +214,7 @@ def emit_lm_rows(e: Emit, ch: Chain, d: Dialect):
         e("const long long stall_n = opt->stall_iterations, max_iter = opt->max_iterations;")
         e("const double nonmono = (double)opt->nonmonotone_iterations;")
         e("const long long exc_n = opt->excursion_iterations, exc_stall = opt->excursion_stall;")
-        if any(em.kind == "cost" for em in term_registry.emitters(ch)):  # (every seed runs)
+        if has_secondary(ch):  # (every seed runs)
             e("const bool speed = false;  // the cost terms choose among the converged rows")
         else:
             e("const bool speed = opt->solve_mode == R2IK_MODE_SPEED;")

@@ -12,15 +12,21 @@ from ...ik.refine import MIN_ALPHA
 from .. import terms as term_registry
 from ..terms.base import RowsContext
 from .chain import Chain, frame_args, limits, q_args, qvars
-from .lm import emit_clip
+from .lm import emit_clip, has_secondary
 from .text import SCALAR, Emit
 
 __all__ = ["emit_refine", "emit_spd_solve", "has_secondary", "emit_secondary_cost"]
 
 
-def has_secondary(ch: Chain) -> bool:
-    """Whether the chain carries a cost term (and so the refinement)."""
-    return any(em.kind == "cost" for em in term_registry.emitters(ch))
+def _contexts(ch: Chain, group, rows) -> list:
+    """The scalar float64 rows' context of each term of ``group``, their rows (``rows(em)``
+    each) one after the other."""
+    out, row0 = [], 0
+    for em in group:
+        out.append(RowsContext(d=SCALAR, V="V", qargs=q_args(ch), frames=frame_args(ch),
+                               row0=row0, nc=ch.nc, lane=SCALAR.lane))
+        row0 += rows(em)
+    return out
 
 
 def emit_secondary_cost(e: Emit, ch: Chain, qf: str) -> str:
@@ -28,23 +34,14 @@ def emit_secondary_cost(e: Emit, ch: Chain, qf: str) -> str:
     ``ik.residuals.evaluate``'s) at the coordinates ``qf[i]`` (float64); returns its
     expression (the selection's key with cost terms, ``ik/batch.py``'s select)."""
     secs = [em for em in term_registry.emitters(ch) if em.kind == "cost"]
+    cs_ = _contexts(ch, secs, lambda em: em.secondary_rows())
     e("typedef double V;")
     e(" ".join(f"const double q{i} = {qf}[{i}];" for i in qvars(ch)[0]))
-    row0, costs = 0, []
-    for em in secs:
-        c = RowsContext(d=SCALAR, V="V", qargs=q_args(ch), frames=frame_args(ch), row0=row0,
-                        nc=ch.nc, lane=SCALAR.lane)
+    for em, c in zip(secs, cs_):
         em.lm_declare(e, c)
         em.lm_load(e, c)
-        row0 += em.secondary_rows()
-    e(f"double rs[{max(row0, 1)}];")
-    row0 = 0
-    for em in secs:
-        c = RowsContext(d=SCALAR, V="V", qargs=q_args(ch), frames=frame_args(ch), row0=row0,
-                        nc=ch.nc, lane=SCALAR.lane)
-        costs.append(em.sec_evaluate(e, c))
-        row0 += em.secondary_rows()
-    return f"0.5 * ({' + '.join(costs)})"
+    e(f"double rs[{max(sum(em.secondary_rows() for em in secs), 1)}];")
+    return f"0.5 * ({' + '.join(em.sec_evaluate(e, c) for em, c in zip(secs, cs_))})"
 
 
 def emit_spd_solve(e: Emit, n: int, A: str, b: str, x: str) -> None:
@@ -89,16 +86,8 @@ def emit_refine(e: Emit, ch: Chain) -> None:
     ms = sum(em.secondary_rows() for em in secs)
     blocks = [b for em in prim for b in em.lm_blocks()]
 
-    def ctxs(group, rows):
-        out, row0 = [], 0
-        for em in group:
-            out.append(RowsContext(d=SCALAR, V="V", qargs=q_args(ch), frames=frame_args(ch),
-                                   row0=row0, nc=nc, lane=SCALAR.lane))
-            row0 += rows(em)
-        return out
-
-    cp = ctxs(prim, lambda em: em.rows())
-    cs_ = ctxs(secs, lambda em: em.secondary_rows())
+    cp = _contexts(ch, prim, lambda em: em.rows())
+    cs_ = _contexts(ch, secs, lambda em: em.secondary_rows())
     with e.block("if (best_c >= 0 && opt->secondary_iterations > 0)"):
         e("// the secondary terms' cost lowered within the tolerances and the constraints "
           "(ik/refine.py)")

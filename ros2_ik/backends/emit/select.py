@@ -53,13 +53,18 @@ def emit_prep_kernel(e: Emit, ch: Chain):
         e("done[i] = R2IK_NO_ROW;  // (speed mode: the lowest converged seed index)")
 
 
+def _emit_row_finalized(e: Emit, ch: Chain, nq: int, cont, lo, hi, around) -> None:
+    """``qf``: the converged row ``row`` finalized (as the answer would be)."""
+    e(f"const S* qr = q_rows + row * {nq};")
+    e(f"double qf[{nq}];")
+    emit_finalize(e, ch, lambda i: f"(double)qr[{i}]", "qf", cont, lo, hi, around)
+
+
 def _emit_mode_choice(e: Emit, ch: Chain, nq: int, cont, lo, hi, around) -> None:
     """Among the converged rows, the one the solve mode prefers (distance: nearest the seed,
     wrap-aware; else the first in seed order)."""
     with e.block("if (distance)"):
-        e(f"const S* qr = q_rows + row * {nq};")
-        e(f"double qf[{nq}];")
-        emit_finalize(e, ch, lambda i: f"(double)qr[{i}]", "qf", cont, lo, hi, around)
+        _emit_row_finalized(e, ch, nq, cont, lo, hi, around)
         e("double dist = 0;")
         for i in range(nq):
             if cont[i]:
@@ -149,17 +154,15 @@ def emit_select_kernel(e: Emit, ch: Chain):
                 em.emit_unsolved(e)
             e("return;")
         e("const double* sd = seeds + p * seed_stride;")
-        e("const bool distance = opt->solve_mode == R2IK_MODE_DISTANCE;")
+        if not secondary:  # (with cost terms, the cost chooses in every mode)
+            e("const bool distance = opt->solve_mode == R2IK_MODE_DISTANCE;")
         e("int best = -1, best_c = -1; double best_err = 0, best_d = 0; bool any_t = false;")
         with e.block("for (int k = 0; k < K; ++k)"):
             e("const long long row = i * K + k;")
             e("if (tout[row]) any_t = true;")
             with e.block("if (conv[row])"):
                 if secondary:  # the cost terms choose, whatever the mode (ik/batch.py's select)
-                    e("(void)distance;")
-                    e(f"const S* qr = q_rows + row * {nq};")
-                    e(f"double qf[{nq}];")
-                    emit_finalize(e, ch, lambda i: f"(double)qr[{i}]", "qf", cont, lo, hi, around)
+                    _emit_row_finalized(e, ch, nq, cont, lo, hi, around)
                     e("double c = 0;")
                     with e.block(""):
                         e("typedef double S;  // (the cost in float64, as the reference's)")
