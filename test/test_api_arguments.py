@@ -412,6 +412,7 @@ TABLE = [
     (_config, "self_collisions", FLAG),
     (_config, "collision_margin", _minus(POSITIVE, "none")),
     (_config, "collision_activation", _minus(POSITIVE, "none")),
+    (_config, "collision_cover", _minus(POSITIVE, "none")),
     (_collision_model, "model", MODEL),
     (_collision_model, "srdf", {"int": 3, "dict": {}, "object": _Thing(), "not_xml": "<robot"}),
     (_collision_model, "spheres", {"int": 3, "object": _Thing(), "bad_dict": {"x": 1},

@@ -146,7 +146,7 @@ class IKSolver:
         self.solver = solver
         self.xp = xp
         self.collision = None
-        self._objective = None
+        self._objective = ()
         self._touch_seen = None
         #: what the last world given makes unsolvable (links touching an obstacle everywhere)
         self.world_warnings: list = []
@@ -344,30 +344,76 @@ class IKSolver:
                 cfg = _with_timeout(cfg, timeout)
         world = self.check_world(world)
         calls = self.term_calls(t.shape[0], seeds, term_args, xp, t, weights)
-        if self._impl is None:
-            per_tip = getattr(weights, "ndim", 0) == 3  # (P, T, 6): solve_ik's objectives
-            objs = ([goal.objective(self.model, call) for goal, call in calls
-                     if goal is self.goal] or
-                    [PoseObjective(self.model, tip, t[:, k], weights[:, k] if per_tip else weights)
-                     for k, tip in enumerate(self.tips)])
-            r = reference_solve(self.model, objs, seeds=seeds, config=cfg, solver=self.solver,
-                                should_stop=should_stop, start_time=t0,
-                                collision=self.collision_objective(world),
-                                secondary=[term.objective(self.model, call)
-                                           for term, call in calls if term.kind == "cost"],
-                                constraints=[term.objective(self.model, call) for term, call
-                                             in calls if term.kind == "constraint"])
-        elif self.backend == "cuda":
-            r = self._impl.solve(t, seeds=seeds, weights=weights, should_stop=should_stop,
-                                 timeout=cfg.timeout, start_time=t0, world=world)
-        else:
-            r = self._solve_host(t, seeds, weights, should_stop, cfg.timeout, t0, world, calls)
+        cover = self._first_pass(world, seeds)
+        r = self._solve_once(t, seeds, weights, should_stop, cfg, t0, world, calls,
+                             self.collision if cover is None else cover)
+        if cover is not None:
+            r = self._second_pass(r, t, seeds, weights, should_stop, cfg, t0, world, calls)
         r.backend = self.backend
         for term, call in calls:
             term.finish(self.model, call, r)
         if self.collision is not None:
             self._say_held(r, world)
         return r
+
+    def _solve_once(self, t, seeds, weights, should_stop, cfg, t0, world, calls, collision):
+        """One pass over the problems with collision model ``collision`` (this solver's, or its
+        first pass's cover)."""
+        if self._impl is None:
+            per_tip = getattr(weights, "ndim", 0) == 3  # (P, T, 6): solve_ik's objectives
+            objs = ([goal.objective(self.model, call) for goal, call in calls
+                     if goal is self.goal] or
+                    [PoseObjective(self.model, tip, t[:, k], weights[:, k] if per_tip else weights)
+                     for k, tip in enumerate(self.tips)])
+            return reference_solve(self.model, objs, seeds=seeds, config=cfg, solver=self.solver,
+                                   should_stop=should_stop, start_time=t0,
+                                   collision=self.collision_objective(world, collision),
+                                   secondary=[term.objective(self.model, call)
+                                              for term, call in calls if term.kind == "cost"],
+                                   constraints=[term.objective(self.model, call)
+                                                for term, call in calls
+                                                if term.kind == "constraint"])
+        if self.backend == "cuda":
+            return self._impl.solve(t, seeds=seeds, weights=weights, should_stop=should_stop,
+                                    timeout=cfg.timeout, start_time=t0, world=world)
+        return self._solve_host(t, seeds, weights, should_stop, cfg.timeout, t0, world, calls,
+                                collision)
+
+    def _first_pass(self, world, seeds):
+        """The cover a solve with ``world`` from ``seeds`` takes first
+        (:mod:`ros2_ik.ik.cover`), or None."""
+        if self.collision is None or self.backend == "cuda":
+            return None
+        from ..ik.cover import first_pass  # noqa: PLC0415
+
+        c = self.config
+        return first_pass(self.model, self.collision, world, c.collision_cover,
+                          c.collision_margin, None if seeds is None else to_numpy(seeds))
+
+    def _second_pass(self, r, t, seeds, weights, should_stop, cfg, t0, world, calls):
+        """The problems the first pass left (no answer within the tolerances, or none clear on
+        the cover) solved again on the fine spheres, with what is left of the timeout; their
+        answers replace the first pass's."""
+        redo = np.nonzero((r.status == Status.NOT_CONVERGED) |
+                          (r.status == Status.IN_COLLISION))[0]
+        if not redo.size:
+            return r
+        xp = get_xp(t)
+        P, rows = t.shape[0], xp.asarray(redo)
+        sub_t = t[rows]
+        sub_s = seeds
+        if seeds is not None and getattr(seeds, "ndim", np.ndim(seeds)) == 2:
+            sub_s = seeds[rows]
+        sub_w = weights
+        if getattr(weights, "ndim", np.ndim(weights)) >= 2 and np.shape(weights)[0] == P:
+            sub_w = weights[rows]
+        args = {}
+        for term, call in calls:
+            args.update({a: v[rows] for a, v in term.arguments_of(call).items()})
+        sub_calls = self.term_calls(redo.size, sub_s, args, xp, sub_t, sub_w)
+        r2 = self._solve_once(sub_t, sub_s, sub_w, should_stop, cfg, t0, world, sub_calls,
+                              self.collision)
+        return r.put(redo, r2, time.perf_counter() - t0)
 
     @property
     def held_joints(self) -> tuple[str, ...]:
@@ -486,25 +532,28 @@ class IKSolver:
                 warnings.warn(text, CollisionWarning, stacklevel=4)
         return world
 
-    def collision_objective(self, world=None):
+    def collision_objective(self, world=None, collision=None):
         """The :class:`~ros2_ik.ik.collision.CollisionObjective` of this solver's options and
-        ``world``, or None with collision avoidance off."""
+        ``world`` (on ``collision``, default this solver's collision model), or None with
+        collision avoidance off."""
         if self.collision is None:
             return None
-        kept = self._objective  # (world, objective) of the last call: worlds are immutable
-        if kept is not None and kept[0] is world:
-            return kept[1]
+        cm = self.collision if collision is None else collision
+        kept = self._objective  # the last two (world, model, objective): both immutable
+        for w, c, obj in kept:
+            if w is world and c is cm:
+                return obj
         from ..ik.collision import CollisionObjective  # noqa: PLC0415
 
         c = self.config
-        obj = CollisionObjective(self.model, self.collision, world, margin=c.collision_margin,
+        obj = CollisionObjective(self.model, cm, world, margin=c.collision_margin,
                                  activation=c.collision_activation, weight=c.collision_weight,
                                  self_collisions=c.self_collisions)
-        self._objective = (world, obj)
+        self._objective = ((world, cm, obj),) + kept[:1]
         return obj
 
     def _solve_host(self, t, seeds, weights, should_stop, timeout, t0, world,
-                    calls=()) -> IKResult:
+                    calls=(), collision=None) -> IKResult:
         m = self.model
         P, T = t.shape[0], len(self.tips)
         K = int(self.config.num_seeds)
@@ -533,15 +582,16 @@ class IKSolver:
         for term, call in calls:
             for field, value in term.data(m, call).items():
                 data[f"{term.name}_{field}"] = value
-        if self.collision is not None:
-            sc = self._impl.scene(self.collision, world)
+        collision = self.collision if collision is None else collision
+        if collision is not None:
+            sc = self._impl.scene(collision, world)
             data["collision_scene"] = (sc.data, sc.n_obs)
         out, stopped = self._impl.solve(data, s, should_stop=should_stop, budget_ns=budget,
                                         clock0=time.monotonic_ns())
         t_out = time.perf_counter()
         r = result_of(m, self.config, out, s, t0, self._impl.out_fields,
-                      collision=None if self.collision is None else
-                      self.collision_objective(world))
+                      collision=None if collision is None else
+                      self.collision_objective(world, collision))
         RESULT_COST.record(P, m.nq, time.perf_counter() - t_out)
         return r
 

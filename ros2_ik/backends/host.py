@@ -302,7 +302,7 @@ class HostSolver:
         self.rnd = np.ascontiguousarray(rnd if self.K > 1 else np.zeros((1, model.nq)),
                                         dtype=np.float64)
         self.budget_ns = -1 if cfg.timeout is None else int(cfg.timeout * 1e9)
-        self._scene_kept = None
+        self._scene_kept = ()
         self.solver_index = interface.SOLVERS_C.index(solver)
         self._local = threading.local()
 
@@ -312,15 +312,16 @@ class HostSolver:
 
     def scene(self, collision, world):
         """The :class:`~ros2_ik.backends.terms.collision_scene.PackedScene` of a collision model
-        and a world (None: no obstacles) for this solver's kernels (the last one kept: worlds
-        and collision models are immutable)."""
+        and a world (None: no obstacles) for this solver's kernels (the last two kept: a
+        solve's cover and its fine model; worlds and collision models are immutable)."""
         kept = self._scene_kept
-        if kept is not None and kept[0] is collision and kept[1] is world:
-            return kept[2]
+        for c, w, sc in kept:
+            if c is collision and w is world:
+                return sc
         from .terms.collision_scene import pack_scene  # noqa: PLC0415
 
         sc = pack_scene(self.chain.coll, collision, world)
-        self._scene_kept = (collision, world, sc)
+        self._scene_kept = ((collision, world, sc),) + kept[:1]
         return sc
 
     def one_goal(self) -> OneGoal:

@@ -69,7 +69,10 @@ class IKConfig:
     sphere of the robot ``collision_margin`` [m] clear of the world's obstacles and (with
     ``self_collisions``) of the robot's other links; the solver minimizes a penalty that starts
     ``collision_activation`` [m] beyond the margin, weighted by ``collision_weight``
-    (:mod:`ros2_ik.ik.collision`), and every success is confirmed by the exact distances.
+    (:mod:`ros2_ik.ik.collision`), and every success is confirmed by the exact distances. A
+    collision model of many spheres (a real robot's, fitted to its meshes) is solved first on
+    its cover, spheres reaching at most ``collision_cover`` [m] past it, and the problems left
+    on its own spheres (:mod:`ros2_ik.ik.cover`; 0: one pass on its own spheres).
 
     Secondary terms (a cost such as a rest posture, :mod:`ros2_ik.ik.terms`): a problem's answer
     is found without them (so success is never theirs to lose), then up to
@@ -101,6 +104,7 @@ class IKConfig:
     collision_margin: float = 0.01
     collision_activation: float = 0.005
     collision_weight: float = 1.0
+    collision_cover: float = 0.02
     secondary_iterations: int = 30
     secondary_damping: float = 1e-6
 
@@ -132,7 +136,8 @@ class IKConfig:
             if not isinstance(v, (bool, np.bool_)):
                 raise InvalidInputError(f"{name} must be True or False, got {describe(v)}")
             object.__setattr__(self, name, bool(v))
-        for name, hi in (("collision_margin", 1.0), ("collision_activation", 1.0)):
+        for name, hi in (("collision_margin", 1.0), ("collision_activation", 1.0),
+                         ("collision_cover", 0.5)):
             object.__setattr__(self, name, check_number(getattr(self, name), name, low=0.0,
                                                         high=hi))
         object.__setattr__(self, "collision_weight", check_number(
@@ -194,6 +199,31 @@ class IKResult:
             seed_index=pick(self.seed_index), status=pick(self.status),
             messages=[self.messages[int(k)] if self.messages else "" for k in rows],
             clearance=pick(self.clearance), goal_index=pick(self.goal_index))
+
+    def put(self, rows, other: "IKResult", solve_time: float) -> "IKResult":
+        """This result with problems ``rows`` (indices) answered by ``other`` (a solve of
+        those problems, in that order) instead, and the whole call's ``solve_time``."""
+        rows = np.asarray(rows, dtype=np.int64)
+
+        def put(a, b):
+            if a is None or b is None:
+                return a
+            a = np.array(a, copy=True)
+            a[rows] = np.asarray(b)
+            return a
+
+        messages = list(self.messages) if self.messages else [""] * len(self)
+        for k, text in zip(rows.tolist(), other.messages or [""] * len(rows)):
+            messages[k] = text
+        return dataclasses.replace(
+            self, q=put(self.q, other.q), success=put(self.success, other.success),
+            position_error=put(self.position_error, other.position_error),
+            orientation_error=put(self.orientation_error, other.orientation_error),
+            iterations=put(self.iterations, other.iterations),
+            seed_index=put(self.seed_index, other.seed_index),
+            status=put(self.status, other.status), messages=messages, solve_time=solve_time,
+            clearance=put(self.clearance, other.clearance),
+            goal_index=put(self.goal_index, other.goal_index))
 
 
 INVALID_GOAL_MESSAGE = ("goal contains NaN/inf, a position beyond 1e6 m, a rotation that is "

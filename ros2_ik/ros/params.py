@@ -128,6 +128,10 @@ PARAMS: tuple[ParamSpec, ...] = (
               units="m"),
     ParamSpec("collision.weight", 1.0, "Weight of the collision penalty against the pose error.",
               range=(1e-6, 1e6)),
+    ParamSpec("collision.cover", 0.02, "A collision model of many spheres (fitted to real "
+              "meshes) is solved first on its cover, spheres reaching at most this far past "
+              "it, then the goals left on its own spheres (ros2_ik.ik.cover); 0 = one pass on "
+              "its own spheres.", range=(0.0, 0.5), units="m"),
     ParamSpec("collision.spheres_file", "", "YAML file of the robot's collision spheres (per "
               "link, as ros2_ik.model.collision writes them); '' = fitted to the URDF's "
               "<collision> geometry."),
@@ -195,6 +199,7 @@ class Settings:
     collision_margin: float
     collision_activation: float
     collision_weight: float
+    collision_cover: float
     collision_spheres_file: str
     collision_mesh_path: str
     collision_world_file: str
@@ -297,7 +302,7 @@ def _ik_config(s: Settings, position_tolerance: float, orientation_tolerance: fl
     return IKConfig(
         avoid_collisions=avoid, self_collisions=s.collision_self,
         collision_margin=s.collision_margin, collision_activation=s.collision_activation,
-        collision_weight=s.collision_weight,
+        collision_weight=s.collision_weight, collision_cover=s.collision_cover,
         position_tolerance=position_tolerance if position_tolerance > 0 else s.position_tolerance,
         orientation_tolerance=(orientation_tolerance if orientation_tolerance > 0
                                else s.orientation_tolerance),
