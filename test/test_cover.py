@@ -266,3 +266,28 @@ def test_what_only_the_cover_brings_near_keeps_its_fine_spheres():
     # without the table, the shoulder is covered
     bare = first_pass(m, cm, World(), REACH, MARGIN)
     assert count(bare, "shoulder_link") == count(plain, "shoulder_link")
+
+
+def test_a_pose_out_of_reach_is_not_solved_again_on_the_fine_spheres(fine, monkeypatch):
+    """A problem the first pass leaves that no seed reaches even without collision avoidance
+    (the screen: a collision-free solve) is not solved again; a reachable one is."""
+    m, cm = fine
+    near = _goals(m, cm, 30, 15, near_table=True)
+    far = near.copy()
+    far[:, 0, 3] += 3.0  # 3 m away: out of reach
+    cfg = IKConfig(num_seeds=8, stall_iterations=5, avoid_collisions=True)
+    s = IKSolver(m, [TIP], cfg, collision=cm)
+    fine_rows = []
+    once = IKSolver._solve_once
+
+    def counted(self, t, *args):
+        if args[-1] is cm:
+            fine_rows.append(t.shape[0])
+        return once(self, t, *args)
+    monkeypatch.setattr(IKSolver, "_solve_once", counted)
+    r = s.solve(far, world=WORLD)
+    assert not r.success.any() and np.all(r.status == Status.NOT_CONVERGED)
+    assert fine_rows == []
+    r = s.solve(np.concatenate([far, near]), world=WORLD)
+    assert fine_rows and fine_rows[0] <= len(near)  # only reachable ones went on
+    assert r.success[len(far):].mean() >= 0.95

@@ -393,27 +393,30 @@ class IKSolver:
     def _second_pass(self, r, t, seeds, weights, should_stop, cfg, t0, world, calls):
         """The problems the first pass left (no answer within the tolerances, or none clear on
         the cover) solved again on the fine spheres, with what is left of the timeout; their
-        answers replace the first pass's."""
-        redo = np.nonzero((r.status == Status.NOT_CONVERGED) |
+        answers replace the first pass's. Those without an answer within the tolerances that
+        no seed reaches even without collision avoidance (a pose out of reach) are not."""
+        left = np.nonzero((r.status == Status.NOT_CONVERGED) |
                           (r.status == Status.IN_COLLISION))[0]
-        if not redo.size:
+        if not left.size:
             return r
-        xp = get_xp(t)
-        P, rows = t.shape[0], xp.asarray(redo)
-        sub_t = t[rows]
-        sub_s = seeds
-        if seeds is not None and getattr(seeds, "ndim", np.ndim(seeds)) == 2:
-            sub_s = seeds[rows]
-        sub_w = weights
-        if getattr(weights, "ndim", np.ndim(weights)) >= 2 and np.shape(weights)[0] == P:
-            sub_w = weights[rows]
         args = {}
         for term, call in calls:
-            args.update({a: v[rows] for a, v in term.arguments_of(call).items()})
-        sub_calls = self.term_calls(redo.size, sub_s, args, xp, sub_t, sub_w)
+            args.update(term.arguments_of(call))
+        nc = np.nonzero(r.status[left] == Status.NOT_CONVERGED)[0]
+        if nc.size:  # the screen: a collision-free solve of those
+            free = self.variant(dataclasses.replace(cfg, avoid_collisions=False))
+            ft, fs, fw, fa = _rows_of(left[nc], t, seeds, weights, args)
+            rf = free.solve(ft, seeds=fs, weights=fw, should_stop=should_stop,
+                            timeout=cfg.timeout, start_time=t0, **fa)
+            out = rf.status == Status.NOT_CONVERGED  # (one that timed out is not ruled out)
+            left = np.setdiff1d(left, left[nc][out])
+            if not left.size:
+                return r
+        sub_t, sub_s, sub_w, sub_a = _rows_of(left, t, seeds, weights, args)
+        sub_calls = self.term_calls(left.size, sub_s, sub_a, get_xp(t), sub_t, sub_w)
         r2 = self._solve_once(sub_t, sub_s, sub_w, should_stop, cfg, t0, world, sub_calls,
                               self.collision)
-        return r.put(redo, r2, time.perf_counter() - t0)
+        return r.put(left, r2, time.perf_counter() - t0)
 
     @property
     def held_joints(self) -> tuple[str, ...]:
@@ -594,6 +597,18 @@ class IKSolver:
                       self.collision_objective(world, collision))
         RESULT_COST.record(P, m.nq, time.perf_counter() - t_out)
         return r
+
+
+def _rows_of(rows, t, seeds, weights, args: dict):
+    """(targets, seeds, weights, the terms' arguments) of problems ``rows`` (indices) of a
+    call: per-problem values taken, shared ones kept."""
+    xp = get_xp(t)
+    P, idx = t.shape[0], xp.asarray(rows)
+    s = seeds[idx] if seeds is not None and getattr(seeds, "ndim", np.ndim(seeds)) == 2 \
+        else seeds
+    w = weights[idx] if getattr(weights, "ndim", np.ndim(weights)) >= 2 and \
+        np.shape(weights)[0] == P else weights
+    return t[idx], s, w, {a: v[idx] for a, v in args.items()}
 
 
 def check_terms(terms) -> tuple:

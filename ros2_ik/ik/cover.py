@@ -11,10 +11,13 @@ contact, so :meth:`ros2_ik.IKSolver.solve` answers in two passes:
    margin on the fine spheres and on the meshes: it is the answer;
 2. the problems the first pass did not solve (no answer within the tolerances, or every answer
    within the cover's margin) are solved again, from the start, on the **fine** spheres, with
-   what is left of the timeout. Their answers are exactly those of a one-pass solve.
+   what is left of the timeout. Their answers are exactly those of a one-pass solve. Those
+   without an answer within the tolerances are screened first by a collision-free solve of
+   the same seeds: one that no seed reaches even without collision avoidance (a pose out of
+   reach) is not solved again.
 
-So a success keeps the fine model's promise, and no problem the fine model solves is lost to the
-cover. The answers' ``clearance`` is that of the model the answer was checked on: the cover's on
+So a success keeps the fine model's promise, and no reachable problem the fine model solves is
+lost to the cover. The answers' ``clearance`` is that of the model the answer was checked on: the cover's on
 the first pass (never more than the fine spheres' own), the fine spheres' on the second.
 
 **Where the cover would only cost**, links keep their fine spheres in it (:func:`first_pass`):
