@@ -17,8 +17,9 @@ contact, so :meth:`ros2_ik.IKSolver.solve` answers in two passes:
    reach) is not solved again.
 
 So a success keeps the fine model's promise, and no reachable problem the fine model solves is
-lost to the cover. The answers' ``clearance`` is that of the model the answer was checked on: the cover's on
-the first pass (never more than the fine spheres' own), the fine spheres' on the second.
+lost to the cover. The answers' ``clearance`` is that of the model the answer was checked on:
+the cover's on the first pass (never more than the fine spheres' own), the fine spheres' on the
+second.
 
 **Where the cover would only cost**, links keep their fine spheres in it (:func:`first_pass`):
 
