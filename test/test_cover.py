@@ -291,3 +291,25 @@ def test_a_pose_out_of_reach_is_not_solved_again_on_the_fine_spheres(fine, monke
     r = s.solve(np.concatenate([far, near]), world=WORLD)
     assert fine_rows and fine_rows[0] <= len(near)  # only reachable ones went on
     assert r.success[len(far):].mean() >= 0.95
+
+
+def test_per_problem_seeds_and_weights_follow_their_problems_in_any_form(fine):
+    """Seeds and weights given one per problem, as arrays or as lists, reach the second pass
+    with their problems: the same answers either way."""
+    m, cm = fine
+    T = np.concatenate([_goals(m, cm, 4, 16), _goals(m, cm, 30, 17, near_table=True)])
+    P = len(T)
+    seeds = m.random_q(np.random.default_rng(5), P)
+    w = np.tile([1.0, 1, 1, 1, 1, 0.5], (P, 1))
+    s = IKSolver(m, [TIP], IKConfig(num_seeds=8, stall_iterations=5, avoid_collisions=True),
+                 collision=cm)
+    a = s.solve(T, seeds=seeds, weights=w, world=WORLD)
+    b = s.solve(T.tolist(), seeds=seeds.tolist(), weights=w.tolist(), world=WORLD)
+    np.testing.assert_array_equal(a.q, b.q)
+    np.testing.assert_array_equal(a.status, b.status)
+    assert a.success.mean() >= 0.9
+    # and some of them were answered by the second pass
+    cover = first_pass(m, cm, WORLD, REACH, MARGIN, seeds)
+    first = IKSolver(m, [TIP], replace(s.config, collision_cover=0.0), collision=cover).solve(
+        T, seeds=seeds, weights=w, world=WORLD)
+    assert (a.success & ~first.success).any()

@@ -388,7 +388,7 @@ class IKSolver:
 
         c = self.config
         return first_pass(self.model, self.collision, world, c.collision_cover,
-                          c.collision_margin, None if seeds is None else to_numpy(seeds))
+                          c.collision_margin, seeds)
 
     def _second_pass(self, r, t, seeds, weights, should_stop, cfg, t0, world, calls):
         """The problems the first pass left (no answer within the tolerances, or none clear on
@@ -604,10 +604,9 @@ def _rows_of(rows, t, seeds, weights, args: dict):
     call: per-problem values taken, shared ones kept."""
     xp = get_xp(t)
     P, idx = t.shape[0], xp.asarray(rows)
-    s = seeds[idx] if seeds is not None and getattr(seeds, "ndim", np.ndim(seeds)) == 2 \
-        else seeds
-    w = weights[idx] if getattr(weights, "ndim", np.ndim(weights)) >= 2 and \
-        np.shape(weights)[0] == P else weights
+    s = xp.asarray(seeds)[idx] if seeds is not None and np.ndim(seeds) == 2 else seeds
+    w = xp.asarray(weights)[idx] if np.ndim(weights) >= 2 and np.shape(weights)[0] == P \
+        else weights
     return t[idx], s, w, {a: v[idx] for a, v in args.items()}
 
 

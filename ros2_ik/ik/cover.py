@@ -46,6 +46,7 @@ import threading
 
 import numpy as np
 
+from ..backend import to_numpy
 from ..model import Model
 from ..model.collision import CollisionModel
 from ..model.cover import cover_model
@@ -152,9 +153,14 @@ def first_pass(model: Model, cm: CollisionModel, world: World | None, reach: flo
         return None
     frozen = np.isin(np.asarray(model.q_names), sorted(model.frozen))
     held = None
-    if frozen.any() and seeds is not None and np.ndim(seeds) == 2:
-        held = np.unique(np.round(np.asarray(seeds, dtype=np.float64)[:, frozen], 2),
-                         axis=0)[:16]
+    if frozen.any() and seeds is not None:
+        try:  # (seeds the solve will refuse are its to name: measured at random here)
+            a = np.asarray(to_numpy(seeds), dtype=np.float64)
+        except (TypeError, ValueError):
+            a = None
+        if a is not None and a.ndim == 2 and a.shape[1] == model.nq and \
+                np.all(np.isfinite(a[:, frozen])):
+            held = np.unique(np.round(a[:, frozen], 2), axis=0)[:16]
     with _lock:
         return _first_pass(model, cm, world, reach, margin, frozen, held)
 

@@ -27,6 +27,7 @@ so a scene's variants (attached objects, padding) rebuild only the links that ch
 from __future__ import annotations
 
 import hashlib
+import threading
 from collections import OrderedDict
 
 import numpy as np
@@ -47,6 +48,7 @@ _BLOCK = 512
 #: links' covers kept per process
 _KEPT = 4096
 _kept: OrderedDict = OrderedDict()
+_lock = threading.Lock()
 
 
 def _directions(n: int) -> np.ndarray:
@@ -124,16 +126,18 @@ def link_cover(center, radius, reach: float):
     key = hashlib.sha256(np.ascontiguousarray(center).tobytes()
                          + np.ascontiguousarray(radius).tobytes()
                          + repr(float(reach)).encode()).digest()
-    hit = _kept.get(key)
-    if hit is None:
-        hit = cover_spheres(center, radius, reach)
-        for a in hit:
-            a.setflags(write=False)
+    with _lock:
+        hit = _kept.get(key)
+        if hit is not None:
+            _kept.move_to_end(key)
+            return hit
+    hit = cover_spheres(center, radius, reach)
+    for a in hit:
+        a.setflags(write=False)
+    with _lock:
         _kept[key] = hit
         while len(_kept) > _KEPT:
             _kept.popitem(last=False)
-    else:
-        _kept.move_to_end(key)
     return hit
 
 
@@ -170,10 +174,14 @@ def cover_model(cm: CollisionModel, reach: float, fine=(), split=()) -> Collisio
             cm.pairs, cm.disabled, cm.warnings, cm.static, cm.offset, cm.missing, cm.notes,
             cm.overshoot, cm.accept_missing, cm.attached, cm.allowances)
 
-    kept = cm.__dict__.setdefault("_covers", {})
     key = (float(reach), fine, split)
-    if key not in kept:
-        if len(kept) >= 16:
-            kept.pop(next(iter(kept)))
-        kept[key] = build()
-    return kept[key]
+    with _lock:
+        kept = cm.__dict__.setdefault("_covers", {})
+        hit = kept.get(key)
+    if hit is None:
+        hit = build()
+        with _lock:
+            if len(kept) >= 16:
+                kept.pop(next(iter(kept)))
+            kept[key] = hit
+    return hit
