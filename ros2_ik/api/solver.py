@@ -175,6 +175,10 @@ class IKSolver:
         #: the backend asked for ("auto", "host", "cuda" or "reference")
         self.requested_backend = backend
         self.backend, self.reason, self._impl = self._choose(backend)
+        # the first pass's cover and the pairs it keeps fine are the collision model's: made
+        # here, as the kernels are, not in the first solve's time (a world's part is measured
+        # per obstacle in the solve, and kept)
+        self._first_pass(None, None)
 
     def _warn_never_clear(self, collision) -> None:
         """A warning (and :attr:`collision_warnings`) naming the checked pairs that are within

@@ -166,7 +166,15 @@ def first_pass(model: Model, cm: CollisionModel, world: World | None, reach: flo
 
 
 def _first_pass(model, cm, world, reach, margin, frozen, held):
-    kept = cm.__dict__.setdefault("_first_pass", {})
+    # kept with the collision model per model (a group's restricted model samples other
+    # coordinates): the last few models
+    models = cm.__dict__.setdefault("_first_pass", {})
+    hit = models.get(id(model))
+    if hit is None or hit[0] is not model:
+        while len(models) >= 8:
+            models.pop(next(iter(models)))
+        hit = models[id(model)] = (model, {})
+    kept = hit[1]
     base_key = (float(reach), float(margin),
                 b"" if held is None else hashlib.sha256(held.tobytes()).digest())
     last = kept.get(base_key[:2] + ("last",))

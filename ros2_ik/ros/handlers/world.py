@@ -119,12 +119,24 @@ class SceneState:
 
     def _touching(self, robot, scene) -> list:
         """What the scene's world makes unsolvable for the robot (links that touch an obstacle
-        in every configuration), logged as warnings."""
-        if robot is None or not len(scene.world):
+        in every configuration), logged as warnings; and the first pass's cover of the scene
+        (:mod:`ros2_ik.ik.cover`) made here, not in the next request's time."""
+        if robot is None:
             return []
         from ...api.solver import world_warnings  # noqa: PLC0415
+        from ...ik.cover import first_pass  # noqa: PLC0415
 
         s = self.w.settings()
+        if robot.collision_prepared(s):  # (never a fit on this thread)
+            try:
+                cm, world = robot.scene_collisions(
+                    robot.collision_model(s.collision_spheres_file, s.collision_mesh_path,
+                                          s.collision_margin), scene)
+                first_pass(robot.model, cm, world, s.collision_cover, s.collision_margin)
+            except Exception:  # noqa: BLE001 - (the request that needs it says what is wrong)
+                pass
+        if not len(scene.world):
+            return []
         try:
             cm, world = robot.scene_collisions(
                 robot.collision_model(s.collision_spheres_file, s.collision_mesh_path,
