@@ -51,6 +51,7 @@ from ..model import Model
 from ..model.collision import CollisionModel
 from ..model.cover import cover_model
 from ..world import World
+from .seeds import frozen_coordinates
 
 __all__ = ["first_pass", "MIN_SPHERES", "SAMPLES", "OFTEN"]
 
@@ -61,8 +62,24 @@ SAMPLES = 200
 #: the fraction of them past which a pair's or an obstacle's links keep their fine spheres
 OFTEN = 0.1
 _lock = threading.Lock()
-#: (link, obstacle) measurements kept per collision model
+#: (link, obstacle) measurements kept per collision model and model
 _KEPT_OBSTACLES = 4096
+#: worlds whose first-pass model is kept per collision model and model
+_KEPT_WORLDS = 8
+
+
+class _Kept:
+    """What :func:`first_pass` keeps for one collision model and model: per (reach, margin)
+    the links kept fine for their pairs; per (reach, margin, frozen values, world) the
+    first-pass model (the last :data:`_KEPT_WORLDS`); per (reach, margin, link, obstacle,
+    frozen values) the cover spheres it opens; per (reach, margin) the last call's world,
+    frozen values and answer."""
+
+    def __init__(self):
+        self.fine: dict = {}
+        self.worlds: dict = {}
+        self.obstacles: dict = {}
+        self.last: dict = {}
 
 
 def _cover_only_pairs(model: Model, cm: CollisionModel, cover: CollisionModel,
@@ -93,7 +110,7 @@ def _cover_only_obstacles(model: Model, cm: CollisionModel, fine: frozenset, rea
     while the fine spheres they hold do not in :data:`OFTEN` of the samples (a UR5's shoulder
     and the foot of its upper arm on a table); ``mount`` (frozen coordinates mask, their values
     or None, their digest): the samples' frozen coordinates. Kept per link, obstacle and
-    frozen values (a new world measures only its new obstacles)."""
+    frozen values in ``kept`` (a new world measures only its new obstacles)."""
     from ..kinematics.fk import fk  # noqa: PLC0415
     from ..model.cover import link_cover  # noqa: PLC0415
     from .collision import allowed_mask  # noqa: PLC0415
@@ -107,7 +124,7 @@ def _cover_only_obstacles(model: Model, cm: CollisionModel, fine: frozenset, rea
         if cm.static[c] or name in fine or s.stop <= s.start:
             continue
         for o in np.nonzero(~skip[:, c])[0]:
-            key = ("obstacle", reach, margin, c, packed[o].tobytes(), mount[2])
+            key = (reach, margin, c, packed[o].tobytes(), mount[2])
             hit = kept.get(key)
             if hit is None:
                 if T is None:
@@ -128,7 +145,7 @@ def _cover_only_obstacles(model: Model, cm: CollisionModel, fine: frozenset, rea
                     if np.sum(held >= margin) >= OFTEN * SAMPLES:
                         hit.add((name, int(k)))
                 if len(kept) > _KEPT_OBSTACLES:
-                    for old in [x for x in kept if x[0] == "obstacle"][:_KEPT_OBSTACLES // 2]:
+                    for old in list(kept)[:_KEPT_OBSTACLES // 2]:
                         del kept[old]
                 kept[key] = hit
             out |= hit
@@ -151,7 +168,7 @@ def first_pass(model: Model, cm: CollisionModel, world: World | None, reach: flo
     frozen values, the last few)."""
     if reach <= 0.0 or cm.num_spheres < MIN_SPHERES:
         return None
-    frozen = np.isin(np.asarray(model.q_names), sorted(model.frozen))
+    frozen = frozen_coordinates(model)
     held = None
     if frozen.any() and seeds is not None:
         try:  # (seeds the solve will refuse are its to name: measured at random here)
@@ -173,27 +190,26 @@ def _first_pass(model, cm, world, reach, margin, frozen, held):
     if hit is None or hit[0] is not model:
         while len(models) >= 8:
             models.pop(next(iter(models)))
-        hit = models[id(model)] = (model, {})
+        hit = models[id(model)] = (model, _Kept())
     kept = hit[1]
-    base_key = (float(reach), float(margin),
-                b"" if held is None else hashlib.sha256(held.tobytes()).digest())
-    last = kept.get(base_key[:2] + ("last",))
-    if last is not None and last[0] is world and last[1] == base_key[2]:  # (immutable worlds)
+    base = (float(reach), float(margin))
+    digest = b"" if held is None else hashlib.sha256(held.tobytes()).digest()
+    last = kept.last.get(base)
+    if last is not None and last[0] is world and last[1] == digest:  # (immutable worlds)
         return last[2]
-    fine = kept.get(base_key[:2])
+    fine = kept.fine.get(base)
     if fine is None:  # the links of contact-only pairs, then of pairs only their covers near
         fine = frozenset(x for a in cm.allowances for x in a[:2])
-        fine = kept[base_key[:2]] = fine | _cover_only_pairs(
+        fine = kept.fine[base] = fine | _cover_only_pairs(
             model, cm, cover_model(cm, reach, fine), margin)
     w = world if world is not None else World()
-    key = base_key + (_world_key(w),)
-    if key not in kept:
-        split = _cover_only_obstacles(model, cm, fine, reach, w, margin, kept,
-                                      (frozen, held, base_key[2])) if len(w) else set()
+    key = base + (digest, _world_key(w))
+    if key not in kept.worlds:
+        split = _cover_only_obstacles(model, cm, fine, reach, w, margin, kept.obstacles,
+                                      (frozen, held, digest)) if len(w) else set()
         out = cover_model(cm, reach, fine, split)
-        worlds = [k for k in kept if len(k) == 4 and k[0] != "obstacle"]
-        for k in worlds[:max(0, len(worlds) - 7)]:  # the last 8 worlds
-            del kept[k]
-        kept[key] = None if out.num_spheres > cm.num_spheres // 2 else out
-    kept[base_key[:2] + ("last",)] = (world, base_key[2], kept[key])
-    return kept[key]
+        while len(kept.worlds) >= _KEPT_WORLDS:
+            kept.worlds.pop(next(iter(kept.worlds)))
+        kept.worlds[key] = None if out.num_spheres > cm.num_spheres // 2 else out
+    kept.last[base] = (world, digest, kept.worlds[key])
+    return kept.worlds[key]

@@ -66,11 +66,16 @@ def restart_seeds(model: Model, num_seeds: int, rng_seed: int, movable=None):
     return rnd, keep
 
 
+def frozen_coordinates(model: Model) -> np.ndarray:
+    """(nq,) bool: the coordinates of the model's frozen joints."""
+    frozen_links = {model.joint_index(n) for n in model.frozen}
+    return np.array([int(l) in frozen_links for l in model.q_joint], dtype=bool)
+
+
 def _restart_seeds(model: Model, num_seeds: int, rng_seed: int):
     rnd = model.random_q(np.random.default_rng(rng_seed), max(num_seeds - 1, 0))
     keep = ~(np.isfinite(model.lower) & np.isfinite(model.upper)) & ~model.q_continuous
-    frozen_links = {model.joint_index(n) for n in model.frozen}
-    keep |= np.array([int(l) in frozen_links for l in model.q_joint], dtype=bool)
+    keep |= frozen_coordinates(model)
     for s in model.floating_q_starts:
         keep[s:s + 7] = True
     return rnd, keep

@@ -127,20 +127,23 @@ class SceneState:
         from ...ik.cover import first_pass  # noqa: PLC0415
 
         s = self.w.settings()
-        if robot.collision_prepared(s):  # (never a fit on this thread)
+        prepared = robot.collision_prepared(s)  # (else no fit on this thread for the cover)
+        if not prepared and not len(scene.world):
+            return []
+        try:
+            cm, world = robot.scene_collisions(
+                robot.collision_model(s.collision_spheres_file, s.collision_mesh_path,
+                                      s.collision_margin), scene)
+        except Exception:  # noqa: BLE001 - (a model without geometry: requests say so)
+            return []
+        if prepared:
             try:
-                cm, world = robot.scene_collisions(
-                    robot.collision_model(s.collision_spheres_file, s.collision_mesh_path,
-                                          s.collision_margin), scene)
                 first_pass(robot.model, cm, world, s.collision_cover, s.collision_margin)
             except Exception:  # noqa: BLE001 - (the request that needs it says what is wrong)
                 pass
         if not len(scene.world):
             return []
         try:
-            cm, world = robot.scene_collisions(
-                robot.collision_model(s.collision_spheres_file, s.collision_mesh_path,
-                                      s.collision_margin), scene)
             out = world_warnings(robot.model, cm, world, s.collision_margin)
         except Exception:  # noqa: BLE001 - (a model without geometry: requests say so)
             return []
