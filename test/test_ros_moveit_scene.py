@@ -242,3 +242,61 @@ def test_an_obstacle_the_robot_always_touches_is_a_warning(ros):
                                 (0.0, 0.0, 0.3), op=CollisionObject.REMOVE))
     _diag(ros, lambda v: "scene_obstacles" in v and not any(
         k.startswith("scene_warning_") for k in v))
+
+
+def test_an_octomap_in_the_scene_is_avoided(ros):
+    """world.octomap as move_group carries it (the full format, OcTree, written by OctoMap's
+    own library): goals inside the voxels are never SUCCESS, clear goals are answered, and
+    every success keeps the margin from OctoMap's own occupied cells (each leaf a box of the
+    judge's world, not the boxes the node made), on the URDF's geometry."""
+    octomap = pytest.importorskip("octomap", reason="octomap-python is not installed")
+    import array
+
+    res = 0.02
+    t = octomap.OcTree(res)
+    g = np.arange(0.0, 0.16, res / 2) + res / 4  # (off the cells' faces)
+    for p in np.stack(np.meshgrid(g, g, g, indexing="ij"), -1).reshape(-1, 3):
+        t.updateNode(p + np.array([0.32, -0.08, 0.32]), True)  # a 16 cm block: 8 coarse leaves
+    for x in np.arange(0.2, 0.5, res):  # and a rod of fine cells
+        t.updateNode(np.array([x, 0.25, 0.41]), True)
+    t.updateInnerOccupancy()
+    t.writeBinary()  # (which prunes the tree: 8 equal children become one leaf)
+    data = t.write().partition(b"\ndata\n")[2]
+    leaves = [(it.getCoordinate(), it.getSize()) for it in t.begin_leafs()
+              if t.isNodeOccupied(it)]
+    judge = World([Obstacle.make(f"cell{k}", "box", (s, s, s), list(c) + [0, 0, 0, 1])
+                   for k, (c, s) in enumerate(leaves)])
+    assert 10 < len(judge) < 40 and max(s for _, s in leaves) > res
+    before = _diag(ros, lambda v: "model_loaded" in v)
+    version, count = int(before.get("scene_version", -1)), int(before.get("scene_obstacles", 0))
+    sc = PlanningScene()
+    sc.is_diff = True
+    o = sc.world.octomap
+    o.header.frame_id = "world"
+    o.origin = _pose((0, 0, 0))
+    o.octomap.binary, o.octomap.id, o.octomap.resolution = False, "OcTree", res
+    o.octomap.data = array.array("b", np.frombuffer(data, np.int8).tolist())
+    ros.scene.publish(sc)
+    _diag(ros, lambda v: int(v.get("scene_version", -1)) > version
+          and int(v["scene_obstacles"]) > count)
+    m = ros.model
+    cm = collision_model(m)
+    rng = np.random.default_rng(11)
+    inside = []
+    for _ in range(6):
+        T = np.eye(4)
+        T[:3, :3] = np.diag([1.0, -1.0, -1.0])
+        T[:3, 3] = np.array([0.4, 0.0, 0.4]) + rng.uniform(-0.05, 0.05, 3)
+        inside.append(T)
+    st, _ = _ik(ros, inside)
+    assert not np.any(st == codes.SUCCESS), st
+    q = m.random_q(rng, 600)
+    world = World(list(_world()) + list(judge))
+    q = q[clearance(m, cm, q, world)[0] > 0.03][:12]
+    near = clearance(m, cm, q, judge)[0] < 0.15  # (some answers pass near the block)
+    T = np.asarray(fk_frames(m, q, [TIP]))[:, 0]
+    st, sol = _ik(ros, T)
+    ok = st == codes.SUCCESS
+    assert ok.mean() >= 0.8 and near.any(), (st, near)
+    for i in np.nonzero(ok)[0]:
+        assert geometry_clear(m, cm, sol[i], judge, MARGIN - 1e-6), i

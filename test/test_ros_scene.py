@@ -256,15 +256,83 @@ def test_allowed_collision_matrix_padding_and_full_scenes(robot):
     s2 = apply_planning_scene(s, full, f, robot, [])
     assert s2.world.ids == ["only"] and s2.padding == {} and s2.acm.empty
     assert s2.version > s.version
-    # an octomap with data: what the scene cannot check, said, not dropped silently
-    om = PlanningScene()
-    om.is_diff = True
-    om.world.octomap.octomap.data = [1, 2, 3]
-    s3 = apply_planning_scene(s2, om, f, robot, [])
-    assert s3.unsupported and "octomap" in s3.unsupported[0]
+
+
+def _octomap_scene(data, binary, frame="world", origin=(0, 0, 0), res=0.02, diff=True,
+                   tree_id="OcTree"):
+    sc = PlanningScene()
+    sc.is_diff = diff
+    o = sc.world.octomap
+    o.header.frame_id = frame
+    o.origin = _pose(origin)
+    o.octomap.binary, o.octomap.id, o.octomap.resolution = binary, tree_id, float(res)
+    o.octomap.data = array.array("b", np.frombuffer(data, np.int8).tolist())
+    return sc
+
+
+@pytest.mark.parametrize("binary", [True, False], ids=["binary", "full"])
+def test_the_scenes_octomap_is_its_occupied_cells_replaced_and_allowed(robot, binary):
+    """world.octomap written by OctoMap itself (octomap-python), as move_group carries it:
+    its occupied cells become exact boxes at its origin in its frame; the next map replaces
+    it, a whole scene without one removes it, the allowed collision matrix's <octomap> lets a
+    link touch it, a malformed map is an error and the scene keeps its last good map."""
+    octomap = pytest.importorskip("octomap", reason="octomap-python is not installed")
+    t = octomap.OcTree(0.02)
+    for x in np.arange(0.0, 0.1, 0.01):  # a 10 x 4 x 2 cm slab of cells
+        for y in np.arange(0.0, 0.04, 0.01):
+            for z in np.arange(0.0, 0.02, 0.01):
+                t.updateNode(np.array([x, y, z]), True)
+    t.updateInnerOccupancy()
+    data = (t.writeBinary() if binary else t.write()).partition(b"\ndata\n")[2]
+    f = _frames(robot)
+    s = apply_collision_object(Scene(), _co("box", CollisionObject.ADD,
+                                            [(_prim(SolidPrimitive.BOX, (0.1, 0.1, 0.1)),
+                                              (0, 1, 1))]), f, [])
+    s1 = apply_planning_scene(s, _octomap_scene(data, binary, origin=(0.5, 0, 0.3)), f, robot,
+                              [])
+    ids = [i for i in s1.world.ids if i.startswith("<octomap>/")]
+    assert ids and "box" in s1.world and s1.version > s.version
+    lo = np.min([s1.world[i].pose[:3, 3] - 0.5 * np.asarray(s1.world[i].size) for i in ids], 0)
+    hi = np.max([s1.world[i].pose[:3, 3] + 0.5 * np.asarray(s1.world[i].size) for i in ids], 0)
+    np.testing.assert_allclose(lo, [0.5, 0.0, 0.3], atol=1e-9)
+    np.testing.assert_allclose(hi, [0.6, 0.04, 0.32], atol=1e-9)
+    vol = sum(np.prod(s1.world[i].size) for i in ids)
+    assert np.isclose(vol, 0.1 * 0.04 * 0.02)
+    # the next map replaces it (a map in a link's frame: placed at the link's current pose)
+    s2 = apply_planning_scene(s1, _octomap_scene(data, binary, frame="panda_link0",
+                                                 origin=(0, 0.5, 0.0)), f, robot, [])
+    ids2 = [i for i in s2.world.ids if i.startswith("<octomap>/")]
+    assert len(ids2) == len(ids) and s2.world[ids2[0]].pose[1, 3] > 0.45
+    # a malformed map is an error naming it; the scene is the one before
+    with pytest.raises(RequestError, match="world.octomap.*truncated"):
+        apply_planning_scene(s2, _octomap_scene(data[:-3], binary), f, robot, [])
+    with pytest.raises(RequestError, match="world.octomap.*tree type id"):
+        apply_planning_scene(s2, _octomap_scene(data, binary, tree_id="OcTreeStamped"), f,
+                             robot, [])
+    with pytest.raises(RequestError, match="world.octomap.*resolution"):
+        apply_planning_scene(s2, _octomap_scene(data, binary, res=0.0), f, robot, [])
+    # the allowed collision matrix's <octomap>: the hand may touch the map, not the arm
+    acm = _octomap_scene(b"", binary)
+    a = acm.allowed_collision_matrix
+    a.default_entry_names, a.default_entry_values = ["<octomap>"], [False]
+    a.entry_names = ["panda_hand", "<octomap>"]
+    for i in range(2):
+        e = AllowedCollisionEntry()
+        e.enabled = [i == 1, i == 0]
+        a.entry_values.append(e)
+    s3 = apply_planning_scene(s2, acm, f, robot, [])
+    assert [i for i in s3.world.ids if i.startswith("<octomap>/")] == ids2  # (a diff: kept)
+    _, world = robot.scene_collisions(robot.collision_model(), s3)
+    assert world[ids2[0]].touch == ("panda_hand",) and world["box"].touch == ()
+    # a whole scene without a map removes it; collision.ignore_octomap leaves maps out, said
+    full = PlanningScene()
+    full.is_diff = False
+    assert not any(i.startswith("<octomap>") for i in
+                   apply_planning_scene(s3, full, f, robot, []).world.ids)
     notes = []
-    s4 = apply_planning_scene(s2, om, f, robot, notes, octomap_ok=True)
-    assert not s4.unsupported and any("ignore_octomap" in n for n in notes)
+    s4 = apply_planning_scene(s, _octomap_scene(data, binary), f, robot, notes,
+                              octomap_ok=True)
+    assert s4.world.ids == ["box"] and any("ignore_octomap" in n for n in notes)
 
 
 def test_a_bad_scene_is_refused_whole(robot):

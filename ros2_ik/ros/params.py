@@ -139,9 +139,9 @@ PARAMS: tuple[ParamSpec, ...] = (
               "meshes are looked for, ':'-separated (besides the ament index)."),
     ParamSpec("collision.world_file", "", "YAML file of obstacles loaded at start-up (as "
               "ros2_ik.world.World.to_yaml writes them); '' = an empty world."),
-    ParamSpec("collision.ignore_octomap", False, "Answer collision-aware requests while the "
-              "planning scene holds an octomap, whose obstacles ros2_ik cannot check (false: "
-              "such requests are COLLISION_CHECKING_UNAVAILABLE, naming it)."),
+    ParamSpec("collision.ignore_octomap", False, "Leave the planning scene's octomap out of "
+              "the world (its voxels are not avoided; noted in the log). False: its occupied "
+              "cells are obstacles, exactly."),
     ParamSpec("collision.base_frame_aliases", "world", "Comma-separated frame ids taken as the "
               "robot's base frame in obstacle poses (no tf here)."),
     # --- state checks and base placement ---

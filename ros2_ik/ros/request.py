@@ -92,11 +92,6 @@ class Context:
                                    "the node's collision.mesh_path parameter", "the parameter "
                                    "collision.mesh_path, ':'-separated"))
         scene = self.scene if self.scene is not None else Scene()
-        if scene.unsupported and not s.collision_ignore_octomap:
-            raise RequestError(codes.COLLISION_CHECKING_UNAVAILABLE,
-                               "; ".join(scene.unsupported) + ": set collision.ignore_octomap "
-                               "to true to answer without them, or ask without collision "
-                               "avoidance")
         return robot.scene_collisions(cm, scene)
 
     def settled_robot(self) -> LoadedRobot | None:

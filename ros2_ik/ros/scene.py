@@ -29,10 +29,14 @@ What is honoured (move_group's ``PlanningScene`` semantics):
   obstacles do not touch that link), a link and an attached object.
 - Link padding and scale: the links' spheres grown (``radius * scale + padding``).
 
-What is not: an octomap (``world.octomap`` with data) cannot be turned into obstacles here; it
-is an error the caller sees (:attr:`Scene.unsupported`: collision-aware requests answer
-``COLLISION_CHECKING_UNAVAILABLE`` naming it, unless the node's ``collision.ignore_octomap``
-says to go without it), and subframes are not used (a pose in a subframe's frame is refused).
+- ``world.octomap`` (``OctomapWithPose``, binary or full, ``OcTree`` or ``ColorOcTree``): its
+  occupied cells become box obstacles ``<octomap>/k`` whose union is exactly those cells
+  (:mod:`ros2_ik.world.octomap`, decoded in NumPy), at ``origin`` in ``header.frame_id``; each
+  map replaces the last, a whole scene without one removes it, and the allowed collision
+  matrix's ``<octomap>`` entries let links touch it. The node's ``collision.ignore_octomap``
+  leaves maps out (noted in the log).
+
+What is not: subframes are not used (a pose in a subframe's frame is refused).
 
 A message that cannot be applied raises :class:`~.codes.RequestError` naming the object and
 the field; the scene it was applied to is unchanged (every message is applied whole or not
@@ -46,12 +50,12 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from ..errors import IKError
-from ..world import Obstacle, World
+from ..world import MAX_OBSTACLES, Obstacle, World
 from .codes import INVALID_REQUEST, RequestError
 
 __all__ = ["Scene", "AttachedObject", "Acm", "byte", "apply_collision_object",
-           "apply_attached_object", "apply_planning_scene", "collision_model_for",
-           "world_for", "CO_ADD", "CO_REMOVE", "CO_APPEND", "CO_MOVE"]
+           "apply_attached_object", "apply_planning_scene", "apply_octomap",
+           "collision_model_for", "world_for", "CO_ADD", "CO_REMOVE", "CO_APPEND", "CO_MOVE"]
 
 CO_ADD, CO_REMOVE, CO_APPEND, CO_MOVE = 0, 1, 2, 3  # moveit_msgs/CollisionObject.operation
 BOX, SPHERE, CYLINDER, CONE, PRISM = 1, 2, 3, 4, 5  # shape_msgs/SolidPrimitive.type
@@ -125,7 +129,6 @@ class Scene:
     padding: dict = field(default_factory=dict)   # link -> m
     scale: dict = field(default_factory=dict)     # link -> factor
     object_poses: dict = field(default_factory=dict)  # object id -> its pose (for MOVE)
-    unsupported: tuple = ()       # what the scene holds that cannot be checked (octomap)
 
     @property
     def version(self) -> int:
@@ -476,18 +479,45 @@ def apply_planning_scene(scene: Scene, msg, frames, robot, notes: list, *,
                                                 f"({ls.link_name!r}) = {v}: give a scale in "
                                                 "(0, 100]")
         scale[str(ls.link_name)] = v
-    unsupported = tuple(new.unsupported) if diff else ()
     om = getattr(w, "octomap", None)
     data = getattr(getattr(om, "octomap", None), "data", ())
-    if len(data):
-        unsupported = ("world.octomap: an octomap cannot be checked against here (ros2_ik "
-                       "keeps primitives); its obstacles are not avoided",)
-        if octomap_ok:
-            notes.append(unsupported[0] + " (collision.ignore_octomap is true)")
-            unsupported = ()
-    elif not diff:
-        unsupported = ()
-    return new.bumped(padding=padding, scale=scale, unsupported=unsupported)
+    if len(data) and octomap_ok:
+        notes.append("world.octomap: left out of the world (collision.ignore_octomap is true): "
+                     "its voxels are not avoided")
+    elif len(data) or not diff:  # a map replaces the last; a whole scene without one clears it
+        new = apply_octomap(new, om if len(data) else None, frames)
+    return new.bumped(padding=padding, scale=scale)
+
+
+def apply_octomap(scene: Scene, msg, frames) -> Scene:
+    """``scene`` with its octomap replaced by ``msg`` (an octomap_msgs/OctomapWithPose; None:
+    removed): the map's occupied cells as box obstacles ``<octomap>/k`` (exactly their union,
+    :mod:`ros2_ik.world.octomap`) at the map's origin in ``header.frame_id``. A malformed map
+    raises :class:`RequestError` naming what was wrong (the scene is unchanged)."""
+    from ..world import octomap  # noqa: PLC0415
+
+    world, poses = scene.world, dict(scene.object_poses)
+    gone = _members(world, octomap.PREFIX)
+    if gone:
+        world = world.remove(*gone)
+    poses.pop(octomap.PREFIX, None)
+    if msg is not None:
+        what = "world.octomap"
+        T = frames.pose(msg.origin, str(msg.header.frame_id), what)
+        m = msg.octomap
+        try:
+            leaves = octomap.decode(m.data, binary=bool(m.binary), resolution=m.resolution,
+                                    id=str(m.id), what=what)
+            centre, size = octomap.boxes(leaves, what)
+        except IKError as exc:
+            raise RequestError(INVALID_REQUEST, str(exc)) from None
+        if len(world) + len(centre) > MAX_OBSTACLES:
+            raise RequestError(INVALID_REQUEST, f"{what}: its {len(centre)} boxes and the "
+                                                f"{len(world)} other obstacles exceed "
+                                                f"{MAX_OBSTACLES}; give a coarser resolution")
+        world = world.add(*octomap.obstacles(centre, size, T))
+        poses[octomap.PREFIX] = T
+    return replace(scene, world=world, object_poses=poses)
 
 
 # ---------------------------------------------------------------------- for a solve

@@ -78,7 +78,7 @@ SURFACE = (
     ("attached_collision_object", "sub", "moveit_msgs/AttachedCollisionObject, depth 100",
      "objects attached to a link: they move with it and are kept clear of the world and of the robot but the link and `touch_links`; a detached object goes back into the world; only when moveit_msgs is importable"),
     ("planning_scene", "sub", "moveit_msgs/PlanningScene, depth 10",
-     "MoveIt's planning scene, a diff or a whole one: world objects, attached objects, the allowed collision matrix, link padding and scale (an octomap is an error the requests see: `collision.ignore_octomap`); only when moveit_msgs is importable"),
+     "MoveIt's planning scene, a diff or a whole one: world objects, attached objects, the allowed collision matrix, link padding and scale, and its octomap (binary or full; its occupied cells as exact boxes `<octomap>/k`, each map replacing the last; `collision.ignore_octomap` leaves it out); only when moveit_msgs is importable"),
     ("monitored_planning_scene", "sub", "moveit_msgs/PlanningScene, depth 10",
      "as planning_scene, from move_group's monitor; only when moveit_msgs is importable"),
 )
@@ -96,7 +96,7 @@ CODE_DOCS = {
     'NO_ROBOT_MODEL': 'no model loaded yet',
     'INVALID_REQUEST': "empty batch, both goal forms, compact length not a multiple of 7K, more than `max_batch` problems, unknown solver / solve_mode / mode, a tolerance negative or above 1 m / pi rad (the parameters' ranges), a timeout negative or not a valid Duration (`nanosec` 1e9 or more), bad axis_weights, bad keyframes / node_indices",
     "GOAL_IN_COLLISION": "within the tolerances, but every answer found collides with the robot itself or the world (collision avoidance on); the message names the pair",
-    "COLLISION_CHECKING_UNAVAILABLE": "collision avoidance asked for, but it could not keep its promise: links with collision geometry have no spheres (a mesh not found: set `collision.mesh_path`), or the planning scene holds an octomap (`collision.ignore_octomap`); the message names them",
+    "COLLISION_CHECKING_UNAVAILABLE": "collision avoidance asked for, but it could not keep its promise: links with collision geometry have no spheres (a mesh not found: set `collision.mesh_path`); the message names them",
     "FAILURE": "an unexpected error (its text in the message, the traceback in the log); the node keeps serving",
 }
 

@@ -111,8 +111,6 @@ class SceneState:
                     self.w.log("info", f"planning scene version {new.version}: "
                                        f"{len(new.world)} obstacles, {len(new.attached)} attached "
                                        f"objects ({what})")
-                    if new.unsupported:
-                        self.w.log("error", "; ".join(new.unsupported))
                     self.on_change(new)
             if done is not None:
                 done(err)

@@ -1,0 +1,338 @@
+"""Octomaps as ros2_ik's worlds hold them: the occupied cells of an OctoMap tree, decoded in
+NumPy from the streams ``octomap_msgs/Octomap`` carries (no C++ OctoMap at run time), merged
+into as few axis-aligned boxes as cover exactly those cells, and given to the solvers as box
+obstacles.
+
+**The streams** (OctoMap 1.10; a message's ``data`` is the stream without the text header of a
+``.bt`` / ``.ot`` file; :func:`read_file` reads the files and their header):
+
+- *binary* (``binary: true``, ``octomap_binary``): a pre-order walk of the inner nodes, 2 bytes
+  each (children 0-3, then 4-7); child ``i`` takes bits ``2i`` and ``2i + 1`` of its byte:
+  ``01`` (bit ``2i + 1`` set) an occupied leaf, ``10`` a free leaf, ``11`` a node with children
+  (its 2 bytes follow, depth first, in child order), ``00`` unknown;
+- *full* (``binary: false``, as move_group republishes its map): per node its log-odds value
+  (float32, little-endian; ``ColorOcTree`` adds 3 bytes of colour), one byte whose bit ``i``
+  says child ``i`` exists, then those children. A leaf is occupied when its log-odds is at
+  least 0 (probability 0.5, OctoMap's default threshold).
+
+**Geometry**: depth 16; a cell's key is ``floor(x / resolution) + 32768`` per axis; child ``i``
+adds ``+x`` for bit 0, ``+y`` for bit 1 and ``+z`` for bit 2 of ``i``; a leaf at depth ``d`` is a
+cube of edge ``resolution * 2**(16 - d)`` (a pruned leaf is a coarse cube).
+
+**The boxes** (:func:`boxes`): the occupied cells are laid on a grid of the finest cells over
+their bounding box, runs along x are joined across y, then across z: each box is a union of
+occupied cells and every occupied cell lies in one box, so a distance to the boxes is the exact
+distance to the voxels' cubes (the check of every answer, on every backend, is exact). The grid
+is bounded: at most :data:`MAX_CELLS` cells (a map of larger extent at that resolution is
+refused, naming the sizes and what to do), and at most :data:`ros2_ik.world.MAX_OBSTACLES`
+boxes.
+
+Malformed input (a truncated or overlong stream, another tree type, a resolution that is not
+positive and finite, a tree deeper than 16) is an :class:`~ros2_ik.errors.InvalidInputError`
+naming what was wrong.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import InvalidInputError
+from . import MAX_OBSTACLES, Obstacle
+
+__all__ = ["Leaves", "decode", "read_file", "boxes", "obstacles", "MAX_CELLS", "TREE_IDS",
+           "DEPTH", "MIN_RESOLUTION", "MAX_RESOLUTION", "PREFIX"]
+
+#: OctoMap's tree depth and the key of the coordinate 0
+DEPTH, _HALF = 16, 32768
+#: the tree types whose streams are read (a ColorOcTree's full stream carries colours)
+TREE_IDS = ("OcTree", "ColorOcTree")
+#: resolutions taken [m]
+MIN_RESOLUTION, MAX_RESOLUTION = 1e-3, 10.0
+#: finest cells over a map's occupied bounding box at most (one byte each while merging)
+MAX_CELLS = 64_000_000
+#: the obstacle ids of a map's boxes: ``<octomap>/k`` (MoveIt's name for the map's object)
+PREFIX = "<octomap>"
+
+
+@dataclass(frozen=True)
+class Leaves:
+    """The occupied leaves of a tree: ``key`` (N, 3) int64 the finest key of each leaf's lower
+    corner, ``cells`` (N,) int64 its edge in finest cells (``2**(16 - depth)``), and the tree's
+    ``resolution`` [m]."""
+
+    key: np.ndarray
+    cells: np.ndarray
+    resolution: float
+
+    def __len__(self) -> int:
+        return int(self.key.shape[0])
+
+    def centers(self) -> np.ndarray:
+        """(N, 3) the cubes' centres [m] in the map's frame."""
+        return (self.key - _HALF + 0.5 * self.cells[:, None]) * self.resolution
+
+    def sizes(self) -> np.ndarray:
+        """(N,) the cubes' edges [m]."""
+        return self.cells * self.resolution
+
+
+# child i's offset along x, y, z in units of the child's edge
+_BITS = np.array([[(i >> a) & 1 for a in range(3)] for i in range(8)], dtype=np.int64)
+# per byte value: (children with children, occupied leaves), the child index within the 4
+_CODES = [(tuple(i for i in range(4) if (b >> 2 * i) & 3 == 3),
+           tuple(i for i in range(4) if (b >> 2 * i) & 3 == 2)) for b in range(256)]
+
+
+def _check_resolution(resolution, what: str) -> float:
+    try:
+        res = float(resolution)
+    except (TypeError, ValueError):
+        raise InvalidInputError(f"{what}: resolution {resolution!r} is not a number") from None
+    if not (math.isfinite(res) and MIN_RESOLUTION <= res <= MAX_RESOLUTION):
+        raise InvalidInputError(f"{what}: resolution {res!r} m must be finite and in "
+                                f"[{MIN_RESOLUTION:g}, {MAX_RESOLUTION:g}] m")
+    return res
+
+
+def decode(data, *, binary: bool, resolution, id: str = "OcTree",
+           what: str = "octomap") -> Leaves:
+    """The occupied leaves of an octomap stream (a message's ``data``: bytes, or int8 / uint8
+    values); ``what`` names it in errors."""
+    if id not in TREE_IDS:
+        raise InvalidInputError(f"{what}: tree type id {id!r} is not read; give one of "
+                                f"{list(TREE_IDS)}")
+    res = _check_resolution(resolution, what)
+    buf = _bytes(data, what)
+    if buf.startswith(_MAGIC):  # a stream written with its file header (some map servers)
+        fields, buf = _header(buf, what)
+        binary = fields["binary"]
+    if not len(buf):
+        return Leaves(np.zeros((0, 3), np.int64), np.zeros(0, np.int64), res)
+    if binary:
+        key, depth = _binary(buf, what)
+    else:
+        key, depth = _full(buf, 7 if id == "ColorOcTree" else 4, what)
+    return Leaves(key, np.left_shift(1, DEPTH - depth).astype(np.int64), res)
+
+
+def _bytes(data, what: str) -> bytes:
+    if isinstance(data, (bytes, bytearray, memoryview)):
+        return bytes(data)
+    try:
+        a = np.asarray(data)
+        if a.dtype == object or a.ndim != 1 or (a.size and a.dtype.kind not in "iub"):
+            raise TypeError
+        if a.size and (a.min() < -128 or a.max() > 255):
+            raise ValueError
+        return a.astype(np.int64).astype(np.uint8).tobytes()
+    except (TypeError, ValueError):
+        raise InvalidInputError(f"{what}: data must be bytes or int8 / uint8 values") from None
+
+
+def _binary(buf: bytes, what: str):
+    n = len(buf)
+    if n % 2:
+        raise InvalidInputError(f"{what}: a binary stream holds 2 bytes per inner node; "
+                                f"{n} bytes is truncated or not a binary octomap")
+    keys, depths = [], []
+    stack = [(0, 0, 0, 0)]  # (depth, kx, ky, kz) of inner nodes still to read, in order
+    pos = 0
+    codes = _CODES
+    while stack:
+        d, kx, ky, kz = stack.pop()
+        if pos + 2 > n:
+            raise InvalidInputError(f"{what}: the binary stream ends at byte {n} inside the "
+                                    "tree (truncated)")
+        if d >= DEPTH:
+            raise InvalidInputError(f"{what}: the tree is deeper than {DEPTH} levels at byte "
+                                    f"{pos}; not an OctoMap stream")
+        step = 1 << (DEPTH - d - 1)
+        inner = []
+        for half in (0, 1):
+            deeper, occupied = codes[buf[pos + half]]
+            for i in occupied:
+                c = i + 4 * half
+                keys.append((kx + (c & 1) * step, ky + ((c >> 1) & 1) * step,
+                             kz + ((c >> 2) & 1) * step))
+                depths.append(d + 1)
+            for i in deeper:
+                c = i + 4 * half
+                inner.append((d + 1, kx + (c & 1) * step, ky + ((c >> 1) & 1) * step,
+                              kz + ((c >> 2) & 1) * step))
+        pos += 2
+        stack.extend(reversed(inner))
+    if pos != n:
+        raise InvalidInputError(f"{what}: {n - pos} bytes follow the tree's last node "
+                                f"(byte {pos} of {n}); not one binary octomap")
+    return _arrays(keys, depths)
+
+
+def _full(buf: bytes, value_bytes: int, what: str):
+    n = len(buf)
+    vals = np.frombuffer(buf, dtype=np.uint8)
+    keys, depths = [], []
+    stack = [(0, 0, 0, 0)]
+    pos = 0
+    rec = value_bytes + 1
+    while stack:
+        d, kx, ky, kz = stack.pop()
+        if pos + rec > n:
+            raise InvalidInputError(f"{what}: the full stream ends at byte {n} inside the tree "
+                                    "(truncated)")
+        if d > DEPTH:
+            raise InvalidInputError(f"{what}: the tree is deeper than {DEPTH} levels at byte "
+                                    f"{pos}; not an OctoMap stream")
+        children = buf[pos + value_bytes]
+        if not children:
+            v = float(vals[pos:pos + 4].view("<f4")[0])
+            if not math.isfinite(v):
+                raise InvalidInputError(f"{what}: a leaf's log-odds at byte {pos} is {v}; "
+                                        "not an OctoMap stream")
+            if v >= 0.0:
+                keys.append((kx, ky, kz))
+                depths.append(d)
+        elif d == DEPTH:
+            raise InvalidInputError(f"{what}: a node at depth {DEPTH} (byte {pos}) has "
+                                    "children; not an OctoMap stream")
+        else:
+            step = 1 << (DEPTH - d - 1)
+            stack.extend((d + 1, kx + (c & 1) * step, ky + ((c >> 1) & 1) * step,
+                          kz + ((c >> 2) & 1) * step)
+                         for c in range(7, -1, -1) if (children >> c) & 1)
+        pos += rec
+    if pos != n:
+        raise InvalidInputError(f"{what}: {n - pos} bytes follow the tree's last node "
+                                f"(byte {pos} of {n}); not one full octomap")
+    if depths and min(depths) == 0:  # the root itself a leaf: the whole cube of the tree
+        raise InvalidInputError(f"{what}: the root is an occupied leaf (a cube "
+                                f"{2 ** DEPTH} cells wide); not a map of a workcell")
+    return _arrays(keys, depths)
+
+
+def _arrays(keys, depths):
+    return (np.asarray(keys, dtype=np.int64).reshape(-1, 3),
+            np.asarray(depths, dtype=np.int64).reshape(-1))
+
+
+def read_file(path) -> tuple[Leaves, str]:
+    """The occupied leaves of an OctoMap file (``.bt`` binary, ``.ot`` full, with their text
+    header: ``id``, ``size``, ``res``, ``data``), and its tree id."""
+    p = Path(path)
+    try:
+        raw = p.read_bytes()
+    except OSError as exc:
+        raise InvalidInputError(f"octomap file {str(p)!r} cannot be read: {exc}") from None
+    what = f"octomap file {p.name!r}"
+    fields, body = _header(raw, what)
+    return decode(body, binary=fields["binary"], resolution=fields["res"], id=fields["id"],
+                  what=what), fields["id"]
+
+
+_MAGIC = b"# Octomap OcTree"
+
+
+def _header(raw: bytes, what: str) -> tuple[dict, bytes]:
+    """The fields of an OctoMap file header (``binary``, ``id``, ``res``) and the stream after
+    it."""
+    head, sep, body = raw.partition(b"\ndata\n")
+    if not sep or not head.startswith(_MAGIC) or len(head) > 4096:
+        raise InvalidInputError(f"{what}: no OctoMap header ('# Octomap OcTree ... file' and "
+                                "a 'data' line); write it with OctoMap's writeBinary or write")
+    fields = {"binary": head.startswith(_MAGIC + b" binary file"), "id": "OcTree"}
+    for line in head.decode("ascii", "replace").splitlines()[1:]:
+        if line and not line.startswith("#"):
+            k, _, v = line.partition(" ")
+            fields[k] = v.strip()
+    if "res" not in fields:
+        raise InvalidInputError(f"{what}: its header has no 'res' line")
+    return fields, body
+
+
+def boxes(leaves: Leaves, what: str = "octomap") -> tuple[np.ndarray, np.ndarray]:
+    """Axis-aligned boxes whose union is exactly the occupied leaves' cubes: centres (M, 3) and
+    full sizes (M, 3) [m] in the map's frame (see the module docstring)."""
+    if not len(leaves):
+        return np.zeros((0, 3)), np.zeros((0, 3))
+    lo = leaves.key.min(axis=0)
+    hi = (leaves.key + leaves.cells[:, None]).max(axis=0)
+    ext = hi - lo
+    cells = int(np.prod(ext))
+    if cells > MAX_CELLS:
+        span = ext * leaves.resolution
+        raise InvalidInputError(
+            f"{what}: its occupied cells span {span[0]:.2f} x {span[1]:.2f} x {span[2]:.2f} m "
+            f"at {leaves.resolution:g} m, {cells:,} cells, past the limit of {MAX_CELLS:,}; "
+            "crop the map to the robot's workspace or give a coarser resolution")
+    grid = np.zeros(tuple(int(e) for e in ext), dtype=bool)
+    k = leaves.key - lo
+    for c in np.unique(leaves.cells):  # every leaf of one size at once
+        sel = np.nonzero(leaves.cells == c)[0]
+        c = int(c)
+        if c == 1:
+            grid[k[sel, 0], k[sel, 1], k[sel, 2]] = True
+            continue
+        off = np.stack(np.meshgrid(*(np.arange(c),) * 3, indexing="ij"), -1).reshape(-1, 3)
+        for part in np.array_split(sel, max(1, len(sel) * len(off) // 4_000_000 + 1)):
+            p = (k[part][:, None, :] + off[None]).reshape(-1, 3)
+            grid[p[:, 0], p[:, 1], p[:, 2]] = True
+    b_lo, b_hi = _merge(grid)
+    if len(b_lo) > MAX_OBSTACLES:
+        raise InvalidInputError(
+            f"{what}: its {len(leaves):,} occupied cells make {len(b_lo):,} boxes, past the "
+            f"limit of {MAX_OBSTACLES:,} obstacles; give a coarser resolution or crop the map")
+    res = leaves.resolution
+    centre = (lo + 0.5 * (b_lo + b_hi) - _HALF) * res
+    return centre, (b_hi - b_lo).astype(np.float64) * res
+
+
+def _merge(grid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Boxes [lo, hi) (M, 3) in cells covering exactly the True cells of ``grid``: runs along
+    x, joined across y where equal, then across z."""
+    X, Y, Z = grid.shape
+    g = np.zeros((X + 2, Y, Z), dtype=np.int8)
+    g[1:-1] = grid
+    d = np.diff(g, axis=0)  # +1 where a run starts (at x), -1 where it ended (at x)
+    sx, sy, sz = np.nonzero(d == 1)
+    ex, ey, ez = np.nonzero(d == -1)
+    # both are sorted by (x, y, z); order them by (y, z, x) to pair each start with its end
+    o1, o2 = np.lexsort((sx, sz, sy)), np.lexsort((ex, ez, ey))
+    y, z, x0, x1 = sy[o1], sz[o1], sx[o1], ex[o2]
+    y0, y1, z, x0, x1 = _join(y, z, x0, x1)  # rectangles: same x run on consecutive y
+    z0, z1, y0, y1, x0, x1 = _join(z, y0, y1, x0, x1)
+    lo = np.stack([x0, y0, z0], axis=1)
+    hi = np.stack([x1, y1, z1], axis=1)
+    return lo, hi
+
+
+def _join(t, *same):
+    """Join items equal in every array of ``same`` and consecutive in ``t`` (each item
+    covers [t, t + 1)): (t0, t1, *same) of the joined items."""
+    o = np.lexsort((t,) + tuple(reversed(same)))
+    t = t[o]
+    same = [s[o] for s in same]
+    new = np.ones(len(t), dtype=bool)
+    if len(t) > 1:
+        eq = np.ones(len(t) - 1, dtype=bool)
+        for s in same:
+            eq &= s[1:] == s[:-1]
+        new[1:] = ~(eq & (t[1:] == t[:-1] + 1))
+    start = np.nonzero(new)[0]
+    end = np.append(start[1:], len(t)) - 1
+    return (t[start], t[end] + 1) + tuple(s[start] for s in same)
+
+
+def obstacles(centre: np.ndarray, size: np.ndarray, pose=None, touch=(),
+              prefix: str = PREFIX) -> list:
+    """Box obstacles ``prefix/k`` of :func:`boxes`, placed by ``pose`` (4, 4) (the map's frame
+    in the world's; default: the identity)."""
+    T = np.eye(4) if pose is None else np.asarray(pose, dtype=np.float64)
+    out = []
+    for k, (c, s) in enumerate(zip(centre, size)):
+        P = T.copy()
+        P[:3, 3] = T[:3, :3] @ c + T[:3, 3]
+        out.append(Obstacle.make(f"{prefix}/{k}", "box", tuple(s), P, touch))
+    return out
