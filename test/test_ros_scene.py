@@ -125,13 +125,34 @@ def test_meshes_planes_and_frames(robot):
     s = apply_collision_object(Scene(), _co("thing", CollisionObject.ADD,
                                             meshes=[(mesh, (0.5, 0, 0.5))],
                                             planes=[(plane, (0, 0, 0))]), f, notes)
-    box, floor = s.world["thing/0"], s.world["thing/1"]
-    assert box.shape == "box" and floor.shape == "halfspace"
-    assert any("oriented box" in n for n in notes)
-    # every vertex of the mesh lies inside its box
-    loc = (V + [0.5, 0, 0.5] - box.pose[:3, 3]) @ box.pose[:3, :3]
-    assert np.all(np.abs(loc) <= 0.5 * np.asarray(box.size) + 1e-9)
+    ids = s.world.ids
+    floor = s.world[ids[-1]]
+    cells = [s.world[i] for i in ids[:-1]]
+    assert floor.shape == "halfspace" and cells and all(b.shape == "box" for b in cells)
+    # the mesh's cells hold every point of its triangles, and reach at most a cell's diagonal
+    # (5 mm cells) past it
+    import trimesh
+
+    tm = trimesh.Trimesh(V + [0.5, 0, 0.5], [[0, 1, 2], [0, 1, 3], [0, 2, 3], [1, 2, 3]])
+    P = tm.sample(5000, seed=1)
+    inside = np.zeros(len(P), dtype=bool)
+    for b in cells:
+        inside |= np.all(np.abs(P - b.pose[:3, 3]) <= 0.5 * np.asarray(b.size) + 1e-9, axis=1)
+    assert inside.all()
+    for b in cells:
+        corners = b.pose[:3, 3] + 0.5 * np.asarray(b.size) * np.array(
+            [[i, j, k] for i in (-1, 1) for j in (-1, 1) for k in (-1, 1)])
+        _, d, _ = trimesh.proximity.closest_point(tm, corners)
+        assert d.max() <= 0.005 * 3 ** 0.5 + 1e-9  # (a box's corner is a cell's corner)
     assert abs(floor.pose[2, 3] - 0.02) < 1e-12
+    # attached, the mesh is its smallest oriented box (a link's spheres are fitted to it)
+    aco = AttachedCollisionObject()
+    aco.link_name = "panda_hand"
+    aco.object = _co("held", CollisionObject.ADD, meshes=[(mesh, (0, 0, 0.1))],
+                     frame="panda_hand")
+    s2 = apply_attached_object(Scene(), aco, f, robot, notes)
+    assert s2.attached[0].parts[0][0] == "box" and len(s2.attached[0].parts) == 1
+    assert any("oriented box" in n for n in notes)
     # a pose in a link's frame is placed by FK at the robot's state
     s = apply_collision_object(Scene(), _co("on_hand", CollisionObject.ADD,
                                             [(_prim(SolidPrimitive.SPHERE, (0.02,)), (0, 0, 0))],

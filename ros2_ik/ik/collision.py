@@ -57,6 +57,11 @@ __all__ = ["sdf", "penalty", "CollisionObjective", "clearance", "sample_disabled
            "compact_rows", "always_touching", "link_pair_distances", "sphere_clearances",
            "meshes_within", "MESH_SAMPLES"]
 
+#: configurations x obstacles one step of the world's checks looks at, at most (past it the
+#: obstacles are taken a few at a time; each pair may hold a link's groups and spheres)
+WORLD_PAIRS = 65_536
+
+
 class _Acc:
     """What the checks of one batch of configurations gather: the smallest distance and its
     pair, and (with ``rows``) the penalty rows' J^T J, J^T r and cost."""
@@ -306,11 +311,19 @@ class CollisionObjective(Objective):
                        (1.0, -1.0), jac)
 
     def _world_link(self, xp, T, tb, lb, c, thr, acc, jac):
-        cm = self.cm
-        ob_all = const(xp, self.packed)
         keep = np.nonzero(~self.skip[:, c])[0]
         if not keep.size:
             return
+        # obstacles a few at a time where configurations x obstacles would be more than
+        # WORLD_PAIRS (a map of thousands of boxes): memory stays bounded
+        N = max(1, T.shape[0])
+        step = keep.size if keep.size * N <= WORLD_PAIRS else max(1, WORLD_PAIRS // N)
+        for lo in range(0, keep.size, step):
+            self._world_chunk(xp, T, tb, lb, c, thr, acc, jac, keep[lo:lo + step])
+
+    def _world_chunk(self, xp, T, tb, lb, c, thr, acc, jac, keep):
+        cm = self.cm
+        ob_all = const(xp, self.packed)
         ob = ob_all[const(xp, keep)]  # (O', 16)
         orad = const(xp, self.orad[keep])
         N = T.shape[0]
@@ -432,8 +445,12 @@ def clearance(model: Model, cm: CollisionModel, q, world: World | None = None, *
     q = xp.atleast_2d(xp.asarray(q, dtype=xp.float64))
     T = fk(model, q, check=False)
     outs_d, outs_k = [], []
-    for lo in range(0, q.shape[0], 512):
-        acc = obj.gather(T[lo:lo + 512], float(reach))
+    # exact everywhere: every obstacle is looked at down to the spheres, so fewer
+    # configurations at once in a large world (memory stays bounded)
+    n_obs = len(world) if world is not None else 0
+    step = 512 if np.isfinite(reach) or n_obs <= 8 else max(1, 4096 // n_obs)
+    for lo in range(0, q.shape[0], step):
+        acc = obj.gather(T[lo:lo + step], float(reach))
         outs_d.append(to_numpy(acc.clear))
         outs_k.append(to_numpy(acc.which))
     return np.concatenate(outs_d), np.concatenate(outs_k), obj.describe

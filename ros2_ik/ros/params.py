@@ -139,11 +139,28 @@ PARAMS: tuple[ParamSpec, ...] = (
               "meshes are looked for, ':'-separated (besides the ament index)."),
     ParamSpec("collision.world_file", "", "YAML file of obstacles loaded at start-up (as "
               "ros2_ik.world.World.to_yaml writes them); '' = an empty world."),
+    ParamSpec("collision.mesh_resolution", 0.005, "Edge [m] of the cells a world object's mesh "
+              "(CollisionObject meshes) is held in: the boxes of the cells it passes through, "
+              "which reach at most a cell's diagonal past it (coarser where one mesh would make "
+              "more than 2000 boxes, noted in the log).", range=(0.001, 1.0), units="m"),
     ParamSpec("collision.ignore_octomap", False, "Leave the planning scene's octomap out of "
               "the world (its voxels are not avoided; noted in the log). False: its occupied "
               "cells are obstacles, exactly."),
     ParamSpec("collision.base_frame_aliases", "world", "Comma-separated frame ids taken as the "
               "robot's base frame in obstacle poses (no tf here)."),
+    # --- sensed worlds ---
+    ParamSpec("point_cloud.topic", "", "sensor_msgs/PointCloud2 topic whose points become "
+              "obstacles (each cloud replacing the last; its frame the base frame, a link of "
+              "the robot or an alias); '' = none. Read at start-up."),
+    ParamSpec("point_cloud.resolution", 0.02, "Edge of the cells a cloud's points are held "
+              "in: each cell holding a point is an obstacle.", range=(0.001, 1.0), units="m"),
+    ParamSpec("point_cloud.max_range", 3.0, "Points farther than this from the sensor are "
+              "left out.", range=(0.0, 100.0), units="m"),
+    ParamSpec("point_cloud.padding", 0.03, "The robot's own points are removed: those within "
+              "its spheres (at the current joint states) grown by this.", range=(0.0, 1.0),
+              units="m"),
+    ParamSpec("point_cloud.max_rate", 2.0, "Clouds taken per second at most (the others are "
+              "dropped).", range=(0.001, 1000.0), units="Hz"),
     # --- state checks and base placement ---
     ParamSpec("check_states.max_states", 5_000_000, "Most states one ~/check_states request "
               "checks (an interpolated path's states included); bigger requests are rejected "
@@ -203,8 +220,14 @@ class Settings:
     collision_spheres_file: str
     collision_mesh_path: str
     collision_world_file: str
+    collision_mesh_resolution: float
     collision_ignore_octomap: bool
     collision_base_frame_aliases: str
+    point_cloud_topic: str
+    point_cloud_resolution: float
+    point_cloud_max_range: float
+    point_cloud_padding: float
+    point_cloud_max_rate: float
     check_states_max_states: int
     placement_max_problems: int
 

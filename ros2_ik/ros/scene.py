@@ -11,9 +11,12 @@ What is honoured (move_group's ``PlanningScene`` semantics):
 
 - ``collision_object`` (``CollisionObject``): ADD (replaces an object of that id), APPEND,
   MOVE (to ``pose``), REMOVE (an empty id: every object); primitives (BOX, SPHERE, CYLINDER,
-  CONE as its cylinder, PRISM as its box), meshes (their smallest oriented box) and planes
-  (the half-space on the side their normal points away from), each pose in ``header.frame_id``
-  (see :class:`~.world_input.Frames`).
+  CONE as its cylinder, PRISM as its box), meshes (the boxes of the cells of
+  ``mesh_resolution`` the mesh passes through, :func:`ros2_ik.world.voxels.mesh_cells`: they
+  hold the mesh and reach at most a cell's diagonal past it, so a shelf's compartments stay
+  open; an attached object's mesh: its smallest oriented box) and planes (the half-space on the
+  side their normal points away from), each pose in ``header.frame_id`` (see
+  :class:`~.world_input.Frames`).
 - ``attached_collision_object`` (``AttachedCollisionObject``): ADD attaches the object to
   ``link_name`` (its geometry, or with none the world object of that id, which leaves the
   world); it moves with the link and is checked against the world and against every other link
@@ -54,10 +57,13 @@ from ..world import MAX_OBSTACLES, Obstacle, World
 from .codes import INVALID_REQUEST, RequestError
 
 __all__ = ["Scene", "AttachedObject", "Acm", "byte", "apply_collision_object",
-           "apply_attached_object", "apply_planning_scene", "apply_octomap",
+           "apply_attached_object", "apply_planning_scene", "apply_octomap", "members_of",
            "collision_model_for", "world_for", "CO_ADD", "CO_REMOVE", "CO_APPEND", "CO_MOVE"]
 
 CO_ADD, CO_REMOVE, CO_APPEND, CO_MOVE = 0, 1, 2, 3  # moveit_msgs/CollisionObject.operation
+#: the edge [m] of the cells a world object's mesh is held in (the node's
+#: collision.mesh_resolution), and the most boxes one mesh becomes (coarser cells past it)
+MESH_RESOLUTION, MESH_BOXES = 0.005, 2000
 BOX, SPHERE, CYLINDER, CONE, PRISM = 1, 2, 3, 4, 5  # shape_msgs/SolidPrimitive.type
 _OPS = {CO_ADD: "ADD", CO_REMOVE: "REMOVE", CO_APPEND: "APPEND", CO_MOVE: "MOVE"}
 
@@ -180,10 +186,7 @@ def _primitive(prim, what: str):
         "a prism is covered by its box"
 
 
-def _mesh_box(mesh, what: str):
-    """(T mesh<-box, box size) of the smallest oriented box around a shape_msgs/Mesh."""
-    import trimesh  # noqa: PLC0415
-
+def _mesh_vertices(mesh, what: str) -> np.ndarray:
     V = _floats([c for v in mesh.vertices for c in (v.x, v.y, v.z)], f"{what}.vertices")
     V = V.reshape(-1, 3)
     if len(V) < 3:
@@ -191,6 +194,57 @@ def _mesh_box(mesh, what: str):
                                             "more")
     if np.abs(V).max() > 1e4:
         raise RequestError(INVALID_REQUEST, f"{what} has vertices beyond 10 km")
+    return V
+
+
+def _mesh_cells(mesh, what: str, resolution: float, notes: list) -> list:
+    """[(size, T mesh<-box)] of boxes whose union is the cells of edge ``resolution`` a
+    shape_msgs/Mesh passes through (:func:`ros2_ik.world.voxels.mesh_cells`: they hold the
+    mesh; an open shelf stays open), twice as coarse while they would be more than
+    :data:`MESH_BOXES` boxes or cells."""
+    from ..world import voxels  # noqa: PLC0415
+
+    V = _mesh_vertices(mesh, what)
+    try:
+        F = np.array([list(t.vertex_indices) for t in mesh.triangles],
+                     dtype=np.int64).reshape(-1, 3)
+    except (TypeError, ValueError):
+        raise RequestError(INVALID_REQUEST, f"{what}.triangles must each hold 3 vertex "
+                                            "indices") from None
+    if not len(F):
+        raise RequestError(INVALID_REQUEST, f"{what} has no triangles")
+    if F.min() < 0 or F.max() >= len(V):
+        raise RequestError(INVALID_REQUEST, f"{what}.triangles index vertex {int(F.max())}; it "
+                                            f"has {len(V)} vertices (0 to {len(V) - 1})")
+    res = float(resolution)
+    for _ in range(8):
+        try:
+            centre, size = voxels.boxes(voxels.mesh_cells(V, F, res, what), what)
+            if len(centre) <= MESH_BOXES:
+                break
+        except IKError:  # (too many cells at this resolution)
+            pass
+        res *= 2.0
+    else:
+        raise RequestError(INVALID_REQUEST, f"{what}: no resolution up to {res:g} m gives "
+                                            f"{MESH_BOXES} boxes or fewer; give a smaller mesh")
+    if res != resolution:
+        notes.append(f"{what}: held in cells of {res:g} m (collision.mesh_resolution "
+                     f"{resolution:g} m would make more than {MESH_BOXES} boxes); they reach "
+                     f"at most {res * 3 ** 0.5:.3f} m past the mesh")
+    out = []
+    for c, s in zip(centre, size):
+        T = np.eye(4)
+        T[:3, 3] = c
+        out.append((tuple(s), T))
+    return out
+
+
+def _mesh_box(mesh, what: str):
+    """(T mesh<-box, box size) of the smallest oriented box around a shape_msgs/Mesh."""
+    import trimesh  # noqa: PLC0415
+
+    V = _mesh_vertices(mesh, what)
     try:
         to_box, ext = trimesh.bounds.oriented_bounds(V)
         T = np.linalg.inv(to_box)
@@ -227,8 +281,10 @@ def _plane_pose(plane, what: str) -> np.ndarray:
     return P
 
 
-def _parts(co, frames, T_obj, what: str, notes: list) -> list:
-    """(shape, size, T base<-part) of every primitive, mesh and plane of a CollisionObject."""
+def _parts(co, frames, T_obj, what: str, notes: list, mesh_resolution=None) -> list:
+    """(shape, size, T base<-part) of every primitive, mesh and plane of a CollisionObject:
+    a mesh as the boxes of the cells it passes through (``mesh_resolution`` [m]), or with
+    None its smallest oriented box (an attached object's)."""
     out = []
     prims, ppos = list(co.primitives), list(co.primitive_poses)
     meshes, mpos = list(co.meshes), list(co.mesh_poses)
@@ -246,6 +302,11 @@ def _parts(co, frames, T_obj, what: str, notes: list) -> list:
         out.append((kind, size, T_obj @ frames.pose(p, "", w + " pose")))
     for k, (mesh, p) in enumerate(zip(meshes, mpos)):
         w = f"{what}.meshes[{k}]"
+        if mesh_resolution is not None:
+            T_mesh = T_obj @ frames.pose(p, "", w + " pose")
+            out += [("box", s, T_mesh @ B) for s, B in _mesh_cells(mesh, w, mesh_resolution,
+                                                                   notes)]
+            continue
         B, size = _mesh_box(mesh, w)
         out.append(("box", size, T_obj @ frames.pose(p, "", w + " pose") @ B))
         notes.append(f"{what}: mesh {k} is covered by its smallest oriented box "
@@ -264,7 +325,8 @@ def _object_pose(co, frames, what: str) -> np.ndarray:
     return frames.to_base(frame, what + ".header.frame_id")
 
 
-def _members(world: World, oid: str) -> list:
+def members_of(world: World, oid: str) -> list:
+    """The ids of the obstacles of object ``oid`` (``oid``, or ``oid/k`` for its parts)."""
     return [i for i in world.ids if i == oid or i.startswith(oid + "/")]
 
 
@@ -279,8 +341,10 @@ def _obstacles(oid: str, parts, first: int = 0) -> list:
 
 # ---------------------------------------------------------------------- world objects
 
-def apply_collision_object(scene: Scene, co, frames, notes: list) -> Scene:
-    """``scene`` changed by a moveit_msgs/CollisionObject (see the module docstring)."""
+def apply_collision_object(scene: Scene, co, frames, notes: list, *,
+                           mesh_resolution: float = MESH_RESOLUTION) -> Scene:
+    """``scene`` changed by a moveit_msgs/CollisionObject (see the module docstring); its
+    meshes held in cells of ``mesh_resolution`` [m]."""
     oid = str(co.id)
     what = f"collision object {oid!r}" if oid else "collision object ''"
     op = byte(co.operation, what + ".operation")
@@ -292,7 +356,7 @@ def apply_collision_object(scene: Scene, co, frames, notes: list) -> Scene:
         if not oid:
             return scene.bumped(world=world.clear(), object_poses={})
         poses.pop(oid, None)
-        gone = _members(world, oid)
+        gone = members_of(world, oid)
         if not gone:
             notes.append(f"{what}: REMOVE of an object the world does not hold (nothing done)")
             return scene
@@ -302,7 +366,7 @@ def apply_collision_object(scene: Scene, co, frames, notes: list) -> Scene:
     T_obj = _object_pose(co, frames, what)
     if op == CO_MOVE:
         old = poses.get(oid)
-        mine = _members(world, oid)
+        mine = members_of(world, oid)
         if old is None or not mine:
             raise RequestError(INVALID_REQUEST, f"{what}: MOVE of an object the world does not "
                                                 f"hold; it holds {sorted(poses)[:20]}")
@@ -311,17 +375,17 @@ def apply_collision_object(scene: Scene, co, frames, notes: list) -> Scene:
             world = world.move(i, delta @ world[i].pose)
         poses[oid] = T_obj
         return scene.bumped(world=world, object_poses=poses)
-    parts = _parts(co, frames, T_obj, what, notes)
+    parts = _parts(co, frames, T_obj, what, notes, mesh_resolution)
     if not parts:
         raise RequestError(INVALID_REQUEST, f"{what}: {_OPS[op]} with no primitives, meshes or "
                                             "planes")
     if op == CO_ADD:
-        gone = _members(world, oid)
+        gone = members_of(world, oid)
         if gone:
             world = world.remove(*gone)
         first = 0
     else:
-        first = len(_members(world, oid))
+        first = len(members_of(world, oid))
         if not first:
             raise RequestError(INVALID_REQUEST, f"{what}: APPEND to an object the world does "
                                                 "not hold (ADD it first)")
@@ -372,7 +436,7 @@ def apply_attached_object(scene: Scene, aco, frames, robot, notes: list) -> Scen
             T_link = frames.to_base(a.link, f"{what} (detached from {a.link!r})")
             parts = [(kind, size, T_link @ T) for kind, size, T in a.parts]
             if parts:
-                world = world.remove(*_members(world, a.id)) if _members(world, a.id) else world
+                world = world.remove(*members_of(world, a.id)) if members_of(world, a.id) else world
                 world = world.add(*_obstacles(a.id, parts))
                 poses[a.id] = T_link
         return scene.bumped(attached=tuple(keep), world=world, object_poses=poses)
@@ -398,7 +462,7 @@ def apply_attached_object(scene: Scene, aco, frames, robot, notes: list) -> Scen
         T_obj = _object_pose(co, frames, what + ".object")
         parts = [(k, s, T_link_inv @ T) for k, s, T in _parts(co, frames, T_obj, what, notes)]
     else:  # the world object of that id is attached (and leaves the world)
-        mine = _members(world, oid)
+        mine = members_of(world, oid)
         if not mine:
             raise RequestError(INVALID_REQUEST, f"{what}: no geometry given and no world "
                                                 "object of that id to attach")
@@ -409,8 +473,8 @@ def apply_attached_object(scene: Scene, aco, frames, robot, notes: list) -> Scen
                 raise RequestError(INVALID_REQUEST, f"{what}: a plane cannot be attached")
             kind = "cylinder" if ob.shape == "capsule" else ob.shape
             parts.append((kind, ob.size, T_link_inv @ ob.pose))
-    if _members(world, oid):  # it is the robot's now, not the world's
-        world = world.remove(*_members(world, oid))
+    if members_of(world, oid):  # it is the robot's now, not the world's
+        world = world.remove(*members_of(world, oid))
         poses.pop(oid, None)
     old = next((a for a in attached if a.id == oid), None)
     if op == CO_APPEND and old is not None:
@@ -446,14 +510,16 @@ def _acm(msg, what: str) -> Acm:
 
 
 def apply_planning_scene(scene: Scene, msg, frames, robot, notes: list, *,
-                         octomap_ok: bool = False) -> Scene:
+                         octomap_ok: bool = False,
+                         mesh_resolution: float = MESH_RESOLUTION) -> Scene:
     """``scene`` changed by a moveit_msgs/PlanningScene (a diff, or a full scene that
     replaces it; see the module docstring)."""
     diff = bool(getattr(msg, "is_diff", False))
     new = scene if diff else Scene(world=World((), scene.world.version))
     w = msg.world
     for k, co in enumerate(w.collision_objects):
-        new = apply_collision_object(new, co, frames, notes)
+        new = apply_collision_object(new, co, frames, notes,
+                                     mesh_resolution=mesh_resolution)
     rs = msg.robot_state
     if not diff or len(rs.attached_collision_objects):
         if not diff:
@@ -497,7 +563,7 @@ def apply_octomap(scene: Scene, msg, frames) -> Scene:
     from ..world import octomap  # noqa: PLC0415
 
     world, poses = scene.world, dict(scene.object_poses)
-    gone = _members(world, octomap.PREFIX)
+    gone = members_of(world, octomap.PREFIX)
     if gone:
         world = world.remove(*gone)
     poses.pop(octomap.PREFIX, None)

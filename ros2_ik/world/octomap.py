@@ -19,13 +19,10 @@ obstacles.
 adds ``+x`` for bit 0, ``+y`` for bit 1 and ``+z`` for bit 2 of ``i``; a leaf at depth ``d`` is a
 cube of edge ``resolution * 2**(16 - d)`` (a pruned leaf is a coarse cube).
 
-**The boxes** (:func:`boxes`): the occupied cells are laid on a grid of the finest cells over
-their bounding box, runs along x are joined across y, then across z: each box is a union of
-occupied cells and every occupied cell lies in one box, so a distance to the boxes is the exact
-distance to the voxels' cubes (the check of every answer, on every backend, is exact). The grid
-is bounded: at most :data:`MAX_CELLS` cells (a map of larger extent at that resolution is
-refused, naming the sizes and what to do), and at most :data:`ros2_ik.world.MAX_OBSTACLES`
-boxes.
+**The boxes** (:func:`boxes`, :mod:`ros2_ik.world.voxels`): runs of occupied cells joined
+into boxes whose union is exactly those cells, so a distance to the boxes is the exact distance
+to the voxels' cubes (the check of every answer, on every backend, is exact); bounded by
+:data:`MAX_CELLS` cells of extent and :data:`ros2_ik.world.MAX_OBSTACLES` boxes.
 
 Malformed input (a truncated or overlong stream, another tree type, a resolution that is not
 positive and finite, a tree deeper than 16) is an :class:`~ros2_ik.errors.InvalidInputError`
@@ -35,53 +32,27 @@ naming what was wrong.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from ..errors import InvalidInputError
-from . import MAX_OBSTACLES, Obstacle
+from . import voxels
+from .voxels import MAX_CELLS, Leaves
 
 __all__ = ["Leaves", "decode", "read_file", "boxes", "obstacles", "MAX_CELLS", "TREE_IDS",
            "DEPTH", "MIN_RESOLUTION", "MAX_RESOLUTION", "PREFIX"]
 
-#: OctoMap's tree depth and the key of the coordinate 0
-DEPTH, _HALF = 16, 32768
+#: OctoMap's tree depth
+DEPTH = 16
 #: the tree types whose streams are read (a ColorOcTree's full stream carries colours)
 TREE_IDS = ("OcTree", "ColorOcTree")
 #: resolutions taken [m]
 MIN_RESOLUTION, MAX_RESOLUTION = 1e-3, 10.0
-#: finest cells over a map's occupied bounding box at most (one byte each while merging)
-MAX_CELLS = 64_000_000
 #: the obstacle ids of a map's boxes: ``<octomap>/k`` (MoveIt's name for the map's object)
 PREFIX = "<octomap>"
 
 
-@dataclass(frozen=True)
-class Leaves:
-    """The occupied leaves of a tree: ``key`` (N, 3) int64 the finest key of each leaf's lower
-    corner, ``cells`` (N,) int64 its edge in finest cells (``2**(16 - depth)``), and the tree's
-    ``resolution`` [m]."""
-
-    key: np.ndarray
-    cells: np.ndarray
-    resolution: float
-
-    def __len__(self) -> int:
-        return int(self.key.shape[0])
-
-    def centers(self) -> np.ndarray:
-        """(N, 3) the cubes' centres [m] in the map's frame."""
-        return (self.key - _HALF + 0.5 * self.cells[:, None]) * self.resolution
-
-    def sizes(self) -> np.ndarray:
-        """(N,) the cubes' edges [m]."""
-        return self.cells * self.resolution
-
-
-# child i's offset along x, y, z in units of the child's edge
-_BITS = np.array([[(i >> a) & 1 for a in range(3)] for i in range(8)], dtype=np.int64)
 # per byte value: (children with children, occupied leaves), the child index within the 4
 _CODES = [(tuple(i for i in range(4) if (b >> 2 * i) & 3 == 3),
            tuple(i for i in range(4) if (b >> 2 * i) & 3 == 2)) for b in range(256)]
@@ -253,86 +224,11 @@ def _header(raw: bytes, what: str) -> tuple[dict, bytes]:
 
 
 def boxes(leaves: Leaves, what: str = "octomap") -> tuple[np.ndarray, np.ndarray]:
-    """Axis-aligned boxes whose union is exactly the occupied leaves' cubes: centres (M, 3) and
-    full sizes (M, 3) [m] in the map's frame (see the module docstring)."""
-    if not len(leaves):
-        return np.zeros((0, 3)), np.zeros((0, 3))
-    lo = leaves.key.min(axis=0)
-    hi = (leaves.key + leaves.cells[:, None]).max(axis=0)
-    ext = hi - lo
-    cells = int(np.prod(ext))
-    if cells > MAX_CELLS:
-        span = ext * leaves.resolution
-        raise InvalidInputError(
-            f"{what}: its occupied cells span {span[0]:.2f} x {span[1]:.2f} x {span[2]:.2f} m "
-            f"at {leaves.resolution:g} m, {cells:,} cells, past the limit of {MAX_CELLS:,}; "
-            "crop the map to the robot's workspace or give a coarser resolution")
-    grid = np.zeros(tuple(int(e) for e in ext), dtype=bool)
-    k = leaves.key - lo
-    for c in np.unique(leaves.cells):  # every leaf of one size at once
-        sel = np.nonzero(leaves.cells == c)[0]
-        c = int(c)
-        if c == 1:
-            grid[k[sel, 0], k[sel, 1], k[sel, 2]] = True
-            continue
-        off = np.stack(np.meshgrid(*(np.arange(c),) * 3, indexing="ij"), -1).reshape(-1, 3)
-        for part in np.array_split(sel, max(1, len(sel) * len(off) // 4_000_000 + 1)):
-            p = (k[part][:, None, :] + off[None]).reshape(-1, 3)
-            grid[p[:, 0], p[:, 1], p[:, 2]] = True
-    b_lo, b_hi = _merge(grid)
-    if len(b_lo) > MAX_OBSTACLES:
-        raise InvalidInputError(
-            f"{what}: its {len(leaves):,} occupied cells make {len(b_lo):,} boxes, past the "
-            f"limit of {MAX_OBSTACLES:,} obstacles; give a coarser resolution or crop the map")
-    res = leaves.resolution
-    centre = (lo + 0.5 * (b_lo + b_hi) - _HALF) * res
-    return centre, (b_hi - b_lo).astype(np.float64) * res
+    """Axis-aligned boxes whose union is exactly the occupied leaves' cubes (centres (M, 3),
+    full sizes (M, 3) [m] in the map's frame; :func:`ros2_ik.world.voxels.boxes`)."""
+    return voxels.boxes(leaves, what)
 
 
-def _merge(grid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Boxes [lo, hi) (M, 3) in cells covering exactly the True cells of ``grid``: runs along
-    x, joined across y where equal, then across z."""
-    X, Y, Z = grid.shape
-    g = np.zeros((X + 2, Y, Z), dtype=np.int8)
-    g[1:-1] = grid
-    d = np.diff(g, axis=0)  # +1 where a run starts (at x), -1 where it ended (at x)
-    sx, sy, sz = np.nonzero(d == 1)
-    ex, ey, ez = np.nonzero(d == -1)
-    # both are sorted by (x, y, z); order them by (y, z, x) to pair each start with its end
-    o1, o2 = np.lexsort((sx, sz, sy)), np.lexsort((ex, ez, ey))
-    y, z, x0, x1 = sy[o1], sz[o1], sx[o1], ex[o2]
-    y0, y1, z, x0, x1 = _join(y, z, x0, x1)  # rectangles: same x run on consecutive y
-    z0, z1, y0, y1, x0, x1 = _join(z, y0, y1, x0, x1)
-    lo = np.stack([x0, y0, z0], axis=1)
-    hi = np.stack([x1, y1, z1], axis=1)
-    return lo, hi
-
-
-def _join(t, *same):
-    """Join items equal in every array of ``same`` and consecutive in ``t`` (each item
-    covers [t, t + 1)): (t0, t1, *same) of the joined items."""
-    o = np.lexsort((t,) + tuple(reversed(same)))
-    t = t[o]
-    same = [s[o] for s in same]
-    new = np.ones(len(t), dtype=bool)
-    if len(t) > 1:
-        eq = np.ones(len(t) - 1, dtype=bool)
-        for s in same:
-            eq &= s[1:] == s[:-1]
-        new[1:] = ~(eq & (t[1:] == t[:-1] + 1))
-    start = np.nonzero(new)[0]
-    end = np.append(start[1:], len(t)) - 1
-    return (t[start], t[end] + 1) + tuple(s[start] for s in same)
-
-
-def obstacles(centre: np.ndarray, size: np.ndarray, pose=None, touch=(),
-              prefix: str = PREFIX) -> list:
-    """Box obstacles ``prefix/k`` of :func:`boxes`, placed by ``pose`` (4, 4) (the map's frame
-    in the world's; default: the identity)."""
-    T = np.eye(4) if pose is None else np.asarray(pose, dtype=np.float64)
-    out = []
-    for k, (c, s) in enumerate(zip(centre, size)):
-        P = T.copy()
-        P[:3, 3] = T[:3, :3] @ c + T[:3, 3]
-        out.append(Obstacle.make(f"{prefix}/{k}", "box", tuple(s), P, touch))
-    return out
+def obstacles(centre, size, pose=None, touch=(), prefix: str = PREFIX) -> list:
+    """Box obstacles ``<octomap>/k`` of :func:`boxes` at ``pose`` (the map's frame)."""
+    return voxels.obstacles(centre, size, pose, touch, prefix)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import collections
 import threading
+import time
 
 from ...errors import IKError
 from ...world import World, world_from_yaml
@@ -220,6 +221,7 @@ def register(w) -> SceneState:
         return resp
 
     w.service(UpdateWorld, "~/update_world", answer)
+    _point_clouds(w, state)
 
     try:
         from moveit_msgs.msg import (AttachedCollisionObject, CollisionObject,  # noqa: PLC0415
@@ -230,10 +232,14 @@ def register(w) -> SceneState:
     def ignore_octomap():
         return bool(w.settings().collision_ignore_octomap)
 
+    def mesh_resolution():
+        return float(w.settings().collision_mesh_resolution)
+
     def on_object(msg):
+        res = mesh_resolution()
         state.submit(f"collision_object {msg.id!r}",
-                     lambda scene, frames, robot, notes: apply_collision_object(scene, msg,
-                                                                                frames, notes))
+                     lambda scene, frames, robot, notes: apply_collision_object(
+                         scene, msg, frames, notes, mesh_resolution=res))
 
     def on_attached(msg):
         state.submit(f"attached_collision_object {msg.object.id!r}",
@@ -241,10 +247,11 @@ def register(w) -> SceneState:
                          scene, msg, frames, robot, notes))
 
     def on_scene(msg, topic):
-        octo = ignore_octomap()
+        octo, res = ignore_octomap(), mesh_resolution()
         state.submit(f"{topic} ({'diff' if msg.is_diff else 'full scene'})",
                      lambda scene, frames, robot, notes: apply_planning_scene(
-                         scene, msg, frames, robot, notes, octomap_ok=octo))
+                         scene, msg, frames, robot, notes, octomap_ok=octo,
+                         mesh_resolution=res))
 
     w.node.create_subscription(CollisionObject, "collision_object", on_object, 100)
     w.node.create_subscription(AttachedCollisionObject, "attached_collision_object",
@@ -255,3 +262,43 @@ def register(w) -> SceneState:
     log.info("moveit_msgs found: the planning scene follows collision_object, "
              "attached_collision_object, planning_scene and monitored_planning_scene")
     return state
+
+
+def _point_clouds(w, state: SceneState) -> None:
+    """The subscription to ``point_cloud.topic`` (none when ''): each cloud, at most
+    ``point_cloud.max_rate`` a second and one waiting at a time, replaces the last
+    (:func:`ros2_ik.ros.cloud.apply_cloud`)."""
+    topic = w.settings().point_cloud_topic.strip()
+    if not topic:
+        return
+    from rclpy.qos import qos_profile_sensor_data  # noqa: PLC0415
+    from sensor_msgs.msg import PointCloud2  # noqa: PLC0415
+
+    from ..cloud import apply_cloud  # noqa: PLC0415
+
+    last = [-float("inf")]
+    waiting = threading.Event()
+
+    def on_cloud(msg):
+        s = w.settings()
+        now = time.monotonic()
+        if waiting.is_set() or now - last[0] < 1.0 / s.point_cloud_max_rate:
+            return  # (dropped: the next one replaces it anyway)
+        last[0] = now
+        waiting.set()
+
+        def apply(scene, frames, robot, notes):
+            cm = None
+            if robot is not None:
+                cm = robot.collision_model(s.collision_spheres_file, s.collision_mesh_path,
+                                           s.collision_margin)
+            return apply_cloud(scene, msg, frames, robot, resolution=s.point_cloud_resolution,
+                               max_range=s.point_cloud_max_range,
+                               padding=s.point_cloud_padding, cm=cm,
+                               what=f"point cloud on {topic}")[0]
+
+        state.submit(f"point cloud on {topic}", apply, done=lambda err: waiting.clear())
+
+    w.node.create_subscription(PointCloud2, topic, on_cloud, qos_profile_sensor_data)
+    w.node.get_logger().info(f"point clouds on {topic} become obstacles "
+                             f"({w.settings().point_cloud_resolution:g} m cells)")

@@ -1,0 +1,114 @@
+"""Point clouds as the node's world holds them: a ``sensor_msgs/PointCloud2`` read in NumPy,
+its points in range placed in the base frame, the robot's own points removed (a self-filter on
+the current joint states, as MoveIt's point-cloud updater does), and the cells of
+``point_cloud.resolution`` they fall in as box obstacles ``<cloud>/k``
+(:mod:`ros2_ik.world.voxels`); each cloud replaces the last. No rclpy here.
+
+A cloud that cannot be read (no x / y / z float fields, offsets past ``point_step``, ``data``
+shorter than its rows, a frame the node cannot place) raises
+:class:`~.codes.RequestError` naming the field; the world keeps its last good cloud.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import IKError
+from ..world import MAX_OBSTACLES
+from .codes import INVALID_REQUEST, RequestError
+
+__all__ = ["cloud_points", "apply_cloud", "PREFIX", "MAX_POINTS"]
+
+#: the obstacle ids of a cloud's boxes
+PREFIX = "<cloud>"
+#: points one cloud may carry
+MAX_POINTS = 10_000_000
+_FLOAT = {7: "f4", 8: "f8"}  # sensor_msgs/PointField FLOAT32, FLOAT64
+
+
+def cloud_points(msg, what: str = "point cloud") -> np.ndarray:
+    """(N, 3) float64 the points of a sensor_msgs/PointCloud2 in its frame (NaN kept)."""
+    fields = {str(f.name): f for f in msg.fields}
+    missing = [n for n in "xyz" if n not in fields]
+    if missing:
+        raise RequestError(INVALID_REQUEST, f"{what}: no field {missing[0]!r} (it has "
+                                            f"{sorted(fields)}); give x, y and z")
+    h, w = int(msg.height), int(msg.width)
+    step, row = int(msg.point_step), int(msg.row_step)
+    n = h * w
+    if n > MAX_POINTS:
+        raise RequestError(INVALID_REQUEST, f"{what}: {n:,} points, more than {MAX_POINTS:,}; "
+                                            "downsample it")
+    if w and row < w * step:
+        raise RequestError(INVALID_REQUEST, f"{what}: row_step {row} is less than width {w} x "
+                                            f"point_step {step}")
+    data = msg.data
+    buf = np.frombuffer(data if isinstance(data, (bytes, bytearray, memoryview))
+                        else bytes(np.asarray(data, dtype=np.uint8)), dtype=np.uint8)
+    if buf.size < h * row:
+        raise RequestError(INVALID_REQUEST, f"{what}: data holds {buf.size} bytes, its "
+                                            f"{h} rows of row_step {row} need {h * row}")
+    if not n:
+        return np.zeros((0, 3))
+    rows = buf[:h * row].reshape(h, row)[:, :w * step].reshape(n, step)
+    order = ">" if bool(msg.is_bigendian) else "<"
+    out = np.empty((n, 3))
+    for k, name in enumerate("xyz"):
+        f = fields[name]
+        kind = _FLOAT.get(int(f.datatype))
+        if kind is None:
+            raise RequestError(INVALID_REQUEST, f"{what}: field {name!r} has datatype "
+                                                f"{int(f.datatype)}; give FLOAT32 (7) or "
+                                                "FLOAT64 (8)")
+        off, size = int(f.offset), int(kind[1])
+        if off < 0 or off + size > step:
+            raise RequestError(INVALID_REQUEST, f"{what}: field {name!r} at offset {off} "
+                                                f"passes point_step {step}")
+        out[:, k] = np.ascontiguousarray(rows[:, off:off + size]).view(order + kind)[:, 0]
+    return out
+
+
+def apply_cloud(scene, msg, frames, robot, *, resolution: float, max_range: float,
+                padding: float, cm=None, what: str = "point cloud"):
+    """``scene`` with its cloud replaced by ``msg``'s: the points within ``max_range`` of the
+    sensor, in the base frame, less those within ``padding`` of the robot's spheres ``cm`` at
+    ``frames.q`` (its current state), as the boxes of the cells they fall in."""
+    from ..world import voxels  # noqa: PLC0415
+    from .scene import members_of  # noqa: PLC0415
+
+    P = cloud_points(msg, what)
+    P = P[np.all(np.isfinite(P), axis=1)]
+    P = P[np.linalg.norm(P, axis=1) <= max_range]
+    T = frames.to_base(str(msg.header.frame_id), what + ".header.frame_id")
+    P = P @ T[:3, :3].T + T[:3, 3]
+    removed = 0
+    if cm is not None and robot is not None and len(P) and cm.num_spheres:
+        from scipy.spatial import cKDTree  # noqa: PLC0415
+
+        from ..api import fk_frames  # noqa: PLC0415
+        from ..ik.collision_geometry import sphere_centers  # noqa: PLC0415
+
+        q = robot.model.neutral_q() if frames.q is None else frames.q
+        Tl = np.asarray(fk_frames(robot.model, np.asarray(q)[None], list(robot.model.link_names)))
+        C = np.asarray(sphere_centers(robot.model, cm, Tl))[0]
+        R = cm.radius + padding
+        near = cKDTree(P).query_ball_point(C, R)
+        mine = np.unique(np.concatenate([np.asarray(i, dtype=np.int64) for i in near]))
+        removed = mine.size
+        P = np.delete(P, mine, axis=0)
+    try:
+        centre, size = voxels.boxes(voxels.cloud_cells(P, resolution, what), what)
+    except IKError as exc:
+        raise RequestError(INVALID_REQUEST, str(exc)) from None
+    world, poses = scene.world, dict(scene.object_poses)
+    gone = members_of(world, PREFIX)
+    if gone:
+        world = world.remove(*gone)
+    if len(world) + len(centre) > MAX_OBSTACLES:
+        raise RequestError(INVALID_REQUEST, f"{what}: its {len(centre)} boxes and the "
+                                            f"{len(world)} other obstacles exceed "
+                                            f"{MAX_OBSTACLES}; give a coarser "
+                                            "point_cloud.resolution or a shorter max_range")
+    world = world.add(*voxels.obstacles(centre, size, prefix=PREFIX))
+    poses[PREFIX] = np.eye(4)
+    return scene.bumped(world=world, object_poses=poses), removed, len(P)

@@ -1,0 +1,196 @@
+"""Point clouds (``ros2_ik.ros.cloud``) with the message classes rosidl generates
+(sensor_msgs/PointCloud2): read in every layout a driver sends (FLOAT32 and FLOAT64, little and
+big endian, padded points and rows, NaN points), placed by their frame, cut to range, the
+robot's own points removed at its current state, held as the cells they fall in; a cloud that
+cannot be read is an error naming the field; and through the node over DDS: a cloud on
+``point_cloud.topic`` avoided by GetPositionIK, each success judged on the URDF's geometry
+against the cubes of the cells the published points fall in."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("rclpy", reason="rclpy (ROS 2 wheels) not installed; run make setup")
+
+from sensor_msgs.msg import PointCloud2, PointField
+
+from ros2_ik import fk_frames
+from ros2_ik.ik.collision_geometry import sphere_centers
+from ros2_ik.ros.cloud import apply_cloud, cloud_points
+from ros2_ik.ros.codes import RequestError
+from ros2_ik.ros.robot import build_robot
+from ros2_ik.ros.scene import Scene
+from ros2_ik.ros.world_input import Frames
+from ros2_ik import robots
+
+RES = 0.02
+
+
+def cloud_msg(P, frame="world", f64=False, big=False, pad=4, row_pad=0, width=None):
+    """A PointCloud2 of points P (N, 3) laid out as a driver might: x y z at offsets 0, s, 2s
+    (s = 4 or 8), then ``pad`` bytes of another field; rows of ``width`` points and
+    ``row_pad`` bytes."""
+    P = np.asarray(P, dtype=np.float64)
+    kind = (">" if big else "<") + ("f8" if f64 else "f4")
+    size = 8 if f64 else 4
+    step = 3 * size + pad
+    n = len(P)
+    width = width or max(n, 1)
+    height = max(1, -(-n // width)) if n else 1
+    row = width * step + row_pad
+    buf = np.zeros((height, row), dtype=np.uint8)
+    pts = np.full((height * width, 3), np.nan)
+    pts[:n] = P
+    for i in range(height):
+        for k in range(3):
+            col = np.ascontiguousarray(pts[i * width:(i + 1) * width, k].astype(kind))
+            view = buf[i, :width * step].reshape(width, step)
+            view[:, k * size:(k + 1) * size] = col.view(np.uint8).reshape(width, size)
+    m = PointCloud2()
+    m.header.frame_id = frame
+    m.height, m.width = height, width
+    m.fields = [PointField(name=c, offset=k * size, datatype=8 if f64 else 7, count=1)
+                for k, c in enumerate("xyz")] + [PointField(name="rgb", offset=3 * size,
+                                                             datatype=7, count=1)]
+    m.is_bigendian, m.point_step, m.row_step = big, step, row
+    m.data = buf.tobytes()
+    m.is_dense = False
+    return m
+
+
+@pytest.fixture(scope="module")
+def robot():
+    return build_robot(robots.urdf_string("panda"), source="test")
+
+
+@pytest.mark.parametrize("f64,big,pad,row_pad,width", [
+    (False, False, 4, 0, None), (True, False, 0, 0, None), (False, True, 12, 8, 7),
+    (True, True, 4, 3, 5)])
+def test_every_layout_reads_the_same_points(f64, big, pad, row_pad, width):
+    P = np.random.default_rng(1).uniform(-1, 1, (33, 3))
+    P[5] = np.nan
+    got = cloud_points(cloud_msg(P, f64=f64, big=big, pad=pad, row_pad=row_pad, width=width))
+    assert got.shape[0] >= len(P)
+    np.testing.assert_allclose(got[:len(P)], P, atol=0 if f64 else 1e-6)
+    assert np.all(np.isnan(got[len(P):]))  # (the padding points of the last row)
+
+
+def test_a_cloud_is_its_cells_less_the_robot_and_the_far_points(robot):
+    cm = robot.collision_model()
+    q = robot.model.neutral_q()
+    T = np.asarray(fk_frames(robot.model, q[None], list(robot.model.link_names)))
+    on_robot = np.asarray(sphere_centers(robot.model, cm, T))[0]  # points on the robot
+    g = np.arange(0.0, 0.2, 0.01)
+    block = np.stack(np.meshgrid(g, g, g, indexing="ij"), -1).reshape(-1, 3) + [0.5, 0.2, 0.3]
+    far = np.array([[4.0, 0.0, 0.0], [0.0, -3.5, 1.0]])
+    P = np.concatenate([block, on_robot, far, [[np.nan, 0, 0]]])
+    frames = Frames(robot, q)
+    scene, removed, kept = apply_cloud(Scene(), cloud_msg(P), frames, robot, resolution=RES,
+                                       max_range=3.0, padding=0.03, cm=cm)
+    assert removed >= len(on_robot) and kept == len(block)
+    ids = [i for i in scene.world.ids if i.startswith("<cloud>/")]
+    lo = np.min([scene.world[i].pose[:3, 3] - 0.5 * np.asarray(scene.world[i].size)
+                 for i in ids], axis=0)
+    hi = np.max([scene.world[i].pose[:3, 3] + 0.5 * np.asarray(scene.world[i].size)
+                 for i in ids], axis=0)
+    assert np.all(lo <= block.min(axis=0) + 1e-9) and np.all(hi >= block.max(axis=0) - 1e-9)
+    assert np.all(hi - lo <= 0.2 + 2 * RES)
+    # the next cloud replaces it; a cloud in a link's frame is placed at the link's pose
+    s2, _, _ = apply_cloud(scene, cloud_msg(block[:10] - [0.5, 0.2, 0.3], frame="panda_hand"),
+                           frames, robot, resolution=RES, max_range=3.0, padding=0.0)
+    ids2 = [i for i in s2.world.ids if i.startswith("<cloud>/")]
+    Th = np.asarray(fk_frames(robot.model, q[None], ["panda_hand"]))[0, 0]
+    assert ids2 and max(np.linalg.norm(s2.world[i].pose[:3, 3] - Th[:3, 3])
+                        for i in ids2) < 0.2  # (the first cloud's block is gone)
+    assert s2.version > scene.version
+
+
+@pytest.mark.parametrize("mutate,words", [
+    (lambda m: setattr(m, "fields", m.fields[:2]), "no field 'z'"),
+    (lambda m: setattr(m.fields[0], "datatype", 2), "datatype 2"),
+    (lambda m: setattr(m.fields[2], "offset", 40), "passes point_step"),
+    (lambda m: setattr(m, "data", m.data[:-5]), "data holds"),
+    (lambda m: setattr(m, "row_step", 3), "row_step 3"),
+    (lambda m: setattr(m.header, "frame_id", "camera_link"), "frame 'camera_link'"),
+])
+def test_a_cloud_that_cannot_be_read_is_an_error_naming_the_field(robot, mutate, words):
+    m = cloud_msg(np.random.default_rng(2).uniform(-1, 1, (20, 3)))
+    mutate(m)
+    with pytest.raises(RequestError, match=words):
+        apply_cloud(Scene(), m, Frames(robot, None), robot, resolution=RES, max_range=3.0,
+                    padding=0.03)
+
+
+def test_a_cloud_on_the_topic_is_avoided_through_the_node():
+    pytest.importorskip("moveit_msgs", reason="the test build of moveit_msgs is not installed")
+    from diagnostic_msgs.msg import DiagnosticArray
+    from geometry_msgs.msg import Point
+    from moveit_msgs.srv import GetPositionIK
+
+    from ros2_ik import load_robot
+    from ros2_ik.ik.collision import clearance
+    from ros2_ik.kinematics import pose_to_pq
+    from ros2_ik.model.collision import collision_model
+    from ros2_ik.ros import codes
+    from ros2_ik.world import Obstacle, World
+    from ros_testing import serving_node
+    from test_collision import geometry_clear
+
+    g = np.arange(0.0, 0.16, 0.01) + 0.005
+    block = np.stack(np.meshgrid(g, g, g, indexing="ij"), -1).reshape(-1, 3) + [0.32, -0.08,
+                                                                                 0.32]
+    cells = np.unique(np.floor(block / RES), axis=0)
+    judge = World([Obstacle.make(f"c{k}", "box", (RES,) * 3, list((c + 0.5) * RES) +
+                                 [0, 0, 0, 1]) for k, c in enumerate(cells)])
+    m, tip = load_robot("panda"), "panda_hand_tcp"
+    cm = collision_model(m)
+    params = {"robot": "panda", "point_cloud.topic": "/camera/points",
+              "point_cloud.max_rate": 50.0}
+    with serving_node(params, server_timeout=60) as (node, client):
+        ik = client.node.create_client(GetPositionIK, f"{client.ns}/solve_ik")
+        assert ik.wait_for_service(timeout_sec=30)
+        diags, cond = client.subscribe(DiagnosticArray, "/diagnostics")
+        pub = client.publisher(PointCloud2, "/camera/points", qos=10)
+
+        def obstacles():
+            for arr in reversed(diags):
+                for st in arr.status:
+                    if st.name.endswith(": kinematics"):
+                        return int({kv.key: kv.value for kv in st.values}.get(
+                            "scene_obstacles", 0))
+            return 0
+
+        def published():
+            pub.publish(cloud_msg(block))
+            return obstacles() > 0
+        assert client.wait_for(cond, published, 30.0), "the cloud never reached the world"
+        rng = np.random.default_rng(4)
+        q = m.random_q(rng, 600)
+        q = q[clearance(m, cm, q, judge, reach=0.05)[0] > 0.03][:10]
+        T = [np.asarray(fk_frames(m, q, [tip]))[:, 0]]
+        inside = np.eye(4)
+        inside[:3, :3] = np.diag([1.0, -1.0, -1.0])
+        inside[:3, 3] = [0.4, 0.0, 0.4]
+        out = []
+        for pq in pose_to_pq(np.concatenate([T[0], inside[None]])):
+            req = GetPositionIK.Request()
+            req.ik_request.avoid_collisions = True
+            req.ik_request.ik_link_name = tip
+            req.ik_request.pose_stamped.header.frame_id = "panda_link0"
+            req.ik_request.pose_stamped.pose.position = Point(x=pq[0], y=pq[1], z=pq[2])
+            o = req.ik_request.pose_stamped.pose.orientation
+            o.x, o.y, o.z, o.w = map(float, pq[3:])
+            req.ik_request.timeout.sec = 30
+            resp = client.call(ik, req, timeout=120.0)
+            sol = m.neutral_q()
+            js = resp.solution.joint_state
+            for n, v in zip(js.name, js.position):
+                if n in m.q_names:
+                    sol[m.q_names.index(n)] = v
+            out.append((resp.error_code.val, sol))
+        assert out[-1][0] != codes.SUCCESS  # the goal inside the block
+        ok = [s for c, s in out[:-1] if c == codes.SUCCESS]
+        assert len(ok) >= 8, [c for c, _ in out]
+        for s in ok:
+            assert geometry_clear(m, cm, s, judge, 0.01 - 1e-6)
