@@ -18,7 +18,7 @@ import sys
 
 from .. import robots
 from ..errors import IKError, InvalidInputError
-from .cli_common import CtrlC, collision_from_args, model_from_args, ray_from_args, read_text
+from .cli_common import CtrlC, collision_from_args, model_from_args, ray_from_args
 from .study import StudyConfig
 
 __all__ = ["main", "build_parser"]
@@ -74,8 +74,10 @@ def build_parser() -> argparse.ArgumentParser:
                    "chain's reach bound (they are never reached)")
     c = p.add_argument_group("collisions (on by default: a target counts as reached only by an "
                              "answer clear of the robot itself and of the world)")
-    c.add_argument("--world", metavar="FILE", help="obstacles (YAML, as ros2_ik.world writes "
-                                                   "them), e.g. the table the robot stands on")
+    c.add_argument("--world", metavar="FILE", help="obstacles: YAML (as ros2_ik.world writes "
+                   "them, e.g. the table the robot stands on), an octomap (.bt, .ot), a point "
+                   "cloud (.pcd, .ply, .npz, .xyz; 2 cm cells) or a mesh (.stl, .obj, ...; 5 mm "
+                   "cells): ros2_ik.world.files")
     c.add_argument("--no-collisions", action="store_true", help="reach without any collision "
                                                                 "check")
     c.add_argument("--mesh-path", default="", metavar="DIRS",
@@ -129,12 +131,11 @@ def _study_from_args(args):
                            "CX CY CZ R or --targets FILE")
     world = None
     if args.world:
-        from ..world import world_from_yaml  # noqa: PLC0415
+        from ..world.files import load_world  # noqa: PLC0415
 
         if args.no_collisions:
             raise InvalidInputError("--world and --no-collisions: a world needs collisions on")
-        world = world_from_yaml(read_text(args.world, "--world",
-                                          "give the path of a YAML world file"))
+        world = load_world(args.world, label="--world")
     ik = IKConfig(num_seeds=args.num_seeds, stall_iterations=args.stall_iterations,
                   max_iterations=args.max_iterations, position_tolerance=args.position_tolerance,
                   orientation_tolerance=args.orientation_tolerance, rng_seed=args.seed,

@@ -24,7 +24,7 @@ import numpy as np
 
 from .. import robots
 from ..errors import IKError
-from .cli_common import CtrlC, collision_from_args, model_from_args, ray_from_args, read_text
+from .cli_common import CtrlC, collision_from_args, model_from_args, ray_from_args
 from .placement import PlacementConfig
 
 __all__ = ["main", "build_parser", "run"]
@@ -64,8 +64,10 @@ def build_parser() -> argparse.ArgumentParser:
                    "(N, 4, 4)) or .csv (x y z qx qy qz qw per line)")
     t.add_argument("--task-frame", default="task", metavar="NAME", help="the frame the poses, "
                    "the world and the region are in (a name for the output)")
-    t.add_argument("--world", metavar="FILE", help="obstacles (YAML, as ros2_ik.world writes "
-                   "them): the floor (a half-space: where the base stands), tables, shelves")
+    t.add_argument("--world", metavar="FILE", help="obstacles: YAML (as ros2_ik.world writes "
+                   "them: the floor, a half-space where the base stands, tables, shelves), an "
+                   "octomap (.bt, .ot), a point cloud (.pcd, .ply, .npz, .xyz) or a mesh (.stl, "
+                   ".obj, ...): ros2_ik.world.files")
     t.add_argument("--margin", type=float, default=d.fine.collision_margin, metavar="M",
                    help="clearance every answer (and the base) keeps [m]")
 
@@ -125,13 +127,13 @@ def placement_from_args(args):
     """The :class:`~.placement.Placement` the arguments ask for (IKError for bad ones)."""
     import dataclasses  # noqa: PLC0415
 
-    from ..world import world_from_yaml  # noqa: PLC0415
+    from ..world.files import load_world  # noqa: PLC0415
     from .placement import Placement, Region  # noqa: PLC0415
     from .targets import load_targets  # noqa: PLC0415
 
     model = model_from_args(args)
     poses = load_targets(args.poses, 1.0).poses
-    world = world_from_yaml(read_text(args.world, "--world")) if args.world else None
+    world = load_world(args.world, label="--world") if args.world else None
     region = Region(tuple(args.x), tuple(args.y), tuple(math.radians(v) for v in args.yaw),
                     tuple(args.heights))
     d = PlacementConfig()
