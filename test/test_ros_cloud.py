@@ -194,3 +194,34 @@ def test_a_cloud_on_the_topic_is_avoided_through_the_node():
         assert len(ok) >= 8, [c for c, _ in out]
         for s in ok:
             assert geometry_clear(m, cm, s, judge, 0.01 - 1e-6)
+
+
+def test_many_cells_are_drawn_as_one_marker():
+    """A world of many boxes (a cloud's, a map's or a mesh's cells) is one triangle list in
+    ~/collision_markers, each box's 12 triangles on its faces; a few boxes stay cubes."""
+    from visualization_msgs.msg import Marker
+
+    from ros2_ik.ros.markers import collision_markers
+    from ros2_ik.world import Obstacle, World
+    from ros2_ik.world import voxels
+    from ros2_ik.world.voxels import DRAWN_ONE_BY_ONE as BOX_MARKERS
+
+    P = np.random.default_rng(6).uniform(0, 1, (600, 3))
+    world = World(voxels.obstacles(*voxels.boxes(voxels.cloud_cells(P, 0.05)), prefix="c")
+                  + [Obstacle.make("ball", "sphere", (0.1,))])
+    n = len(world) - 1
+    assert n > BOX_MARKERS
+    arr = collision_markers("world", world)
+    tri = [m for m in arr.markers if m.type == Marker.TRIANGLE_LIST]
+    assert len(tri) == 1 and len(tri[0].points) == 36 * n
+    V = np.array([[p.x, p.y, p.z] for p in tri[0].points]).reshape(n, 36, 3)
+    lo, hi = V.min(axis=1), V.max(axis=1)
+    boxes = sorted(world, key=lambda o: o.id)
+    want = {(tuple(np.round(o.pose[:3, 3] - 0.5 * np.asarray(o.size), 9)),
+             tuple(np.round(o.pose[:3, 3] + 0.5 * np.asarray(o.size), 9)))
+            for o in boxes if o.shape == "box"}
+    got = {(tuple(np.round(a, 9)), tuple(np.round(b, 9))) for a, b in zip(lo, hi)}
+    assert got == want
+    assert sum(m.type == Marker.SPHERE for m in arr.markers) == 1
+    few = collision_markers("world", World(list(world)[:5]))
+    assert sum(m.type == Marker.CUBE for m in few.markers) == 5

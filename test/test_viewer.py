@@ -362,9 +362,39 @@ def test_trajectory_seed_and_reach_map(panda_viewer, tmp_path):
     assert v.show_reach(tmp_path / "reach") == int(np.sum(vox["targets"] > 0)) > 0
 
 
+def test_a_world_of_many_cells_is_drawn_as_one_mesh(monkeypatch):
+    """A map's, a cloud's or a mesh's cells (hundreds of boxes) are one mesh on the page, with
+    every box's faces; other shapes as before."""
+    from ros2_ik.world import voxels
+
+    P = np.random.default_rng(6).uniform([0.4, -0.3, 0.0], [0.8, 0.3, 0.4], (500, 3))
+    world = World(voxels.obstacles(*voxels.boxes(voxels.cloud_cells(P, 0.04)), prefix="c")
+                  + [Obstacle.make("ball", "sphere", (0.05,), (0, 0.6, 0.3, 0, 0, 0, 1))])
+    n = len(world) - 1
+    assert n > voxels.DRAWN_ONE_BY_ONE
+    v = Viewer(load_robot("panda"), robots.urdf_string("panda"), port=0, world=world)
+    try:
+        calls = []
+        scene = v.server.scene
+        for fn in ("add_mesh_simple", "add_box", "add_icosphere"):
+            real = getattr(scene, fn)
+            monkeypatch.setattr(scene, fn, lambda *a, _f=fn, _r=real, **k: (
+                calls.append((_f, a, k)), _r(*a, **k))[1])
+        v._draw_world()
+        meshes = [c for c in calls if c[0] == "add_mesh_simple"]
+        assert len(meshes) == 1 and meshes[0][1][0] == "/world/cells"
+        assert len(meshes[0][1][1]) == 8 * n and len(meshes[0][1][2]) == 12 * n
+        assert [c[0] for c in calls].count("add_box") == 0
+        assert [c[0] for c in calls].count("add_icosphere") == 1
+    finally:
+        v.close()
+
+
 def test_command_line_bad_input():
     for args, words in ((["--robot", "r2d2"], ["r2d2", "panda"]),
                         (["--urdf", "/nonexistent.urdf"], ["No such file"]),
+                        (["--robot", "panda", "--world", "/nonexistent.pcd"],
+                         ["--world", "No such file"]),
                         (["--robot", "panda", "--tips", "foo"], ["foo"])):
         p = subprocess.run([sys.executable, "-m", "ros2_ik.viewer", *args, "--port", "0"],
                            capture_output=True, text=True, timeout=120)

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..world.voxels import DRAWN_ONE_BY_ONE, box_mesh
+
 from ..api import fk_frames
 from ..kinematics import quat_to_matrix
 from . import codes
@@ -130,7 +132,14 @@ def collision_markers(frame: str, world, robot=None, collision=None, q=None, mar
         return m
 
     grey = (0.55, 0.55, 0.6, 0.5)
-    for ob in world if world is not None else ():
+    obs = list(world) if world is not None else []
+    boxes = [ob for ob in obs if ob.shape == "box"]
+    if len(boxes) > DRAWN_ONE_BY_ONE:  # (a map's, a cloud's or a mesh's cells: one marker)
+        V, F = box_mesh([ob.pose for ob in boxes], [ob.size for ob in boxes])
+        m = new(Marker.TRIANGLE_LIST, grey)
+        m.points = [Point(x=float(x), y=float(y), z=float(z)) for x, y, z in V[F.ravel()]]
+        obs = [ob for ob in obs if ob.shape != "box"]
+    for ob in obs:
         s, T = ob.size, ob.pose
         if ob.shape == "box":
             new(Marker.CUBE, grey, T, s)

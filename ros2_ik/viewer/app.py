@@ -29,6 +29,7 @@ from ..ik import IKConfig
 from ..kinematics import fk, fk_frames, matrix_to_quat, quat_to_matrix
 from ..model.joint_types import JointType
 from ..validate import check_transforms
+from ..world.voxels import DRAWN_ONE_BY_ONE, box_mesh
 from .solvers import Answer, CoreSolver, check_answer
 
 __all__ = ["Viewer", "COLORS", "opening_configuration"]
@@ -588,7 +589,14 @@ class Viewer:
         """The world's obstacles, see-through: ``solid`` the colour of those that are not
         half-spaces (a half-space, the floor or a table top, is grey)."""
         s = self.server.scene
-        for ob in self.world or ():
+        obs = list(self.world or ())
+        boxes = [ob for ob in obs if ob.shape == "box"]
+        if len(boxes) > DRAWN_ONE_BY_ONE:  # (a map's, a cloud's or a mesh's cells: one mesh)
+            V, F = box_mesh([ob.pose for ob in boxes], [ob.size for ob in boxes])
+            s.add_mesh_simple("/world/cells", V.astype(np.float32), F.astype(np.uint32),
+                              color=solid, opacity=0.6)
+            obs = [ob for ob in obs if ob.shape != "box"]
+        for ob in obs:
             grey = (150, 150, 160) if ob.shape == "halfspace" else solid
             T, z = ob.pose, ob.size
             kw = dict(position=T[:3, 3], wxyz=_wxyz(T[:3, :3]), opacity=0.6)

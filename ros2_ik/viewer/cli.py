@@ -41,8 +41,10 @@ def build_parser() -> argparse.ArgumentParser:
                                               "(default: the model's default tip)")
     p.add_argument("--mesh-path", default="", metavar="DIRS",
                    help="':'-separated directories for package:// and relative meshes")
-    p.add_argument("--world", default=None, metavar="FILE", help="obstacles (YAML, as "
-                   "ros2_ik.world.World.to_yaml writes them); shown and avoided")
+    p.add_argument("--world", default=None, metavar="FILE", help="obstacles: YAML (as "
+                   "ros2_ik.world.World.to_yaml writes them), an octomap (.bt, .ot), a point "
+                   "cloud (.pcd, .ply, .npz, .xyz) or a mesh (.stl, .obj, ...) as its cells "
+                   "(ros2_ik.world.files); shown and avoided")
     p.add_argument("--collisions", action="store_true",
                    help="start with collision avoidance on (a checkbox on the page)")
     p.add_argument("--reach", default=None, metavar="DIR",
@@ -65,10 +67,9 @@ def make_viewer(args):
 
     world = None
     if args.world:
-        from ..world import world_from_yaml  # noqa: PLC0415
+        from ..world.files import load_world  # noqa: PLC0415
 
-        with open(args.world, encoding="utf-8") as f:
-            world = world_from_yaml(f.read())
+        world = load_world(args.world, label="--world")
     solver = None
     if args.node:
         solver = NodeSolver(args.node, description_topic=args.description_topic)

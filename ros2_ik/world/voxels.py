@@ -27,7 +27,8 @@ import numpy as np
 from ..errors import InvalidInputError
 from . import MAX_OBSTACLES, MAX_SIZE, Obstacle
 
-__all__ = ["Leaves", "boxes", "obstacles", "mesh_cells", "cloud_cells", "MAX_CELLS", "HALF"]
+__all__ = ["Leaves", "boxes", "obstacles", "mesh_cells", "cloud_cells", "box_mesh",
+           "MAX_CELLS", "HALF", "DRAWN_ONE_BY_ONE"]
 
 #: the key of the coordinate 0 (OctoMap's: keys are ``floor(x / resolution) + HALF``)
 HALF = 32768
@@ -35,6 +36,11 @@ HALF = 32768
 MAX_CELLS = 64_000_000
 #: (triangle, cell) pairs a mesh's cells are looked for among, at most
 MAX_PAIRS = 64_000_000
+#: box obstacles the viewer and rviz draw one by one at most; past it, as one mesh
+DRAWN_ONE_BY_ONE = 100
+_CORNERS = np.array([[i, j, k] for i in (-0.5, 0.5) for j in (-0.5, 0.5) for k in (-0.5, 0.5)])
+_FACES = np.array([[0, 1, 3], [0, 3, 2], [4, 6, 7], [4, 7, 5], [0, 4, 5], [0, 5, 1],
+                   [2, 3, 7], [2, 7, 6], [0, 2, 6], [0, 6, 4], [1, 5, 7], [1, 7, 3]])
 
 
 @dataclass(frozen=True)
@@ -241,3 +247,13 @@ def cloud_cells(points, resolution: float, what: str = "point cloud") -> Leaves:
         raise InvalidInputError(f"{what}: points lie beyond {MAX_SIZE:g} m")
     keys = np.unique(np.floor(P / resolution).astype(np.int64), axis=0) + HALF
     return Leaves(keys, np.ones(len(keys), np.int64), float(resolution))
+
+
+def box_mesh(poses, sizes) -> tuple[np.ndarray, np.ndarray]:
+    """One triangle mesh of n boxes at ``poses`` (n, 4, 4) with full ``sizes`` (n, 3): its
+    vertices (8 n, 3) and faces (12 n, 3), wound outwards (to draw many cells at once)."""
+    T = np.asarray(poses, dtype=np.float64).reshape(-1, 4, 4)
+    local = _CORNERS[None] * np.asarray(sizes, dtype=np.float64).reshape(-1, 1, 3)
+    V = np.einsum("nij,nkj->nki", T[:, :3, :3], local) + T[:, None, :3, 3]
+    F = _FACES[None] + 8 * np.arange(len(T))[:, None, None]
+    return V.reshape(-1, 3), F.reshape(-1, 3)
