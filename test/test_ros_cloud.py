@@ -225,3 +225,54 @@ def test_many_cells_are_drawn_as_one_marker():
     assert sum(m.type == Marker.SPHERE for m in arr.markers) == 1
     few = collision_markers("world", World(list(world)[:5]))
     assert sum(m.type == Marker.CUBE for m in few.markers) == 5
+
+
+def test_an_octomap_on_the_topic_reaches_the_world_and_a_bad_one_is_named():
+    """octomap_msgs/Octomap on ``octomap.topic`` (as octomap_server publishes it; written by
+    OctoMap itself): its occupied cells reach the world as <octomap>/k, a malformed map is a
+    scene_error naming it, and the map stays."""
+    pytest.importorskip("octomap_msgs", reason="octomap_msgs is not importable")
+    octomap = pytest.importorskip("octomap", reason="octomap-python is not installed")
+    import array
+
+    from diagnostic_msgs.msg import DiagnosticArray
+    from octomap_msgs.msg import Octomap
+
+    from ros_testing import serving_node
+
+    t = octomap.OcTree(RES)
+    for p in np.random.default_rng(8).uniform([0.4, -0.2, 0.2], [0.6, 0.2, 0.4], (200, 3)):
+        t.updateNode(p, True)
+    t.updateInnerOccupancy()
+    data = t.writeBinary().partition(b"\n" + b"data\n")[2]
+
+    def msg(payload):
+        m = Octomap()
+        m.header.frame_id = "world"
+        m.binary, m.id, m.resolution = True, "OcTree", RES
+        m.data = array.array("b", np.frombuffer(payload, np.int8).tolist())
+        return m
+
+    with serving_node({"robot": "panda", "octomap.topic": "/octomap_binary"},
+                      server_timeout=60) as (node, client):
+        diags, cond = client.subscribe(DiagnosticArray, "/diagnostics")
+        pub = client.publisher(Octomap, "/octomap_binary", qos=10)
+
+        def values():
+            for arr in reversed(diags):
+                for st in arr.status:
+                    if st.name.endswith(": kinematics"):
+                        return {kv.key: kv.value for kv in st.values}
+            return {}
+
+        def reached():
+            pub.publish(msg(data))
+            return int(values().get("scene_obstacles", 0)) > 0
+        assert client.wait_for(cond, reached, 30.0), values()
+        n = values()["scene_obstacles"]
+
+        def refused():
+            pub.publish(msg(data[:-3]))
+            return "truncated" in values().get("scene_error", "")
+        assert client.wait_for(cond, refused, 30.0), values()
+        assert values()["scene_obstacles"] == n  # the last good map stays

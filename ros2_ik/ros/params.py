@@ -149,6 +149,10 @@ PARAMS: tuple[ParamSpec, ...] = (
     ParamSpec("collision.base_frame_aliases", "world", "Comma-separated frame ids taken as the "
               "robot's base frame in obstacle poses (no tf here)."),
     # --- sensed worlds ---
+    ParamSpec("octomap.topic", "", "octomap_msgs/Octomap topic (as octomap_server publishes "
+              "octomap_binary / octomap_full) whose occupied cells become obstacles "
+              "<octomap>/k, each map replacing the last (as the planning scene's octomap); '' = "
+              "none. Read at start-up."),
     ParamSpec("point_cloud.topic", "", "sensor_msgs/PointCloud2 topic whose points become "
               "obstacles (each cloud replacing the last; its frame the base frame, a link of "
               "the robot or an alias); '' = none. Read at start-up."),
@@ -223,6 +227,7 @@ class Settings:
     collision_mesh_resolution: float
     collision_ignore_octomap: bool
     collision_base_frame_aliases: str
+    octomap_topic: str
     point_cloud_topic: str
     point_cloud_resolution: float
     point_cloud_max_range: float

@@ -77,6 +77,8 @@ SURFACE = (
      "MoveIt's world objects: ADD / APPEND / MOVE / REMOVE of primitives, meshes (the boxes of the cells they pass through, `collision.mesh_resolution`) and planes; applied in order, whole or not at all (an error names the object and the field, in the log and `scene_error` of the diagnostics); only when moveit_msgs is importable"),
     ("attached_collision_object", "sub", "moveit_msgs/AttachedCollisionObject, depth 100",
      "objects attached to a link: they move with it and are kept clear of the world and of the robot but the link and `touch_links`; a detached object goes back into the world; only when moveit_msgs is importable"),
+    ("(octomap.topic)", "sub", "octomap_msgs/Octomap, depth 1",
+     "only when `octomap.topic` is set (octomap_server's `octomap_binary` or `octomap_full`): each map replaces the last as obstacles `<octomap>/k` (its occupied cells, exactly), in its `header.frame_id`; a malformed map is a `scene_error` naming it"),
     ("(point_cloud.topic)", "sub", "sensor_msgs/PointCloud2, sensor data QoS",
      "only when `point_cloud.topic` is set: each cloud (at most `point_cloud.max_rate` a second) replaces the last as obstacles `<cloud>/k`: the cells of `point_cloud.resolution` its points fall in, within `point_cloud.max_range` of the sensor, less the robot's own points (its spheres at the current joint states grown by `point_cloud.padding`); a cloud that cannot be read is a `scene_error` naming the field"),
     ("planning_scene", "sub", "moveit_msgs/PlanningScene, depth 10",

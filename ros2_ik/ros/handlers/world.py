@@ -222,6 +222,7 @@ def register(w) -> SceneState:
 
     w.service(UpdateWorld, "~/update_world", answer)
     _point_clouds(w, state)
+    _octomaps(w, state)
 
     try:
         from moveit_msgs.msg import (AttachedCollisionObject, CollisionObject,  # noqa: PLC0415
@@ -302,3 +303,38 @@ def _point_clouds(w, state: SceneState) -> None:
     w.node.create_subscription(PointCloud2, topic, on_cloud, qos_profile_sensor_data)
     w.node.get_logger().info(f"point clouds on {topic} become obstacles "
                              f"({w.settings().point_cloud_resolution:g} m cells)")
+
+
+def _octomaps(w, state: SceneState) -> None:
+    """The subscription to ``octomap.topic`` (none when ''): each octomap_msgs/Octomap, one
+    waiting at a time, replaces the map (:func:`ros2_ik.ros.scene.apply_octomap`, at the
+    identity in its header's frame)."""
+    topic = w.settings().octomap_topic.strip()
+    if not topic:
+        return
+    try:
+        from octomap_msgs.msg import Octomap  # noqa: PLC0415
+    except Exception:  # noqa: BLE001 - said, and the node serves without it
+        w.log("error", f"octomap.topic is {topic!r} but octomap_msgs is not importable: maps "
+                       "on it are not taken (source a ROS install with octomap_msgs)")
+        return
+    import types  # noqa: PLC0415
+
+    from geometry_msgs.msg import Pose  # noqa: PLC0415
+
+    from ..scene import apply_octomap  # noqa: PLC0415
+
+    waiting = threading.Event()
+
+    def on_map(msg):
+        if waiting.is_set():
+            return  # (dropped: the next one replaces it anyway)
+        waiting.set()
+        with_pose = types.SimpleNamespace(header=msg.header, origin=Pose(), octomap=msg)
+        state.submit(f"octomap on {topic}",
+                     lambda scene, frames, robot, notes: apply_octomap(
+                         scene, with_pose, frames).bumped(),
+                     done=lambda err: waiting.clear())
+
+    w.node.create_subscription(Octomap, topic, on_map, 1)
+    w.node.get_logger().info(f"octomaps on {topic} become obstacles")
