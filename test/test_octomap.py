@@ -171,6 +171,13 @@ def test_fuzzed_streams_decode_or_are_refused_never_crash():
         assert np.all(size > 0) and np.all(np.isfinite(centre))
 
 
+def test_a_map_past_the_leaf_limit_stops_decoding(monkeypatch):
+    monkeypatch.setattr(om, "MAX_LEAVES", 100)
+    for binary in (True, False):
+        with pytest.raises(InvalidInputError, match="more than 100 occupied leaves"):
+            om.decode(_stream(_tree(), binary), binary=binary, resolution=RES)
+
+
 def test_a_map_past_the_cell_limit_is_refused_naming_its_extent():
     t = octomap.OcTree(RES)
     t.updateNode(np.array([-300.0, 0.0, 0.0]), True)

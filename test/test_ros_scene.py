@@ -324,14 +324,30 @@ def test_the_scenes_octomap_is_its_occupied_cells_replaced_and_allowed(robot, bi
                                                  origin=(0, 0.5, 0.0)), f, robot, [])
     ids2 = [i for i in s2.world.ids if i.startswith("<octomap>/")]
     assert len(ids2) == len(ids) and s2.world[ids2[0]].pose[1, 3] > 0.45
-    # a malformed map is an error naming it; the scene is the one before
-    with pytest.raises(RequestError, match="world.octomap.*truncated"):
-        apply_planning_scene(s2, _octomap_scene(data[:-3], binary), f, robot, [])
-    with pytest.raises(RequestError, match="world.octomap.*tree type id"):
-        apply_planning_scene(s2, _octomap_scene(data, binary, tree_id="OcTreeStamped"), f,
-                             robot, [])
-    with pytest.raises(RequestError, match="world.octomap.*resolution"):
-        apply_planning_scene(s2, _octomap_scene(data, binary, res=0.0), f, robot, [])
+    # a malformed map is named, the stale map removed and the scene marked (collision-aware
+    # answers refused) until a good map comes; the rest of the message is applied
+    for bad, words in ((_octomap_scene(data[:-3], binary), "truncated"),
+                       (_octomap_scene(data, binary, tree_id="OcTreeStamped"), "tree type id"),
+                       (_octomap_scene(data, binary, res=0.0), "resolution")):
+        bad.world.collision_objects = [_co("extra", CollisionObject.ADD,
+                                           [(_prim(SolidPrimitive.SPHERE, (0.1,)), (1, 1, 1))])]
+        sb = apply_planning_scene(s2, bad, f, robot, [])
+        assert not [i for i in sb.world.ids if i.startswith("<octomap>")] and "extra" in sb.world
+        assert sb.unsupported[0][0] == "octomap" and "world.octomap" in sb.unsupported[0][1]
+        assert words in sb.unsupported[0][1]
+        assert not apply_planning_scene(sb, _octomap_scene(data, binary), f, robot,
+                                        []).unsupported
+    # an origin whose orientation was left unset (all zero) is the identity, as MoveIt
+    unset = _octomap_scene(data, binary, origin=(0.5, 0, 0.3))
+    unset.world.octomap.origin.orientation.w = 0.0
+    su = apply_planning_scene(s, unset, f, robot, [])
+    assert not su.unsupported
+    assert [su.world[i].pose.tolist() for i in su.world.ids if i != "box"] == \
+        [s1.world[i].pose.tolist() for i in s1.world.ids if i != "box"]
+    # REMOVE of every object (an empty id) keeps the map, as move_group's does
+    rm = apply_collision_object(s2, _co("", CollisionObject.REMOVE), f, [])
+    assert [i for i in rm.world.ids if i.startswith("<octomap>/")] == ids2
+    assert "box" not in rm.world
     # the allowed collision matrix's <octomap>: the hand may touch the map, not the arm
     acm = _octomap_scene(b"", binary)
     a = acm.allowed_collision_matrix

@@ -68,6 +68,19 @@ def test_degenerate_and_oversized_meshes():
     big = trimesh.creation.box(extents=(50.0, 50.0, 50.0))
     with pytest.raises(InvalidInputError, match="coarser resolution"):
         voxels.boxes(voxels.mesh_cells(big.vertices, big.faces, 0.001))
+    # a large slanted triangle (a sloped floor) at a fine resolution: refused, not split into
+    # millions of triangles
+    slope = np.array([[-5.0, -5.0, 0.0], [5.0, -5.0, 3.0], [0.0, 5.0, 1.0]])
+    with pytest.raises(InvalidInputError, match="coarser resolution"):
+        voxels.mesh_cells(slope, [[0, 1, 2]], 0.001)
+    for bad in (np.array([[0.0, 0, 0], [np.nan, 0, 0], [0, 1, 0]]),
+                np.array([[0.0, 0, 0], [1e6, 0, 0], [0, 1, 0]])):
+        with pytest.raises(InvalidInputError, match="finite"):
+            voxels.mesh_cells(bad, [[0, 1, 2]], RES)
+    with pytest.raises(InvalidInputError, match="names vertex 7"):
+        voxels.mesh_cells(V, [[0, 1, 7]], RES)
+    with pytest.raises(InvalidInputError, match="positive and finite"):
+        voxels.mesh_cells(V, [[0, 1, 2]], 0.0)
 
 
 def test_goals_inside_an_open_shelf_given_as_one_mesh_are_solved_clear_of_it():

@@ -4,9 +4,12 @@ the current joint states, as MoveIt's point-cloud updater does), and the cells o
 ``point_cloud.resolution`` they fall in as box obstacles ``<cloud>/k``
 (:mod:`ros2_ik.world.voxels`); each cloud replaces the last. No rclpy here.
 
-A cloud that cannot be read (no x / y / z float fields, offsets past ``point_step``, ``data``
-shorter than its rows, a frame the node cannot place) raises
-:class:`~.codes.RequestError` naming the field; the world keeps its last good cloud.
+A cloud that cannot be used (no x / y / z float fields, offsets past ``point_step``, ``data``
+shorter than its rows, a frame the node cannot place, too many cells) removes the last cloud
+and marks the scene (:attr:`~.scene.Scene.unsupported`): collision-aware answers are
+``COLLISION_CHECKING_UNAVAILABLE`` naming it until a good cloud comes. The robot's own points
+are removed only where joint states gave every joint (before, the mid-range configuration is
+not where the robot is: every point is kept).
 """
 
 from __future__ import annotations
@@ -16,11 +19,12 @@ import numpy as np
 from ..errors import IKError
 from ..world import MAX_OBSTACLES
 from .codes import INVALID_REQUEST, RequestError
+from .scene import CLOUD, members_of
 
 __all__ = ["cloud_points", "apply_cloud", "PREFIX", "MAX_POINTS"]
 
 #: the obstacle ids of a cloud's boxes
-PREFIX = "<cloud>"
+PREFIX = CLOUD
 #: points one cloud may carry
 MAX_POINTS = 10_000_000
 _FLOAT = {7: "f4", 8: "f8"}  # sensor_msgs/PointField FLOAT32, FLOAT64
@@ -50,10 +54,8 @@ def cloud_points(msg, what: str = "point cloud") -> np.ndarray:
                                             f"{h} rows of row_step {row} need {h * row}")
     if not n:
         return np.zeros((0, 3))
-    rows = buf[:h * row].reshape(h, row)[:, :w * step].reshape(n, step)
-    order = ">" if bool(msg.is_bigendian) else "<"
-    out = np.empty((n, 3))
-    for k, name in enumerate("xyz"):
+    layout = []
+    for name in "xyz":  # (every field checked before anything is allocated)
         f = fields[name]
         kind = _FLOAT.get(int(f.datatype))
         if kind is None:
@@ -64,25 +66,46 @@ def cloud_points(msg, what: str = "point cloud") -> np.ndarray:
         if off < 0 or off + size > step:
             raise RequestError(INVALID_REQUEST, f"{what}: field {name!r} at offset {off} "
                                                 f"passes point_step {step}")
+        layout.append((off, size, kind))
+    rows = buf[:h * row].reshape(h, row)[:, :w * step].reshape(n, step)
+    order = ">" if bool(msg.is_bigendian) else "<"
+    out = np.empty((n, 3))
+    for k, (off, size, kind) in enumerate(layout):
         out[:, k] = np.ascontiguousarray(rows[:, off:off + size]).view(order + kind)[:, 0]
     return out
 
 
 def apply_cloud(scene, msg, frames, robot, *, resolution: float, max_range: float,
                 padding: float, cm=None, what: str = "point cloud"):
-    """``scene`` with its cloud replaced by ``msg``'s: the points within ``max_range`` of the
-    sensor, in the base frame, less those within ``padding`` of the robot's spheres ``cm`` at
-    ``frames.q`` (its current state), as the boxes of the cells they fall in."""
+    """(scene, points of the robot removed or None, points kept): ``scene`` with its cloud
+    replaced by ``msg``'s: the points within ``max_range`` of the sensor, in the base frame,
+    less those within ``padding`` of the robot's spheres ``cm`` at ``frames.q`` (only where
+    joint states gave every joint, ``frames.q_known``: else every point is kept, None
+    removed), as the boxes of the cells they fall in. A cloud that cannot be used removes the
+    last one and marks the scene (:attr:`~.scene.Scene.unsupported`: collision-aware answers
+    are refused, naming it, until a good cloud comes)."""
+    try:
+        new, removed, kept = _apply_cloud(scene, msg, frames, robot, resolution, max_range,
+                                          padding, cm, what)
+        return new.with_unsupported("cloud", None), removed, kept
+    except RequestError as exc:
+        world, poses = scene.world, dict(scene.object_poses)
+        gone = members_of(world, PREFIX)
+        poses.pop(PREFIX, None)
+        new = scene.bumped(world=world.remove(*gone) if gone else world, object_poses=poses)
+        return new.with_unsupported("cloud", exc.message), None, 0
+
+
+def _apply_cloud(scene, msg, frames, robot, resolution, max_range, padding, cm, what):
     from ..world import voxels  # noqa: PLC0415
-    from .scene import members_of  # noqa: PLC0415
 
     P = cloud_points(msg, what)
     P = P[np.all(np.isfinite(P), axis=1)]
     P = P[np.linalg.norm(P, axis=1) <= max_range]
     T = frames.to_base(str(msg.header.frame_id), what + ".header.frame_id")
     P = P @ T[:3, :3].T + T[:3, 3]
-    removed = 0
-    if cm is not None and robot is not None and len(P) and cm.num_spheres:
+    removed = 0 if frames.q_known else None
+    if cm is not None and robot is not None and len(P) and cm.num_spheres and frames.q_known:
         from scipy.spatial import cKDTree  # noqa: PLC0415
 
         from ..api import fk_frames  # noqa: PLC0415

@@ -147,6 +147,8 @@ def diagnostic_status(node_name: str, stats: Stats, robot, backend: str,
         values.update({"scene_version": str(sc.version), "scene_obstacles": str(len(sc.world)),
                        "scene_attached_objects": ", ".join(a.id for a in sc.attached) or
                        "none"})
+        if sc.unsupported:
+            values["scene_unsupported"] = "; ".join(why for _, why in sc.unsupported)
     if snap.scene_error:
         values["scene_error"] = snap.scene_error
     values["scene_errors"] = str(snap.scene_errors)
@@ -169,6 +171,10 @@ def diagnostic_status(node_name: str, stats: Stats, robot, backend: str,
     elif snap.scene_error:
         st.level = DiagnosticStatus.ERROR
         st.message = "a planning scene message was not applied (see scene_error)"
+    elif sc is not None and sc.unsupported:
+        st.level = DiagnosticStatus.ERROR
+        st.message = ("the last octomap or point cloud could not be used: collision-aware "
+                      "requests are COLLISION_CHECKING_UNAVAILABLE (see scene_unsupported)")
     elif snap.scene_warnings:
         st.level = DiagnosticStatus.WARN
         st.message = ("the planning scene leaves some links no clear configuration (see "

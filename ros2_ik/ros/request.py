@@ -92,6 +92,11 @@ class Context:
                                    "the node's collision.mesh_path parameter", "the parameter "
                                    "collision.mesh_path, ':'-separated"))
         scene = self.scene if self.scene is not None else Scene()
+        if scene.unsupported:
+            raise RequestError(codes.COLLISION_CHECKING_UNAVAILABLE,
+                               "; ".join(why for _, why in scene.unsupported) + ": its "
+                               "obstacles are unknown until a good one comes (or ask without "
+                               "collision avoidance)")
         return robot.scene_collisions(cm, scene)
 
     def settled_robot(self) -> LoadedRobot | None:

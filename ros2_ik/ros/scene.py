@@ -57,8 +57,9 @@ from ..world import MAX_OBSTACLES, Obstacle, World
 from .codes import INVALID_REQUEST, RequestError
 
 __all__ = ["Scene", "AttachedObject", "Acm", "byte", "apply_collision_object",
-           "apply_attached_object", "apply_planning_scene", "apply_octomap", "members_of",
-           "collision_model_for", "world_for", "CO_ADD", "CO_REMOVE", "CO_APPEND", "CO_MOVE"]
+           "apply_attached_object", "apply_planning_scene", "apply_octomap", "replace_octomap",
+           "members_of", "sensed_members", "collision_model_for", "world_for", "CO_ADD",
+           "CO_REMOVE", "CO_APPEND", "CO_MOVE", "OCTOMAP", "CLOUD", "SENSED"]
 
 CO_ADD, CO_REMOVE, CO_APPEND, CO_MOVE = 0, 1, 2, 3  # moveit_msgs/CollisionObject.operation
 #: the edge [m] of the cells a world object's mesh is held in (the node's
@@ -135,10 +136,19 @@ class Scene:
     padding: dict = field(default_factory=dict)   # link -> m
     scale: dict = field(default_factory=dict)     # link -> factor
     object_poses: dict = field(default_factory=dict)  # object id -> its pose (for MOVE)
+    #: ((source, why), ...) sensed input whose last message was refused (the octomap, a point
+    #: cloud): collision-aware answers are refused until a good one replaces it
+    unsupported: tuple = ()
 
     @property
     def version(self) -> int:
         return self.world.version
+
+    def with_unsupported(self, source: str, why: str | None) -> "Scene":
+        """This scene with ``source``'s entry in :attr:`unsupported` set to ``why`` (None:
+        cleared)."""
+        rest = tuple((s, w) for s, w in self.unsupported if s != source)
+        return replace(self, unsupported=rest + (((source, why),) if why else ()))
 
     def bumped(self, **changes) -> "Scene":
         """A new scene with ``changes`` and a new version (the world's, one more)."""
@@ -325,6 +335,16 @@ def _object_pose(co, frames, what: str) -> np.ndarray:
     return frames.to_base(frame, what + ".header.frame_id")
 
 
+#: the ids of sensed input's obstacles (``<octomap>/k``, ``<cloud>/k``)
+OCTOMAP, CLOUD = "<octomap>", "<cloud>"
+SENSED = (OCTOMAP, CLOUD)
+
+
+def sensed_members(world: World) -> list:
+    """The ids of the world's obstacles that sensed input made (an octomap, a point cloud)."""
+    return [i for s in SENSED for i in members_of(world, s)]
+
+
 def members_of(world: World, oid: str) -> list:
     """The ids of the obstacles of object ``oid`` (``oid``, or ``oid/k`` for its parts)."""
     return [i for i in world.ids if i == oid or i.startswith(oid + "/")]
@@ -354,7 +374,10 @@ def apply_collision_object(scene: Scene, co, frames, notes: list, *,
                                             "(1), APPEND (2) or MOVE (3)")
     if op == CO_REMOVE:
         if not oid:
-            return scene.bumped(world=world.clear(), object_poses={})
+            keep = sensed_members(world)  # (MoveIt's removeAllCollisionObjects keeps the map)
+            return scene.bumped(world=World([world[i] for i in keep], world.version),
+                                object_poses={k: v for k, v in poses.items()
+                                              if k in SENSED})
         poses.pop(oid, None)
         gone = members_of(world, oid)
         if not gone:
@@ -515,7 +538,12 @@ def apply_planning_scene(scene: Scene, msg, frames, robot, notes: list, *,
     """``scene`` changed by a moveit_msgs/PlanningScene (a diff, or a full scene that
     replaces it; see the module docstring)."""
     diff = bool(getattr(msg, "is_diff", False))
-    new = scene if diff else Scene(world=World((), scene.world.version))
+    # (a whole scene replaces its own parts; a point cloud is not one of them)
+    new = scene if diff else Scene(
+        world=World([scene.world[i] for i in members_of(scene.world, CLOUD)],
+                    scene.world.version),
+        object_poses={k: v for k, v in scene.object_poses.items() if k == CLOUD},
+        unsupported=tuple(x for x in scene.unsupported if x[0] != "octomap"))
     w = msg.world
     for k, co in enumerate(w.collision_objects):
         new = apply_collision_object(new, co, frames, notes,
@@ -550,9 +578,26 @@ def apply_planning_scene(scene: Scene, msg, frames, robot, notes: list, *,
     if len(data) and octomap_ok:
         notes.append("world.octomap: left out of the world (collision.ignore_octomap is true): "
                      "its voxels are not avoided")
+        new = apply_octomap(new, None, frames).with_unsupported("octomap", None)
     elif len(data) or not diff:  # a map replaces the last; a whole scene without one clears it
-        new = apply_octomap(new, om if len(data) else None, frames)
+        new = replace_octomap(new, om if len(data) else None, frames)
     return new.bumped(padding=padding, scale=scale)
+
+
+def replace_octomap(scene: Scene, msg, frames) -> Scene:
+    """:func:`apply_octomap`, and a map that cannot be used removes the last one and marks the
+    scene (:attr:`Scene.unsupported`: collision-aware answers are refused, naming it, until a
+    good map comes)."""
+    try:
+        return apply_octomap(scene, msg, frames).with_unsupported("octomap", None)
+    except RequestError as exc:
+        return apply_octomap(scene, None, frames).with_unsupported("octomap", exc.message)
+
+
+def _translation(p) -> np.ndarray:
+    T = np.eye(4)
+    T[:3, 3] = p
+    return T
 
 
 def apply_octomap(scene: Scene, msg, frames) -> Scene:
@@ -569,7 +614,12 @@ def apply_octomap(scene: Scene, msg, frames) -> Scene:
     poses.pop(octomap.PREFIX, None)
     if msg is not None:
         what = "world.octomap"
-        T = frames.pose(msg.origin, str(msg.header.frame_id), what)
+        o, p = msg.origin.orientation, msg.origin.position
+        if o.x == o.y == o.z == o.w == 0.0:  # (an orientation left unset: none, as MoveIt)
+            T = frames.to_base(str(msg.header.frame_id), what) @ _translation(
+                _floats([p.x, p.y, p.z], what + ".origin.position"))
+        else:
+            T = frames.pose(msg.origin, str(msg.header.frame_id), what)
         m = msg.octomap
         try:
             leaves = octomap.decode(m.data, binary=bool(m.binary), resolution=m.resolution,

@@ -78,9 +78,9 @@ SURFACE = (
     ("attached_collision_object", "sub", "moveit_msgs/AttachedCollisionObject, depth 100",
      "objects attached to a link: they move with it and are kept clear of the world and of the robot but the link and `touch_links`; a detached object goes back into the world; only when moveit_msgs is importable"),
     ("(octomap.topic)", "sub", "octomap_msgs/Octomap, depth 1",
-     "only when `octomap.topic` is set (octomap_server's `octomap_binary` or `octomap_full`): each map replaces the last as obstacles `<octomap>/k` (its occupied cells, exactly), in its `header.frame_id`; a malformed map is a `scene_error` naming it"),
+     "only when `octomap.topic` is set (octomap_server's `octomap_binary` or `octomap_full`): each map replaces the last as obstacles `<octomap>/k` (its occupied cells, exactly), in its `header.frame_id`; a map that cannot be used removes the last and makes collision-aware requests COLLISION_CHECKING_UNAVAILABLE naming it (`scene_unsupported`) until a good one comes"),
     ("(point_cloud.topic)", "sub", "sensor_msgs/PointCloud2, sensor data QoS",
-     "only when `point_cloud.topic` is set: each cloud (at most `point_cloud.max_rate` a second) replaces the last as obstacles `<cloud>/k`: the cells of `point_cloud.resolution` its points fall in, within `point_cloud.max_range` of the sensor, less the robot's own points (its spheres at the current joint states grown by `point_cloud.padding`); a cloud that cannot be read is a `scene_error` naming the field"),
+     "only when `point_cloud.topic` is set: each cloud (at most `point_cloud.max_rate` a second) replaces the last as obstacles `<cloud>/k`: the cells of `point_cloud.resolution` its points fall in, within `point_cloud.max_range` of the sensor, less the robot's own points (its spheres at the current joint states grown by `point_cloud.padding`, once joint states gave every joint); a cloud that cannot be used removes the last and makes collision-aware requests COLLISION_CHECKING_UNAVAILABLE naming it (`scene_unsupported`) until a good one comes"),
     ("planning_scene", "sub", "moveit_msgs/PlanningScene, depth 10",
      "MoveIt's planning scene, a diff or a whole one: world objects, attached objects, the allowed collision matrix, link padding and scale, and its octomap (binary or full; its occupied cells as exact boxes `<octomap>/k`, each map replacing the last; `collision.ignore_octomap` leaves it out); only when moveit_msgs is importable"),
     ("monitored_planning_scene", "sub", "moveit_msgs/PlanningScene, depth 10",
@@ -100,7 +100,7 @@ CODE_DOCS = {
     'NO_ROBOT_MODEL': 'no model loaded yet',
     'INVALID_REQUEST': "empty batch, both goal forms, compact length not a multiple of 7K, more than `max_batch` problems, unknown solver / solve_mode / mode, a tolerance negative or above 1 m / pi rad (the parameters' ranges), a timeout negative or not a valid Duration (`nanosec` 1e9 or more), bad axis_weights, bad keyframes / node_indices",
     "GOAL_IN_COLLISION": "within the tolerances, but every answer found collides with the robot itself or the world (collision avoidance on); the message names the pair",
-    "COLLISION_CHECKING_UNAVAILABLE": "collision avoidance asked for, but it could not keep its promise: links with collision geometry have no spheres (a mesh not found: set `collision.mesh_path`); the message names them",
+    "COLLISION_CHECKING_UNAVAILABLE": "collision avoidance asked for, but it could not keep its promise: links with collision geometry have no spheres (a mesh not found: set `collision.mesh_path`), or the last octomap or point cloud could not be used; the message names them",
     "FAILURE": "an unexpected error (its text in the message, the traceback in the log); the node keeps serving",
 }
 

@@ -28,10 +28,12 @@ BOX, SPHERE, CYLINDER, CONE = 1, 2, 3, 4              # shape_msgs/SolidPrimitiv
 class Frames:
     """Pose messages -> (4, 4) in the base frame (see the module docstring). ``robot``: the
     :class:`~ros2_ik.ros.robot.LoadedRobot` (None: only the base frame and aliases); ``q``: its
-    current state."""
+    current state; ``q_known``: whether joint states gave every joint of it (default: ``q``
+    was given)."""
 
-    def __init__(self, robot, q=None, aliases=("world",)):
+    def __init__(self, robot, q=None, aliases=("world",), q_known=None):
         self.robot, self.q, self.aliases = robot, q, tuple(a for a in aliases if a)
+        self.q_known = q is not None if q_known is None else bool(q_known)
 
     def pose(self, pose_msg, frame_id: str, what: str) -> np.ndarray:
         p, o = pose_msg.position, pose_msg.orientation

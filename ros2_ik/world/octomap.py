@@ -49,6 +49,8 @@ DEPTH = 16
 TREE_IDS = ("OcTree", "ColorOcTree")
 #: resolutions taken [m]
 MIN_RESOLUTION, MAX_RESOLUTION = 1e-3, 10.0
+#: occupied leaves one map may hold (decoding stops past it)
+MAX_LEAVES = 4_000_000
 #: the obstacle ids of a map's boxes: ``<octomap>/k`` (MoveIt's name for the map's object)
 PREFIX = "<octomap>"
 
@@ -136,6 +138,8 @@ def _binary(buf: bytes, what: str):
                               kz + ((c >> 2) & 1) * step))
         pos += 2
         stack.extend(reversed(inner))
+        if len(keys) > MAX_LEAVES:
+            raise _too_many(what)
     if pos != n:
         raise InvalidInputError(f"{what}: {n - pos} bytes follow the tree's last node "
                                 f"(byte {pos} of {n}); not one binary octomap")
@@ -166,6 +170,8 @@ def _full(buf: bytes, value_bytes: int, what: str):
             if v >= 0.0:
                 keys.append((kx, ky, kz))
                 depths.append(d)
+                if len(keys) > MAX_LEAVES:
+                    raise _too_many(what)
         elif d == DEPTH:
             raise InvalidInputError(f"{what}: a node at depth {DEPTH} (byte {pos}) has "
                                     "children; not an OctoMap stream")
@@ -182,6 +188,11 @@ def _full(buf: bytes, value_bytes: int, what: str):
         raise InvalidInputError(f"{what}: the root is an occupied leaf (a cube "
                                 f"{2 ** DEPTH} cells wide); not a map of a workcell")
     return _arrays(keys, depths)
+
+
+def _too_many(what: str) -> InvalidInputError:
+    return InvalidInputError(f"{what}: more than {MAX_LEAVES:,} occupied leaves; crop the map "
+                             "to the robot's workspace or give a coarser resolution")
 
 
 def _arrays(keys, depths):

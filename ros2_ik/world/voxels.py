@@ -36,6 +36,8 @@ HALF = 32768
 MAX_CELLS = 64_000_000
 #: (triangle, cell) pairs a mesh's cells are looked for among, at most
 MAX_PAIRS = 64_000_000
+#: triangles the large slanted ones of a mesh are split into, at most
+MAX_SPLIT = 2_000_000
 #: box obstacles the viewer and rviz draw one by one at most; past it, as one mesh
 DRAWN_ONE_BY_ONE = 100
 _CORNERS = np.array([[i, j, k] for i in (-0.5, 0.5) for j in (-0.5, 0.5) for k in (-0.5, 0.5)])
@@ -87,11 +89,14 @@ def boxes(leaves: Leaves, what: str = "the cells") -> tuple[np.ndarray, np.ndarr
         c = int(c)
         if c == 1:
             grid[k[sel, 0], k[sel, 1], k[sel, 2]] = True
-            continue
-        off = np.stack(np.meshgrid(*(np.arange(c),) * 3, indexing="ij"), -1).reshape(-1, 3)
-        for part in np.array_split(sel, max(1, len(sel) * len(off) // 4_000_000 + 1)):
-            p = (k[part][:, None, :] + off[None]).reshape(-1, 3)
-            grid[p[:, 0], p[:, 1], p[:, 2]] = True
+        elif c >= 8:  # large cubes (few): each a block of the grid
+            for x, y, z in k[sel].tolist():
+                grid[x:x + c, y:y + c, z:z + c] = True
+        else:
+            off = np.stack(np.meshgrid(*(np.arange(c),) * 3, indexing="ij"), -1).reshape(-1, 3)
+            for part in np.array_split(sel, max(1, len(sel) * len(off) // 4_000_000 + 1)):
+                p = (k[part][:, None, :] + off[None]).reshape(-1, 3)
+                grid[p[:, 0], p[:, 1], p[:, 2]] = True
     b_lo, b_hi = _merge(grid)
     if len(b_lo) > MAX_OBSTACLES:
         raise InvalidInputError(
@@ -161,19 +166,30 @@ def mesh_cells(vertices, faces, resolution: float, what: str = "mesh") -> Leaves
     """The cells of edge ``resolution`` [m] that the triangles ``faces`` (F, 3) of
     ``vertices`` (V, 3) pass through or touch (see the module docstring), in the mesh's
     frame."""
+    resolution = float(resolution)
+    if not (np.isfinite(resolution) and resolution > 0):
+        raise InvalidInputError(f"{what}: the cells' edge must be positive and finite, got "
+                                f"{resolution!r}")
     V = np.asarray(vertices, dtype=np.float64).reshape(-1, 3)
     F = np.asarray(faces, dtype=np.int64).reshape(-1, 3)
     if not len(F):
         return Leaves(np.zeros((0, 3), np.int64), np.zeros(0, np.int64), resolution)
-    V, F = _split_slanted(V, F, resolution)
+    if F.min() < 0 or F.max() >= len(V):
+        raise InvalidInputError(f"{what}: a triangle names vertex {int(F.max())} of {len(V)}")
+    if not np.all(np.isfinite(V[F])) or np.abs(V[F]).max() > MAX_SIZE:
+        raise InvalidInputError(f"{what}: its vertices must be finite and within "
+                                f"{MAX_SIZE:g} m")
+    V, F = _split_slanted(V, F, resolution, what)
     tri = V[F] / resolution  # (F, 3, 3) in cells
-    lo = np.floor(tri.min(axis=1)).astype(np.int64)
-    hi = np.floor(tri.max(axis=1)).astype(np.int64)  # a vertex on a face: both cells
-    n = np.prod(hi - lo + 1, axis=1)
-    if int(n.sum()) > MAX_PAIRS:
-        raise InvalidInputError(f"{what}: its triangles span {int(n.sum()):,} cells at "
+    lo = np.floor(tri.min(axis=1))
+    hi = np.floor(tri.max(axis=1))  # a vertex on a face: both cells
+    total = float(np.prod(hi - lo + 1, axis=1).sum())  # (in floats: no overflow)
+    if total > MAX_PAIRS:
+        raise InvalidInputError(f"{what}: its triangles span {total:,.0f} cells at "
                                 f"{resolution:g} m, past the limit of {MAX_PAIRS:,}; give a "
                                 "coarser resolution")
+    lo, hi = lo.astype(np.int64), hi.astype(np.int64)
+    n = np.prod(hi - lo + 1, axis=1)
     found = []
     order = np.argsort(n)
     start = 0
@@ -190,10 +206,10 @@ def mesh_cells(vertices, faces, resolution: float, what: str = "mesh") -> Leaves
     return Leaves(keys, np.ones(len(keys), np.int64), float(resolution))
 
 
-def _split_slanted(V, F, res):
+def _split_slanted(V, F, res, what):
     """The mesh with each triangle whose bounding cells outnumber the cells it can pass
     through many times over (large and slanted) split into triangles of edges under 2 cells:
-    the same surface, far fewer candidate cells."""
+    the same surface, far fewer candidate cells (at most :data:`MAX_SPLIT` triangles)."""
     tri = V[F] / res
     n = np.prod(np.floor(tri.max(axis=1)) - np.floor(tri.min(axis=1)) + 1, axis=1)
     e = np.linalg.norm(tri - np.roll(tri, 1, axis=1), axis=2)
@@ -201,6 +217,13 @@ def _split_slanted(V, F, res):
     slanted = n > 8.0 * (area + e.sum(axis=1) + 8.0)
     if not slanted.any():
         return V, F
+    # each halving of the longest edge makes four triangles of one
+    halvings = np.ceil(np.log2(np.maximum(e[slanted].max(axis=1) / 2.0, 1.0)))
+    made = float(np.sum(4.0 ** halvings))
+    if made > MAX_SPLIT:
+        raise InvalidInputError(f"{what}: its large slanted triangles would split into "
+                                f"{made:,.0f} at {res:g} m, past {MAX_SPLIT:,}; give a coarser "
+                                "resolution or a finer mesh")
     import trimesh.remesh  # noqa: PLC0415
 
     try:

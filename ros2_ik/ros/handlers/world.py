@@ -35,6 +35,16 @@ __all__ = ["SceneState", "register", "QUEUE_MAX"]
 QUEUE_MAX = 10_000
 
 
+def _every_joint_given(model, seeds) -> bool:
+    """Whether the joint states of ``seeds`` (a joint-states snapshot) name every joint of
+    ``model`` that no other joint drives (so the state they give is the robot's, not the
+    mid-range configuration)."""
+    names = {n for ns, _ in getattr(seeds, "kept", ()) for n in ns}
+    need = {model.joint_names[int(model.q_joint[i])] for i in range(model.nq)
+            if int(model.mimic_q[int(model.q_joint[i])]) < 0}
+    return need <= names
+
+
 class SceneState:
     """The scene in use (``scene``; ``world`` its obstacles) and the worker that changes it."""
 
@@ -84,37 +94,46 @@ class SceneState:
                 if self._closed:
                     return
                 what, apply, (robot, seeds, aliases), done = self._queue.popleft()
-            q = None
+            q, known = None, False
             if robot is not None:
                 try:
                     q = seeds(robot) if seeds is not None else robot.model.neutral_q()
+                    known = _every_joint_given(robot.model, seeds)
                 except Exception:  # noqa: BLE001 - no joint states yet: the neutral state
                     q = None
             notes: list = []
             err = None
             try:
-                new = apply(self.scene, Frames(robot, q, aliases), robot, notes)
+                new = apply(self.scene, Frames(robot, q, aliases, q_known=known), robot, notes)
             except RequestError as exc:
                 err = exc
             except IKError as exc:
                 err = RequestError(codes.INVALID_REQUEST, str(exc))
             except Exception as exc:  # noqa: BLE001 - never let a message stop the node
                 err = RequestError(codes.FAILURE, f"{type(exc).__name__}: {exc}")
-            if err is not None:
-                self._error(f"{what} not applied: {err.message}; the planning scene stays at "
-                            f"version {self.scene.version}")
-            else:
-                for t in dict.fromkeys(notes):
-                    self.w.log("info", t)
-                if new is not self.scene:
-                    self.scene = new
-                    self.w.stats.set_scene(new, "", self._touching(robot, new))
-                    self.w.log("info", f"planning scene version {new.version}: "
-                                       f"{len(new.world)} obstacles, {len(new.attached)} attached "
-                                       f"objects ({what})")
-                    self.on_change(new)
-            if done is not None:
-                done(err)
+            try:
+                if err is not None:
+                    self._error(f"{what} not applied: {err.message}; the planning scene stays "
+                                f"at version {self.scene.version}")
+                else:
+                    for t in dict.fromkeys(notes):
+                        self.w.log("info", t)
+                    if new is not self.scene:
+                        self.scene = new
+                        self.w.stats.set_scene(new, "", self._touching(robot, new))
+                        self.w.log("info", f"planning scene version {new.version}: "
+                                           f"{len(new.world)} obstacles, {len(new.attached)} "
+                                           f"attached objects ({what})")
+                        for source, why in new.unsupported:
+                            self.w.log("error", f"{why}; collision-aware answers are "
+                                                f"COLLISION_CHECKING_UNAVAILABLE until a good "
+                                                f"{source} comes")
+                        self.on_change(new)
+            except Exception as exc:  # noqa: BLE001 - the worker never dies; said
+                self._error(f"{what}: {type(exc).__name__}: {exc} after it was applied")
+            finally:
+                if done is not None:
+                    done(err)
 
     def _touching(self, robot, scene) -> list:
         """What the scene's world makes unsolvable for the robot (links that touch an obstacle
@@ -279,16 +298,23 @@ def _point_clouds(w, state: SceneState) -> None:
 
     last = [-float("inf")]
     waiting = threading.Event()
+    latest = [None]  # the newest cloud not yet taken (a newer one replaces it)
 
     def on_cloud(msg):
         s = w.settings()
         now = time.monotonic()
-        if waiting.is_set() or now - last[0] < 1.0 / s.point_cloud_max_rate:
+        if now - last[0] < 1.0 / s.point_cloud_max_rate:
             return  # (dropped: the next one replaces it anyway)
         last[0] = now
+        latest[0] = msg
+        if waiting.is_set():
+            return  # (the one waiting takes this newer cloud)
         waiting.set()
 
         def apply(scene, frames, robot, notes):
+            msg, latest[0] = latest[0], None
+            if msg is None:
+                return scene
             cm = None
             if robot is not None:
                 cm = robot.collision_model(s.collision_spheres_file, s.collision_mesh_path,
@@ -322,19 +348,24 @@ def _octomaps(w, state: SceneState) -> None:
 
     from geometry_msgs.msg import Pose  # noqa: PLC0415
 
-    from ..scene import apply_octomap  # noqa: PLC0415
+    from ..scene import replace_octomap  # noqa: PLC0415
 
     waiting = threading.Event()
+    latest = [None]  # the newest map not yet taken (a newer one replaces it)
+
+    def apply(scene, frames, robot, notes):
+        msg, latest[0] = latest[0], None
+        if msg is None:
+            return scene
+        with_pose = types.SimpleNamespace(header=msg.header, origin=Pose(), octomap=msg)
+        return replace_octomap(scene, with_pose, frames).bumped()
 
     def on_map(msg):
+        latest[0] = msg
         if waiting.is_set():
-            return  # (dropped: the next one replaces it anyway)
+            return  # (the one waiting takes this newer map)
         waiting.set()
-        with_pose = types.SimpleNamespace(header=msg.header, origin=Pose(), octomap=msg)
-        state.submit(f"octomap on {topic}",
-                     lambda scene, frames, robot, notes: apply_octomap(
-                         scene, with_pose, frames).bumped(),
-                     done=lambda err: waiting.clear())
+        state.submit(f"octomap on {topic}", apply, done=lambda err: waiting.clear())
 
     w.node.create_subscription(Octomap, topic, on_map, 1)
     w.node.get_logger().info(f"octomaps on {topic} become obstacles")
