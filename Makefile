@@ -1,7 +1,7 @@
 # The two commands of the README, and a few helpers. Every target sets up the venv first
 # (scripts/setup.sh is idempotent and takes seconds when nothing changed).
 .PHONY: setup demo lint test docs docs-build fuzz bench bench-kinematics bench-ik bench-cpu bench-node \
-	bench-timeouts bench-queue bench-swap bench-reach bench-gpu gpu-report bench-peers-setup bench-collision bench-states bench-placement bench-revisions bench-arms bench-moveit-real clean \
+	bench-timeouts bench-queue bench-swap bench-reach bench-gpu gpu-report bench-peers-setup bench-collision bench-states bench-placement bench-revisions bench-arms bench-moveit-real bench-worlds clean \
 	viewer test-browser test-ros colcon-setup
 
 ## ROS 2 distribution: jazzy (the default: the LTS release, supported to 2029) or kilted (tested
@@ -122,6 +122,11 @@ bench-collision: setup
 ## the bundled panda, with a table and a shelf, with and without the first pass on the cover
 bench-moveit-real: setup
 	@. scripts/env.sh && . scripts/test-env.sh --quiet && $(PY) bench/bench_moveit_real.py $(ARGS)
+
+## bench-worlds: sensed and modelled worlds (issue 49): an octomap of a cell decoded and ready,
+## solves against it beside the same cell as 20 primitives (bundled and real Panda), a mesh's cells
+bench-worlds: setup
+	@. scripts/env.sh && $(PY) bench/bench_worlds.py $(ARGS)
 
 ## bench-arms: every arm of example-robot-data (issue 47): its collision model (spheres, overshoot,
 ## fit time, peak memory) and collision-aware solves judged on its meshes by Pinocchio + coal;
