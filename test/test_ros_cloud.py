@@ -59,6 +59,15 @@ def cloud_msg(P, frame="world", f64=False, big=False, pad=4, row_pad=0, width=No
     return m
 
 
+def _values(diags) -> dict:
+    """The node's latest kinematics diagnostic values ({} before the first)."""
+    for arr in reversed(diags):
+        for st in arr.status:
+            if st.name.endswith(": kinematics"):
+                return {kv.key: kv.value for kv in st.values}
+    return {}
+
+
 @pytest.fixture(scope="module")
 def robot():
     return build_robot(robots.urdf_string("panda"), source="test")
@@ -186,12 +195,7 @@ def test_a_cloud_on_the_topic_is_avoided_through_the_node():
         pub = client.publisher(PointCloud2, "/camera/points", qos=10)
 
         def obstacles():
-            for arr in reversed(diags):
-                for st in arr.status:
-                    if st.name.endswith(": kinematics"):
-                        return int({kv.key: kv.value for kv in st.values}.get(
-                            "scene_obstacles", 0))
-            return 0
+            return int(_values(diags).get("scene_obstacles", 0))
 
         def published():
             pub.publish(cloud_msg(block))
@@ -291,11 +295,7 @@ def test_an_octomap_on_the_topic_reaches_the_world_and_a_bad_one_is_named():
         pub = client.publisher(Octomap, "/octomap_binary", qos=10)
 
         def values():
-            for arr in reversed(diags):
-                for st in arr.status:
-                    if st.name.endswith(": kinematics"):
-                        return {kv.key: kv.value for kv in st.values}
-            return {}
+            return _values(diags)
 
         def reached():
             pub.publish(msg(data))
