@@ -6,9 +6,10 @@ a Jacobian call, a trajectory seed through the ``~/trajectory_seed`` action with
 planning group's request, collision avoidance against a box put in the world through
 ``~/update_world``, and an obstacle published as MoveIt's move_group publishes it (a
 ``moveit_msgs/CollisionObject`` on ``collision_object``) avoided by MoveIt's ``GetPositionIK``
-(``~/solve_ik``). Every answer is checked here by forward kinematics (and, with collision
-avoidance, on the collision model). Exit code 0 only when all of it worked. The node's own log
-shows warnings and errors only (``--node-log-level``): the demo prints what it checks.
+(``~/solve_ik``), then an octomap in the planning scene avoided too. Every answer is checked
+here by forward kinematics (and, with collision avoidance, on the collision model). Exit code
+0 only when all of it worked. The node's own log shows warnings and errors only
+(``--node-log-level``): the demo prints what it checks.
 
 Run ``ros2_ik_demo [--robot panda] [--goals 100]`` (installed console script, ``make demo``).
 """
@@ -257,6 +258,9 @@ def run(args) -> int:
 
         # ---- 6. MoveIt's planning scene: an object published as move_group does, avoided
         _planning_scene_section(client, server, ns, box, args.seed, failures, _wait)
+
+        # ---- 7. an octomap in the planning scene, as a depth camera's map arrives
+        _octomap_section(client, server, ns, failures, _wait)
     except Exception as exc:  # noqa: BLE001
         print(f"\ndemo failed: {type(exc).__name__}: {exc}")
         failures.append(str(exc))
@@ -551,6 +555,90 @@ def _planning_scene_section(client, server, ns, box_world, seed, failures, wait)
               f"{pe[0]:.1e} m / {re[0]:.1e} rad")
     _check(all_ok, "MoveIt's GetPositionIK answers clear of the planning-scene object by the "
            "margin and verified by FK", failures)
+
+
+def _octomap_section(client, server, ns, failures, wait) -> None:
+    """An octomap as move_group carries it (``world.octomap`` of a PlanningScene diff, the
+    binary stream of a 16 cm block of 2 cm cells, ``ros2_ik.world.octomap.encode_binary``),
+    waited for (bounded) in the node's diagnostics; then GetPositionIK on goals inside the
+    block: reached without ``avoid_collisions``, never SUCCESS with it."""
+    try:
+        from moveit_msgs.msg import PlanningScene
+        from moveit_msgs.srv import GetPositionIK
+    except ImportError:
+        print("\n7. An octomap: moveit_msgs is not importable here: skipped")
+        return
+    from .api import fk_frames
+    from .kinematics import pose_to_pq
+    from .ros import codes
+    from .ros.node import CLIENT_QOS
+    from .world import octomap
+
+    robot = server.robot
+    model, link = robot.model, robot.default_tip
+    reach = float(np.linalg.norm(np.asarray(fk_frames(model, model.neutral_q(), [link]))
+                                 [0, 0, :3, 3]))
+    centre = np.array([0.55 * reach, -0.35 * reach, 0.45 * reach])
+    g = np.arange(-0.08, 0.08, 0.01) + 0.005
+    cells = np.stack(np.meshgrid(g, g, g, indexing="ij"), -1).reshape(-1, 3) + centre
+    sc = PlanningScene()
+    sc.is_diff = True
+    m = sc.world.octomap
+    m.header.frame_id = robot.base
+    m.origin.orientation.w = 1.0
+    m.octomap.binary, m.octomap.id, m.octomap.resolution = True, "OcTree", 0.02
+    m.octomap.data = np.frombuffer(octomap.encode_binary(cells, 0.02), np.int8).tolist()
+    diags, cond = _diagnostics_watch(client, server.get_name())
+    with cond:
+        if not cond.wait_for(lambda: "_seen" in diags, 15.0):
+            raise TimeoutError("no diagnostics from the node on /diagnostics within 15 s")
+        v0, n0 = int(diags.get("scene_version", 0)), int(diags.get("scene_obstacles", 0))
+    pub = client.create_publisher(PlanningScene, "planning_scene", 10)
+    end = time.monotonic() + 15.0
+    while pub.get_subscription_count() < 1:
+        if time.monotonic() > end:
+            raise TimeoutError("the node does not subscribe to planning_scene (15 s)")
+        time.sleep(0.01)
+    pub.publish(sc)
+    with cond:
+        arrived = cond.wait_for(lambda: int(diags.get("scene_version", 0)) > v0 and int(
+            diags.get("scene_obstacles", 0)) > n0, 15.0)
+        boxes = int(diags.get("scene_obstacles", 0)) - n0
+    where = tuple(round(float(v), 3) for v in centre)
+    print(f"\n7. An octomap in the planning scene (world.octomap, binary, 2 cm, a 16 cm block "
+          f"of {len(m.octomap.data)} bytes at {where}): "
+          + (f"in the node's world as {boxes} box(es)" if arrived else "not applied in 15 s"))
+    _check(arrived, "the octomap reached the node's world (its diagnostics)", failures)
+    if not arrived:
+        return
+    ik = client.create_client(GetPositionIK, f"{ns}/solve_ik", qos_profile=CLIENT_QOS)
+    if not ik.wait_for_service(timeout_sec=10.0):
+        raise TimeoutError(f"{ns}/solve_ik (GetPositionIK) not available")
+    rng = np.random.default_rng(7)
+    results = []
+    for _ in range(3):
+        T = np.eye(4)
+        T[:3, :3] = np.diag([1.0, -1.0, -1.0])  # the tool pointing down, into the block
+        T[:3, 3] = centre + rng.uniform(-0.03, 0.03, 3)
+        got = []
+        for avoid in (False, True):
+            req = GetPositionIK.Request()
+            r = req.ik_request
+            r.ik_link_name = link
+            r.pose_stamped.header.frame_id = robot.base
+            pq = pose_to_pq(T)
+            p, o = r.pose_stamped.pose.position, r.pose_stamped.pose.orientation
+            p.x, p.y, p.z = map(float, pq[:3])
+            o.x, o.y, o.z, o.w = map(float, pq[3:])
+            r.avoid_collisions = avoid
+            r.timeout.sec = 1
+            got.append(int(wait(ik.call_async(req), 60.0).error_code.val))
+        results.append(got)
+        print(f"  a goal inside the block: without avoid_collisions {codes.name_of(got[0])}, "
+              f"with it {codes.name_of(got[1])}")
+    _check(all(a == codes.SUCCESS and b != codes.SUCCESS for a, b in results),
+           "goals inside the octomap reached without collision avoidance, never with it",
+           failures)
 
 
 def main(argv=None) -> int:

@@ -294,3 +294,22 @@ def test_a_map_of_thousands_of_boxes_stays_within_bounded_memory():
     out = json.loads(r.stdout.strip().splitlines()[-1])
     assert out["boxes"] > 1000 and out["finite"] and out["answered"] == 2, out
     assert out["peak"] <= 1 << 30, f"{out['peak'] / 2 ** 20:.0f} MiB"
+
+
+def test_an_encoded_map_reads_back_and_octomap_reads_it(tmp_path):
+    """encode_binary's stream decodes to the cells of its points, and OctoMap's own reader
+    (octomap-python) reads the same occupied cells from it."""
+    P = np.random.default_rng(9).uniform(-0.5, 0.5, (700, 3))
+    data = om.encode_binary(P, RES)
+    L = om.decode(data, binary=True, resolution=RES)
+    keys = np.unique(np.floor(P / RES).astype(np.int64) + 32768, axis=0)
+    assert np.array_equal(np.unique(L.key, axis=0), keys) and set(L.cells.tolist()) == {1}
+    head = (f"# Octomap OcTree binary file\nid OcTree\nsize {len(data) // 2 + len(L)}\n"
+            f"res {RES}\ndata\n").encode()
+    (tmp_path / "enc.bt").write_bytes(head + data)
+    t = octomap.OcTree(RES)
+    assert t.readBinary(str(tmp_path / "enc.bt").encode())
+    assert np.allclose(_leaves(t), _rows(L), atol=1e-6)
+    assert om.encode_binary(np.zeros((0, 3)), RES) == b""
+    with pytest.raises(InvalidInputError, match="beyond the tree"):
+        om.encode_binary([[1e4, 0, 0]], RES)

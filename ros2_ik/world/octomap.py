@@ -40,7 +40,8 @@ from ..errors import InvalidInputError
 from . import voxels
 from .voxels import MAX_CELLS, Leaves
 
-__all__ = ["Leaves", "decode", "read_file", "boxes", "obstacles", "MAX_CELLS", "TREE_IDS",
+__all__ = ["Leaves", "decode", "encode_binary", "read_file", "boxes", "obstacles", "MAX_CELLS",
+           "TREE_IDS",
            "DEPTH", "MIN_RESOLUTION", "MAX_RESOLUTION", "PREFIX"]
 
 #: OctoMap's tree depth
@@ -104,6 +105,37 @@ def _bytes(data, what: str) -> bytes:
         return a.astype(np.int64).astype(np.uint8).tobytes()
     except (TypeError, ValueError):
         raise InvalidInputError(f"{what}: data must be bytes or int8 / uint8 values") from None
+
+
+def encode_binary(points, resolution: float) -> bytes:
+    """The binary stream (as ``octomap_msgs/Octomap.data`` carries it, ``binary: true``) of a
+    map whose occupied cells are those of edge ``resolution`` holding ``points`` (N, 3) [m]:
+    leaves at depth 16, nothing free, nothing pruned (what :func:`decode` and OctoMap read)."""
+    res = _check_resolution(resolution, "encode_binary")
+    P = np.asarray(points, dtype=np.float64).reshape(-1, 3)
+    keys = np.floor(P / res).astype(np.int64) + voxels.HALF
+    if keys.size and (keys.min() < 0 or keys.max() >= 2 * voxels.HALF):
+        raise InvalidInputError(f"encode_binary: points beyond the tree's "
+                                f"{voxels.HALF * res:g} m at {res:g} m")
+    out = bytearray()
+    stack = [(np.unique(keys, axis=0), 0)] if len(keys) else []
+    while stack:  # pre-order: a node's two bytes, then its children's subtrees in order
+        k, depth = stack.pop()
+        shift = DEPTH - 1 - depth
+        child = ((k[:, 0] >> shift) & 1) | (((k[:, 1] >> shift) & 1) << 1) | \
+            (((k[:, 2] >> shift) & 1) << 2)
+        code = 2 if depth == DEPTH - 1 else 3  # an occupied leaf, or a node with children
+        b = [0, 0]
+        subs = []
+        for c in range(8):
+            sub = k[child == c]
+            if len(sub):
+                b[c // 4] |= code << (2 * (c % 4))
+                if code == 3:
+                    subs.append((sub, depth + 1))
+        out += bytes(b)
+        stack.extend(reversed(subs))
+    return bytes(out)
 
 
 def _binary(buf: bytes, what: str):
