@@ -17,9 +17,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import IKError
-from ..world import MAX_OBSTACLES
 from .codes import INVALID_REQUEST, RequestError
-from .scene import CLOUD, members_of
+from .scene import CLOUD, replace_cells, replace_sensed
 
 __all__ = ["cloud_points", "apply_cloud", "PREFIX", "MAX_POINTS"]
 
@@ -84,19 +83,21 @@ def apply_cloud(scene, msg, frames, robot, *, resolution: float, max_range: floa
     removed), as the boxes of the cells they fall in. A cloud that cannot be used removes the
     last one and marks the scene (:attr:`~.scene.Scene.unsupported`: collision-aware answers
     are refused, naming it, until a good cloud comes)."""
-    try:
-        new, removed, kept = _apply_cloud(scene, msg, frames, robot, resolution, max_range,
-                                          padding, cm, what)
-        return new.with_unsupported("cloud", None), removed, kept
-    except RequestError as exc:
-        world, poses = scene.world, dict(scene.object_poses)
-        gone = members_of(world, PREFIX)
-        poses.pop(PREFIX, None)
-        new = scene.bumped(world=world.remove(*gone) if gone else world, object_poses=poses)
-        return new.with_unsupported("cloud", exc.message), None, 0
+    counts = [None, 0]  # (the robot's points removed, the points kept: once applied)
+
+    def apply():
+        cells, removed, kept = _cells(msg, frames, robot, resolution, max_range, padding, cm,
+                                      what)
+        new = replace_cells(scene, PREFIX, cells, np.eye(4), what=what,
+                            hint="give a coarser point_cloud.resolution or a shorter max_range")
+        counts[:] = removed, kept
+        return new
+    return (replace_sensed(scene, "cloud", PREFIX, apply).bumped(), *counts)
 
 
-def _apply_cloud(scene, msg, frames, robot, resolution, max_range, padding, cm, what):
+def _cells(msg, frames, robot, resolution, max_range, padding, cm, what):
+    """(the boxes of the cloud's cells (centres, sizes) in the base frame, the robot's points
+    removed or None, the points kept)."""
     from ..world import voxels  # noqa: PLC0415
 
     P = cloud_points(msg, what)
@@ -120,18 +121,7 @@ def _apply_cloud(scene, msg, frames, robot, resolution, max_range, padding, cm, 
         removed = mine.size
         P = np.delete(P, mine, axis=0)
     try:
-        centre, size = voxels.boxes(voxels.cloud_cells(P, resolution, what), what)
+        cells = voxels.boxes(voxels.cloud_cells(P, resolution, what), what)
     except IKError as exc:
         raise RequestError(INVALID_REQUEST, str(exc)) from None
-    world, poses = scene.world, dict(scene.object_poses)
-    gone = members_of(world, PREFIX)
-    if gone:
-        world = world.remove(*gone)
-    if len(world) + len(centre) > MAX_OBSTACLES:
-        raise RequestError(INVALID_REQUEST, f"{what}: its {len(centre)} boxes and the "
-                                            f"{len(world)} other obstacles exceed "
-                                            f"{MAX_OBSTACLES}; give a coarser "
-                                            "point_cloud.resolution or a shorter max_range")
-    world = world.add(*voxels.obstacles(centre, size, prefix=PREFIX))
-    poses[PREFIX] = np.eye(4)
-    return scene.bumped(world=world, object_poses=poses), removed, len(P)
+    return cells, removed, len(P)

@@ -58,6 +58,7 @@ from .codes import INVALID_REQUEST, RequestError
 
 __all__ = ["Scene", "AttachedObject", "Acm", "byte", "apply_collision_object",
            "apply_attached_object", "apply_planning_scene", "apply_octomap", "replace_octomap",
+           "replace_cells", "replace_sensed",
            "members_of", "sensed_members", "collision_model_for", "world_for", "CO_ADD",
            "CO_REMOVE", "CO_APPEND", "CO_MOVE", "OCTOMAP", "CLOUD", "SENSED"]
 
@@ -578,20 +579,49 @@ def apply_planning_scene(scene: Scene, msg, frames, robot, notes: list, *,
     if len(data) and octomap_ok:
         notes.append("world.octomap: left out of the world (collision.ignore_octomap is true): "
                      "its voxels are not avoided")
-        new = apply_octomap(new, None, frames).with_unsupported("octomap", None)
+        new = replace_cells(new, OCTOMAP).with_unsupported("octomap", None)
     elif len(data) or not diff:  # a map replaces the last; a whole scene without one clears it
         new = replace_octomap(new, om if len(data) else None, frames)
     return new.bumped(padding=padding, scale=scale)
 
 
-def replace_octomap(scene: Scene, msg, frames) -> Scene:
-    """:func:`apply_octomap`, and a map that cannot be used removes the last one and marks the
-    scene (:attr:`Scene.unsupported`: collision-aware answers are refused, naming it, until a
-    good map comes)."""
+def replace_cells(scene: Scene, prefix: str, cells=None, T=None, *, what: str = "",
+                  hint: str = "give a coarser resolution") -> Scene:
+    """``scene`` with the obstacles ``prefix/k`` (a map's or a cloud's) replaced by the boxes
+    ``cells`` = (centres, sizes) at pose ``T`` (None: removed); more than
+    :data:`ros2_ik.world.MAX_OBSTACLES` obstacles in all raise :class:`RequestError` (``hint``:
+    what to do)."""
+    from ..world import voxels  # noqa: PLC0415
+
+    world, poses = scene.world, dict(scene.object_poses)
+    gone = members_of(world, prefix)
+    if gone:
+        world = world.remove(*gone)
+    poses.pop(prefix, None)
+    if cells is not None:
+        centre, size = cells
+        if len(world) + len(centre) > MAX_OBSTACLES:
+            raise RequestError(INVALID_REQUEST, f"{what}: its {len(centre)} boxes and the "
+                                                f"{len(world)} other obstacles exceed "
+                                                f"{MAX_OBSTACLES}; {hint}")
+        world = world.add(*voxels.obstacles(centre, size, T, prefix=prefix))
+        poses[prefix] = T
+    return replace(scene, world=world, object_poses=poses)
+
+
+def replace_sensed(scene: Scene, source: str, prefix: str, apply) -> Scene:
+    """``apply()`` (the scene with a new map or cloud, or :class:`RequestError`); input that
+    cannot be used removes the last ``prefix/k`` and marks the scene (:attr:`Scene.
+    unsupported`: collision-aware answers are refused, naming it, until a good one comes)."""
     try:
-        return apply_octomap(scene, msg, frames).with_unsupported("octomap", None)
+        return apply().with_unsupported(source, None)
     except RequestError as exc:
-        return apply_octomap(scene, None, frames).with_unsupported("octomap", exc.message)
+        return replace_cells(scene, prefix).with_unsupported(source, exc.message)
+
+
+def replace_octomap(scene: Scene, msg, frames) -> Scene:
+    """:func:`apply_octomap` through :func:`replace_sensed`."""
+    return replace_sensed(scene, "octomap", OCTOMAP, lambda: apply_octomap(scene, msg, frames))
 
 
 def _translation(p) -> np.ndarray:
@@ -607,33 +637,23 @@ def apply_octomap(scene: Scene, msg, frames) -> Scene:
     raises :class:`RequestError` naming what was wrong (the scene is unchanged)."""
     from ..world import octomap  # noqa: PLC0415
 
-    world, poses = scene.world, dict(scene.object_poses)
-    gone = members_of(world, octomap.PREFIX)
-    if gone:
-        world = world.remove(*gone)
-    poses.pop(octomap.PREFIX, None)
-    if msg is not None:
-        what = "world.octomap"
-        o, p = msg.origin.orientation, msg.origin.position
-        if o.x == o.y == o.z == o.w == 0.0:  # (an orientation left unset: none, as MoveIt)
-            T = frames.to_base(str(msg.header.frame_id), what) @ _translation(
-                _floats([p.x, p.y, p.z], what + ".origin.position"))
-        else:
-            T = frames.pose(msg.origin, str(msg.header.frame_id), what)
-        m = msg.octomap
-        try:
-            leaves = octomap.decode(m.data, binary=bool(m.binary), resolution=m.resolution,
-                                    id=str(m.id), what=what)
-            centre, size = octomap.boxes(leaves, what)
-        except IKError as exc:
-            raise RequestError(INVALID_REQUEST, str(exc)) from None
-        if len(world) + len(centre) > MAX_OBSTACLES:
-            raise RequestError(INVALID_REQUEST, f"{what}: its {len(centre)} boxes and the "
-                                                f"{len(world)} other obstacles exceed "
-                                                f"{MAX_OBSTACLES}; give a coarser resolution")
-        world = world.add(*octomap.obstacles(centre, size, T))
-        poses[octomap.PREFIX] = T
-    return replace(scene, world=world, object_poses=poses)
+    if msg is None:
+        return replace_cells(scene, OCTOMAP)
+    what = "world.octomap"
+    o, p = msg.origin.orientation, msg.origin.position
+    if o.x == o.y == o.z == o.w == 0.0:  # (an orientation left unset: none, as MoveIt)
+        T = frames.to_base(str(msg.header.frame_id), what) @ _translation(
+            _floats([p.x, p.y, p.z], what + ".origin.position"))
+    else:
+        T = frames.pose(msg.origin, str(msg.header.frame_id), what)
+    m = msg.octomap
+    try:
+        leaves = octomap.decode(m.data, binary=bool(m.binary), resolution=m.resolution,
+                                id=str(m.id), what=what)
+        cells = octomap.boxes(leaves, what)
+    except IKError as exc:
+        raise RequestError(INVALID_REQUEST, str(exc)) from None
+    return replace_cells(scene, OCTOMAP, cells, T, what=what)
 
 
 # ---------------------------------------------------------------------- for a solve

@@ -112,13 +112,12 @@ def encode_binary(points, resolution: float) -> bytes:
     map whose occupied cells are those of edge ``resolution`` holding ``points`` (N, 3) [m]:
     leaves at depth 16, nothing free, nothing pruned (what :func:`decode` and OctoMap read)."""
     res = _check_resolution(resolution, "encode_binary")
-    P = np.asarray(points, dtype=np.float64).reshape(-1, 3)
-    keys = np.floor(P / res).astype(np.int64) + voxels.HALF
+    keys = voxels.cloud_cells(points, res, "encode_binary").key
     if keys.size and (keys.min() < 0 or keys.max() >= 2 * voxels.HALF):
         raise InvalidInputError(f"encode_binary: points beyond the tree's "
                                 f"{voxels.HALF * res:g} m at {res:g} m")
     out = bytearray()
-    stack = [(np.unique(keys, axis=0), 0)] if len(keys) else []
+    stack = [(keys, 0)] if len(keys) else []
     while stack:  # pre-order: a node's two bytes, then its children's subtrees in order
         k, depth = stack.pop()
         shift = DEPTH - 1 - depth

@@ -166,10 +166,7 @@ def mesh_cells(vertices, faces, resolution: float, what: str = "mesh") -> Leaves
     """The cells of edge ``resolution`` [m] that the triangles ``faces`` (F, 3) of
     ``vertices`` (V, 3) pass through or touch (see the module docstring), in the mesh's
     frame."""
-    resolution = float(resolution)
-    if not (np.isfinite(resolution) and resolution > 0):
-        raise InvalidInputError(f"{what}: the cells' edge must be positive and finite, got "
-                                f"{resolution!r}")
+    resolution = _edge(resolution, what)
     V = np.asarray(vertices, dtype=np.float64).reshape(-1, 3)
     F = np.asarray(faces, dtype=np.int64).reshape(-1, 3)
     if not len(F):
@@ -204,6 +201,14 @@ def mesh_cells(vertices, faces, resolution: float, what: str = "mesh") -> Leaves
         start = stop
     keys = np.unique(np.concatenate(found), axis=0) + HALF
     return Leaves(keys, np.ones(len(keys), np.int64), float(resolution))
+
+
+def _edge(resolution, what: str) -> float:
+    resolution = float(resolution)
+    if not (np.isfinite(resolution) and resolution > 0):
+        raise InvalidInputError(f"{what}: the cells' edge must be positive and finite, got "
+                                f"{resolution!r}")
+    return resolution
 
 
 def _split_slanted(V, F, res, what):
@@ -264,6 +269,7 @@ def _overlapping(tri, lo, hi) -> np.ndarray:
 
 def cloud_cells(points, resolution: float, what: str = "point cloud") -> Leaves:
     """The cells of edge ``resolution`` [m] that the finite points (N, 3) fall in."""
+    resolution = _edge(resolution, what)
     P = np.asarray(points, dtype=np.float64).reshape(-1, 3)
     P = P[np.all(np.isfinite(P), axis=1)]
     if P.size and np.abs(P).max() > MAX_SIZE:

@@ -284,6 +284,28 @@ def register(w) -> SceneState:
     return state
 
 
+class _Newest:
+    """The messages of one sensed topic, applied on the scene worker one at a time, each the
+    newest that arrived: one waiting at a time, a newer message replacing it (not queued).
+    ``apply(scene, frames, robot, msg) -> scene``."""
+
+    def __init__(self, state: SceneState, what: str, apply):
+        self._state, self._what, self._apply = state, what, apply
+        self._waiting = threading.Event()
+        self._latest = None
+
+    def __call__(self, msg) -> None:
+        self._latest = msg
+        if self._waiting.is_set():
+            return  # (the one waiting takes this newer message)
+        self._waiting.set()
+        self._state.submit(self._what, self._run, done=lambda err: self._waiting.clear())
+
+    def _run(self, scene, frames, robot, notes):
+        msg, self._latest = self._latest, None
+        return scene if msg is None else self._apply(scene, frames, robot, msg)
+
+
 def _point_clouds(w, state: SceneState) -> None:
     """The subscription to ``point_cloud.topic`` (none when ''): each cloud, at most
     ``point_cloud.max_rate`` a second and one waiting at a time, replaces the last
@@ -297,34 +319,24 @@ def _point_clouds(w, state: SceneState) -> None:
     from ..cloud import apply_cloud  # noqa: PLC0415
 
     last = [-float("inf")]
-    waiting = threading.Event()
-    latest = [None]  # the newest cloud not yet taken (a newer one replaces it)
+
+    def apply(scene, frames, robot, msg):
+        s = w.settings()
+        cm = None
+        if robot is not None:
+            cm = robot.collision_model(s.collision_spheres_file, s.collision_mesh_path,
+                                       s.collision_margin)
+        return apply_cloud(scene, msg, frames, robot, resolution=s.point_cloud_resolution,
+                           max_range=s.point_cloud_max_range, padding=s.point_cloud_padding,
+                           cm=cm, what=f"point cloud on {topic}")[0]
+    newest = _Newest(state, f"point cloud on {topic}", apply)
 
     def on_cloud(msg):
-        s = w.settings()
         now = time.monotonic()
-        if now - last[0] < 1.0 / s.point_cloud_max_rate:
+        if now - last[0] < 1.0 / w.settings().point_cloud_max_rate:
             return  # (dropped: the next one replaces it anyway)
         last[0] = now
-        latest[0] = msg
-        if waiting.is_set():
-            return  # (the one waiting takes this newer cloud)
-        waiting.set()
-
-        def apply(scene, frames, robot, notes):
-            msg, latest[0] = latest[0], None
-            if msg is None:
-                return scene
-            cm = None
-            if robot is not None:
-                cm = robot.collision_model(s.collision_spheres_file, s.collision_mesh_path,
-                                           s.collision_margin)
-            return apply_cloud(scene, msg, frames, robot, resolution=s.point_cloud_resolution,
-                               max_range=s.point_cloud_max_range,
-                               padding=s.point_cloud_padding, cm=cm,
-                               what=f"point cloud on {topic}")[0]
-
-        state.submit(f"point cloud on {topic}", apply, done=lambda err: waiting.clear())
+        newest(msg)
 
     w.node.create_subscription(PointCloud2, topic, on_cloud, qos_profile_sensor_data)
     w.node.get_logger().info(f"point clouds on {topic} become obstacles "
@@ -350,22 +362,9 @@ def _octomaps(w, state: SceneState) -> None:
 
     from ..scene import replace_octomap  # noqa: PLC0415
 
-    waiting = threading.Event()
-    latest = [None]  # the newest map not yet taken (a newer one replaces it)
-
-    def apply(scene, frames, robot, notes):
-        msg, latest[0] = latest[0], None
-        if msg is None:
-            return scene
+    def apply(scene, frames, robot, msg):
         with_pose = types.SimpleNamespace(header=msg.header, origin=Pose(), octomap=msg)
         return replace_octomap(scene, with_pose, frames).bumped()
 
-    def on_map(msg):
-        latest[0] = msg
-        if waiting.is_set():
-            return  # (the one waiting takes this newer map)
-        waiting.set()
-        state.submit(f"octomap on {topic}", apply, done=lambda err: waiting.clear())
-
-    w.node.create_subscription(Octomap, topic, on_map, 1)
+    w.node.create_subscription(Octomap, topic, _Newest(state, f"octomap on {topic}", apply), 1)
     w.node.get_logger().info(f"octomaps on {topic} become obstacles")
