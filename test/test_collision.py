@@ -23,15 +23,16 @@ from ros2_ik.backends import interface
 from ros2_ik.backends.codegen import chain_of, solve_source
 from ros2_ik.errors import IKError, InvalidInputError, ShapeError, UnknownLinkError
 from ros2_ik.ik import Status
-from ros2_ik.ik.collision import (CollisionObjective, clearance, penalty, sample_disabled_pairs,
-                                  sdf)
+from ros2_ik.ik.collision import (CollisionObjective, allowed_mask, clearance, penalty,
+                                  sample_disabled_pairs, sdf, sphere_centers)
 from ros2_ik.ik.objectives import EvalContext
 from ros2_ik.kinematics import fk, fk_frames
 from ros2_ik.backends.terms.collision_scene import pack_scene
 from ros2_ik.model.spheres import Shape
 from ros2_ik.model.collision import (CollisionGeometryError, CollisionWarning, collision_model,
                                      spheres_from_yaml)
-from ros2_ik.world import MAX_OBSTACLES, Obstacle, World, world_from_yaml
+from ros2_ik.world import (CLUSTER, CLUSTER_RADIUS, MAX_OBSTACLES, Obstacle, World,
+                           bounding_radius, voxels, world_from_yaml)
 
 need_cxx = pytest.mark.skipif(hostrun.available() is None, reason="no C++ compiler here")
 TIP = "panda_hand_tcp"
@@ -49,6 +50,32 @@ def _all_shapes_world():
         Obstacle.make("bar", "capsule", (0.05, 0.4),
                       [0.2, 0.4, 0.6, 0.0, math.sin(0.3), 0.0, math.cos(0.3)]),
         Obstacle.make("floor", "halfspace", pose=[0, 0, -0.3, 0, 0, 0, 1]))
+
+
+def _cells_world(touch=()):
+    """Every shape and a sensed surface: the cells (3 cm) of noisy points on a curved wall and
+    a slab around the arm, hundreds of small boxes in clusters of neighbours (some of them
+    allowed to touch ``touch``)."""
+    rng = np.random.default_rng(5)
+    a = rng.uniform(-1.2, 1.2, 4000)
+    wall = np.stack([0.55 * np.cos(a), 0.55 * np.sin(a), rng.uniform(0.0, 0.9, a.size)], 1)
+    slab = np.stack([rng.uniform(0.2, 0.6, 1500), rng.uniform(-0.4, 0.4, 1500),
+                     rng.uniform(0.55, 0.6, 1500)], 1)
+    P = np.concatenate([wall, slab]) + rng.normal(0.0, 0.01, (5500, 3))
+    c, sz = voxels.boxes(voxels.cloud_cells(P, 0.03))
+    cells = voxels.obstacles(c, sz, prefix="cells")
+    # allowed to touch: every fifth cell, and the whole slab (clusters none of whose members
+    # is checked against the link)
+    cells = [o.with_touch(touch) if touch and (k % 5 == 0 or c[k][2] > 0.5) else o
+             for k, o in enumerate(cells)]
+    world = _all_shapes_world().add(*cells)
+    cl = world.clusters()
+    assert (cl.sizes > 1).sum() > 10
+    if touch:
+        every = [all(world[world.ids[o]].touch for o in cl.order[cl.start[k]:cl.start[k + 1]])
+                 for k in np.nonzero(cl.sizes > 1)[0]]
+        assert 0 < sum(every) < len(every)
+    return world
 
 
 # ---------------------------------------------------------------- independent geometry checks
@@ -546,6 +573,48 @@ def test_collision_objective_jacobian_matches_finite_differences(name):
     assert np.linalg.eigvalsh(H).min() > -1e-9
 
 
+def test_a_world_of_many_small_obstacles_is_checked_in_clusters():
+    """A sensed world's boxes are grouped into clusters of neighbours (each obstacle in exactly
+    one, every member inside its cluster's sphere; half-spaces and large obstacles alone; a
+    world of a few primitives unchanged), and the reference's distances through the clusters
+    equal a brute-force check of every sphere against every obstacle it may not touch."""
+    small = _all_shapes_world().clusters()
+    assert np.array_equal(small.order, np.arange(5)) and np.all(small.sizes == 1)
+    m = load_robot("panda")
+    cm = collision_model(m)
+    world = _cells_world(touch=[cm.link_names[-1]])
+    cl = world.clusters()
+    assert np.array_equal(np.sort(cl.order), np.arange(len(world)))
+    assert cl.sizes.max() == CLUSTER and cl.sizes.min() >= 1
+    packed = world.packed()
+    orad = bounding_radius(packed)
+    for k in np.nonzero(cl.sizes > 1)[0]:
+        mem = cl.order[cl.start[k]:cl.start[k + 1]]
+        reach = np.linalg.norm(packed[mem, 10:13] - cl.center[k], axis=1) + orad[mem]
+        assert np.all(reach <= cl.radius[k] + 1e-12) and np.all(orad[mem] >= 0)
+    alone = cl.order[cl.start[:-1][cl.sizes == 1]]
+    assert {world.ids[o] for o in alone} >= {"floor", "box", "can", "bar"}
+    assert np.all((orad[alone] < 0) | (orad[alone] > CLUSTER_RADIUS))
+    assert np.median(cl.radius[cl.sizes > 1]) < 0.25  # neighbours (the world spans 1.2 m)
+    q = m.random_q(np.random.default_rng(2), 300)
+    obj = CollisionObjective(m, cm, world, margin=0.0, activation=0.05,
+                             self_collisions=False)
+    d, which = obj.nearest(EvalContext(m, q, q))
+    P = sphere_centers(m, cm, fk(m, q))
+    brute = np.full(len(q), np.inf)
+    skip = allowed_mask(cm, world)
+    for o in range(len(world)):
+        ok = ~skip[o][cm.sphere_link]
+        do = sdf(packed[o:o + 1], P[:, ok])[0][..., 0] - cm.radius[ok]
+        brute = np.minimum(brute, do.min(axis=1))
+    near = brute < 0.05
+    assert near.sum() > 100 and (~near).sum() > 10
+    np.testing.assert_allclose(d[near], brute[near], atol=1e-12)
+    assert np.all(d[~near] >= 0.05 - 1e-12) and np.all(d <= brute + 1e-12)
+    np.testing.assert_allclose(clearance(m, cm, q, world, self_collisions=False)[0], brute,
+                               atol=1e-12)
+
+
 # ---------------------------------------------------------------- compiled terms
 
 def _terms(m, tips, cm, world, q, cfg):
@@ -561,14 +630,17 @@ def _terms(m, tips, cm, world, q, cfg):
 
 
 @need_cxx
-@pytest.mark.parametrize("name,tips", [("panda", [TIP]), ("ur", ["tool0"]),
-                                       ("dual_arm", ["left_tool", "right_tool"])])
-def test_compiled_collision_terms_equal_the_reference(name, tips):
+@pytest.mark.parametrize("name,tips,cells", [
+    ("panda", [TIP], False), ("ur", ["tool0"], False),
+    ("dual_arm", ["left_tool", "right_tool"], False), ("panda", [TIP], True),
+    ("dual_arm", ["left_tool", "right_tool"], True)])
+def test_compiled_collision_terms_equal_the_reference(name, tips, cells):
     """The generated terms (cost, J^T J, J^T r of the collision rows, the exact check's
-    distance and pair) equal the reference's, on every shape, self pairs included."""
+    distance and pair) equal the reference's, on every shape, self pairs included; and in a
+    sensed world of hundreds of boxes in clusters (some allowed to touch a link)."""
     m = load_robot(name)
     cm = collision_model(m)
-    world = _all_shapes_world()
+    world = _cells_world(touch=[cm.link_names[-1]]) if cells else _all_shapes_world()
     cfg = IKConfig(avoid_collisions=True, collision_activation=0.05)
     q = m.random_q(np.random.default_rng(1), 200)
     ch, out = _terms(m, tips, cm, world, q, cfg)
@@ -609,14 +681,15 @@ def test_compiled_collision_terms_equal_the_reference(name, tips):
 
 
 @need_cxx
-def test_scalar_and_vector_rows_are_bit_equal_with_collisions():
+@pytest.mark.parametrize("cells", [False, True])
+def test_scalar_and_vector_rows_are_bit_equal_with_collisions(cells):
     m = load_robot("panda")
     q = m.random_q(np.random.default_rng(7), 64)
     T = fk_frames(m, q, [TIP])[:, 0]
     cfg = IKConfig(num_seeds=4, stall_iterations=5, avoid_collisions=True)
     s = IKSolver(m, [TIP], cfg)
     assert s.backend == "host" and s._impl.lanes in (0, 4)
-    world = _all_shapes_world()
+    world = _cells_world(touch=["panda_link7"]) if cells else _all_shapes_world()
     batch = s.solve(T, world=world)  # lanes (P >= 4)
     for i in range(0, 64, 9):
         one = s.solve(T[i:i + 1], world=world)  # one row at a time
@@ -742,17 +815,19 @@ def test_collisions_off_give_the_same_answers_as_before():
     assert a.clearance is None and a.world_version is None
 
 
-@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("dtype,cells", [("float64", False), ("float32", False),
+                                         ("float64", True)])
 @need_cxx
-def test_cuda_text_with_collisions_through_the_standin(monkeypatch, dtype):
+def test_cuda_text_with_collisions_through_the_standin(monkeypatch, dtype, cells):
     """The CUDA rendering of the collision terms (run on the CPU through the host shim):
-    every success clear by the exact check, close to the host's success rate."""
+    every success clear by the exact check, close to the host's success rate; in float64 the
+    host's answers bit for bit (a sensed world's clusters too)."""
     from ros2_ik.backends.cuda import GpuSolver
 
     cp = cupy_standin.install(monkeypatch)
     m = load_robot("panda")
     cm = collision_model(m)
-    world = _all_shapes_world()
+    world = _cells_world(touch=["panda_link7"]) if cells else _all_shapes_world()
     q = m.random_q(np.random.default_rng(9), 60)
     ok = clearance(m, cm, q, world)[0] > 0.03
     T = fk_frames(m, q[ok], [TIP])[:, 0]

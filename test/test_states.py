@@ -18,6 +18,7 @@ from ros2_ik.errors import (BackendUnavailableError, InputTypeError, InvalidInpu
 from ros2_ik.ik.collision import clearance, default_collision_model
 from ros2_ik.model.collision import collision_model
 from ros2_ik.world import Obstacle, World
+from test_collision import _cells_world
 
 need_cxx = pytest.mark.skipif(hostrun.available() is None, reason="no C++ compiler here")
 pytestmark = pytest.mark.timeout(300)
@@ -75,6 +76,23 @@ def test_compiled_check_equals_the_reference(name):
     assert rr.backend == "reference"
     np.testing.assert_allclose(rr.self_clearance, r.self_clearance[:300], atol=1e-12)
     np.testing.assert_allclose(rr.world_clearance, r.world_clearance[:300], atol=1e-12)
+
+
+@need_cxx
+def test_compiled_check_in_a_sensed_world_equals_the_reference():
+    """In a sensed world (hundreds of boxes in clusters of neighbours, some allowed to touch
+    a link, whole clusters among them), the compiled check's world clearance and nearest pair
+    equal the reference's exact ones (every sphere and obstacle looked at)."""
+    m = load_robot("panda")
+    cm = collision_model(m)
+    world = _cells_world(touch=["panda_link7"])
+    q = m.random_q(np.random.default_rng(3), 60)
+    r = check_states(m, q, world, collision=cm)
+    assert r.backend == "host" and r.complete
+    dw, pw, _ = clearance(m, cm, q, world, self_collisions=False)
+    np.testing.assert_allclose(r.world_clearance, dw, rtol=0, atol=1e-12)
+    assert (r.world_pair == pw).mean() > 0.95
+    assert (dw < 0).sum() > 5 and (dw > 0).sum() > 5
 
 
 @need_cxx

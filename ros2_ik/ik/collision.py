@@ -47,7 +47,7 @@ from ..kinematics.fk import fk
 from ..model import Model, check_model
 from ..model.collision import CollisionModel
 from ..validate import check_number
-from ..world import World
+from ..world import CLUSTER, World
 from .collision_geometry import (TINY, bounding_radius, check_tables, penalty, place_points, sdf,
                                  sdf_rows, sphere_centers)
 from .objectives import EvalContext, Objective
@@ -168,6 +168,9 @@ class CollisionObjective(Objective):
         self.packed = self.world.packed()
         self.orad = bounding_radius(self.packed)
         self.skip = allowed_mask(collision, self.world)  # (O, C) pairs not checked
+        self.clusters = self.world.clusters()
+        self.members = self.clusters.members()
+        self._per_link: dict = {}
         self.dim = model.nv_active + 1
 
     def take(self, start, stop):
@@ -311,45 +314,78 @@ class CollisionObjective(Objective):
                        (1.0, -1.0), jac)
 
     def _world_link(self, xp, T, tb, lb, c, thr, acc, jac):
-        keep = np.nonzero(~self.skip[:, c])[0]
-        if not keep.size:
-            return
-        # obstacles a few at a time where configurations x obstacles would be more than
-        # WORLD_PAIRS (a map of thousands of boxes): memory stays bounded
-        N = max(1, T.shape[0])
-        step = keep.size if keep.size * N <= WORLD_PAIRS else max(1, WORLD_PAIRS // N)
-        for lo in range(0, keep.size, step):
-            self._world_chunk(xp, T, tb, lb, c, thr, acc, jac, keep[lo:lo + step])
-
-    def _world_chunk(self, xp, T, tb, lb, c, thr, acc, jac, keep):
-        cm = self.cm
-        ob_all = const(xp, self.packed)
-        ob = ob_all[const(xp, keep)]  # (O', 16)
-        orad = const(xp, self.orad[keep])
+        """Link ``c`` against the world: the obstacles on their own each, the clusters of
+        neighbours (:meth:`~ros2_ik.world.World.clusters`) by their bounding spheres first and
+        their members where near. Configurations x obstacles (or clusters) are taken at most
+        ``WORLD_PAIRS`` at a time: memory stays bounded in a world of thousands of boxes."""
+        alone, grouped = self._link_world(c)
         N = T.shape[0]
-        r_link = float(tb.lb_r[c])
-
-        def bound(points, r):  # (..., O', 3) against the obstacles: (bound distance (..., O'))
-            far = xp.linalg.norm(points - ob[..., 10:13], axis=-1) - (orad + r)
-            d, _ = sdf_rows(ob, points)
-            return xp.where((orad >= 0) & (far >= thr), far, d - r)
-
-        L = xp.broadcast_to(lb[:, c][:, None], (N, len(keep), 3))
-        bd = bound(L, r_link)
-        far = bd >= thr
-        ii, oo = xp.nonzero(far)
-        acc.bound(ii, bd[ii, oo])
-        ii, oo = xp.nonzero(~far)
-        if not ii.shape[0]:
+        step = max(1, WORLD_PAIRS // max(1, N))
+        for lo in range(0, alone.size, step):
+            o = xp.asarray(alone[lo:lo + step])
+            self._world_pairs(xp, T, tb, lb, c, thr, acc, jac,
+                              xp.repeat(xp.arange(N), o.shape[0]), xp.tile(o, N))
+        if not grouped.size:
             return
+        cl = self.clusters
+        step = max(1, step // CLUSTER)
+        lc, r_link = lb[:, c], float(tb.lb_r[c])
+        for lo in range(0, grouped.size, step):
+            k = xp.asarray(grouped[lo:lo + step])
+            d = xp.linalg.norm(lc[:, None] - const(xp, cl.center)[k], axis=-1) - (
+                const(xp, cl.radius)[k] + r_link)
+            ii, kk = xp.nonzero(d >= thr)
+            acc.bound(ii, d[ii, kk])
+            ii, kk = xp.nonzero(d < thr)
+            if not ii.shape[0]:
+                continue
+            mem = const(xp, self.members)[k[kk]]  # (n, CLUSTER), -1 past a cluster's size
+            ok = mem >= 0
+            ok &= ~const(xp, self.skip[:, c])[xp.maximum(mem, 0)]
+            r, j = xp.nonzero(ok)
+            self._world_pairs(xp, T, tb, lb, c, thr, acc, jac, ii[r], mem[r, j])
+
+    def _link_world(self, c: int):
+        """(obstacles on their own, clusters with a member) that link ``c`` is checked
+        against (the others allowed to touch it), in the order the kernels take them."""
+        kept = self._per_link.get(c)
+        if kept is None:
+            cl = self.clusters
+            sz = cl.sizes
+            one = cl.order[cl.start[:-1][sz == 1]]
+            free = ~self.skip[:, c]
+            many = np.nonzero(sz > 1)[0]
+            many = many[[bool(free[m[m >= 0]].any()) for m in self.members[many]]] \
+                if many.size else many
+            kept = self._per_link[c] = (one[free[one]], many)
+        return kept
+
+    def _world_pairs(self, xp, T, tb, lb, c, thr, acc, jac, ii, oo):
+        """Link ``c`` of configurations ``ii`` against obstacles ``oo`` (pairs, flat): the
+        link's bound, its groups, their spheres."""
+        cm = self.cm
+        ob = const(xp, self.packed)[oo]  # (n, 16)
+        orad = const(xp, self.orad)[oo]
+        r_link = float(tb.lb_r[c])
+        lk = lb[ii, c]
+        far = xp.linalg.norm(lk - ob[:, 10:13], axis=-1) - (orad + r_link)
+        d, _ = sdf_rows(ob, lk)
+        bd = xp.where((orad >= 0) & (far >= thr), far, d - r_link)
+        near = bd < thr
+        acc.bound(ii[~near], bd[~near])
+        sel = xp.nonzero(near)[0]
+        if not sel.shape[0]:
+            return
+        ii, oo = ii[sel], oo[sel]
         groups = tb.link_groups[c]
         anchor = int(tb.anchor[c])
         gc = place_points(xp, T[ii, anchor][:, None], const(xp, tb.gb_c[groups]))  # (n, ng, 3)
-        obn = ob[oo][:, None]  # (n, 1, 16)
-        far_g = xp.linalg.norm(gc - obn[..., 10:13], axis=-1) - (orad[oo][:, None] + const(
+        obn = ob[sel][:, None]  # (n, 1, 16)
+        orn = orad[sel]
+        far_g = xp.linalg.norm(gc - obn[..., 10:13], axis=-1) - (orn[:, None] + const(
             xp, tb.gb_r[groups])[None])
         dg, _ = sdf_rows(obn, gc)
-        gd = xp.where((orad[oo] >= 0)[:, None] & (far_g >= thr), far_g,
+        gd = xp.where((orn >= 0)[:, None] & (far_g >= thr), far_g,
                       dg - const(xp, tb.gb_r[groups])[None])
         gfar = gd >= thr
         k, j = xp.nonzero(gfar)
@@ -358,15 +394,15 @@ class CollisionObjective(Objective):
         if not k.shape[0]:
             return
         sp = const(xp, tb.g_spheres)[const(xp, groups)[j]]  # (m, GROUP)
-        cfg, o_loc = ii[k], oo[k]
+        cfg, o_loc = ii[k], k
         center, radius = const(xp, cm.center), const(xp, cm.radius)
         p = place_points(xp, T[cfg, anchor][:, None], center[xp.maximum(sp, 0)])  # (m, G, 3)
-        obm = ob[o_loc][:, None]
+        obm = obn[o_loc]
         rs = radius[xp.maximum(sp, 0)]
-        far_s = xp.linalg.norm(p - obm[..., 10:13], axis=-1) - (orad[o_loc][:, None] + rs)
+        far_s = xp.linalg.norm(p - obm[..., 10:13], axis=-1) - (orn[o_loc][:, None] + rs)
         d, grad = sdf_rows(obm, p)
         d = d - rs
-        use_far = (orad[o_loc] >= 0)[:, None] & (far_s >= thr)
+        use_far = (orn[o_loc] >= 0)[:, None] & (far_s >= thr)
         valid = sp >= 0
         m, s_i = xp.nonzero(valid & use_far)
         acc.bound(cfg[m], far_s[m, s_i])
@@ -374,7 +410,7 @@ class CollisionObjective(Objective):
         if not m.shape[0]:
             return
         S, O = tb.S, self.packed.shape[0]
-        o_glob = const(xp, keep)[o_loc[m]]
+        o_glob = oo[o_loc[m]]
         dd = d[m, s_i]
         acc.exact(cfg[m], dd, S * S + sp[m, s_i] * O + o_glob)
         if acc.rows:  # one row per group and obstacle: its first penetrating or nearest sphere

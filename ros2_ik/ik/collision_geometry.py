@@ -10,7 +10,7 @@ import numpy as np
 from ..backend import const, get_xp
 from ..model import Model
 from ..model.collision import GROUP, CollisionModel
-from ..world import SHAPE_CODES
+from ..world import SHAPE_CODES, bounding_radius
 
 __all__ = ["TINY", "sdf", "sdf_rows", "bounding_radius", "penalty", "sphere_centers",
            "place_points", "CheckTables", "check_tables"]
@@ -95,14 +95,6 @@ def sdf(packed, points):
     xp = get_xp(points)
     ob = xp.asarray(packed)
     return sdf_rows(ob, points[..., None, :] + 0.0 * ob[..., 10:13])
-
-
-def bounding_radius(packed) -> np.ndarray:
-    """(O,) each obstacle's bounding sphere radius about its origin (-1: a half-space)."""
-    ob = np.asarray(packed)
-    k, a, b, c = ob[:, 0], ob[:, 13], ob[:, 14], ob[:, 15]
-    return np.where(k == _SPHERE, a, np.where(k == _BOX, np.sqrt(a * a + b * b + c * c), np.where(
-        k == _CYL, np.sqrt(a * a + b * b), np.where(k == _CAPS, a + b, -1.0))))
 
 
 def penalty(x, eta: float):

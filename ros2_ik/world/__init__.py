@@ -21,6 +21,12 @@ obstacle and what to do.
 obstacle: ``[shape code, R (9, row-major), p (3), a, b, c]`` with ``a, b, c`` the shape's
 half-sizes (sphere r; box hx hy hz; cylinder and capsule r, half-length).
 
+:meth:`World.clusters` groups a large world's small obstacles (the boxes of an octomap, a cloud
+or a mesh) into clusters of at most :data:`CLUSTER` neighbours, each with a bounding sphere:
+the collision checks test a link against a cluster once and look at its members only where it
+is near (a broad phase over the obstacles, as the robot's sphere groups are one over its
+spheres).
+
 An obstacle's :attr:`Obstacle.touch` names the robot links (collision link names, or ``"*"``
 for all) that may touch it: it is not checked against them (MoveIt's allowed collision matrix
 between a link and an object: a part a gripper holds against, a table a mobile base stands on).
@@ -39,7 +45,8 @@ from ..kinematics.se3 import matrix_to_quat, pq_to_pose
 from ..validate import as_float_array, check_int, check_transforms, describe
 
 __all__ = ["World", "Obstacle", "SHAPES", "SHAPE_CODES", "MAX_OBSTACLES", "MAX_SIZE", "PACKED",
-           "world_from_yaml"]
+           "world_from_yaml", "bounding_radius", "Clusters", "CLUSTER", "CLUSTER_FROM",
+           "CLUSTER_RADIUS"]
 
 SHAPES = ("sphere", "box", "cylinder", "capsule", "halfspace")
 #: the shape codes of :meth:`World.packed` (and of the generated kernels)
@@ -53,6 +60,97 @@ MAX_OBSTACLES = 10_000
 MAX_SIZE = 1e4
 #: numbers per obstacle in :meth:`World.packed`
 PACKED = 16
+#: most obstacles in one cluster (:meth:`World.clusters`)
+CLUSTER = 16
+#: worlds of fewer obstacles that may be clustered than this keep every obstacle on its own
+CLUSTER_FROM = 2 * CLUSTER
+#: [m] obstacles with a larger bounding sphere (a table, a wall) stay on their own
+CLUSTER_RADIUS = 0.1
+
+
+def bounding_radius(packed) -> np.ndarray:
+    """(O,) each obstacle's bounding sphere radius about its origin (-1: a half-space) from
+    :meth:`World.packed` rows."""
+    ob = np.asarray(packed)
+    k, a, b, c = ob[:, 0], ob[:, 13], ob[:, 14], ob[:, 15]
+    return np.where(k == SHAPE_CODES["sphere"], a, np.where(
+        k == SHAPE_CODES["box"], np.sqrt(a * a + b * b + c * c), np.where(
+            k == SHAPE_CODES["cylinder"], np.sqrt(a * a + b * b), np.where(
+                k == SHAPE_CODES["capsule"], a + b, -1.0))))
+
+
+@dataclass(frozen=True)
+class Clusters:
+    """A world's obstacles in clusters (:meth:`World.clusters`), in the order the checks take
+    them: cluster ``k`` holds obstacles ``order[start[k]:start[k + 1]]`` (indices into
+    :meth:`World.packed`) within the sphere ``center[k]``, ``radius[k]`` (-1: a half-space,
+    on its own). Obstacles on their own come first, in the world's order; then the clusters
+    of neighbours, in Morton order."""
+
+    order: np.ndarray
+    start: np.ndarray
+    center: np.ndarray
+    radius: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.radius)
+
+    @property
+    def sizes(self) -> np.ndarray:
+        return np.diff(self.start)
+
+    def members(self) -> np.ndarray:
+        """(K, :data:`CLUSTER`) each cluster's obstacles, -1 past its size."""
+        K = len(self)
+        out = np.full((K, CLUSTER), -1, dtype=np.int64)
+        sz = self.sizes
+        rows = np.repeat(np.arange(K), sz)
+        cols = np.arange(len(self.order)) - np.repeat(self.start[:-1], sz)
+        out[rows, cols] = self.order
+        return out
+
+
+def _morton(p: np.ndarray) -> np.ndarray:
+    """(n,) 30-bit Morton codes of points ``p`` (n, 3) on a 1,024-step grid over their box."""
+    lo = p.min(axis=0)
+    span = max(float((p.max(axis=0) - lo).max()), 1e-9)
+    g = np.minimum((p - lo) * (1023.0 / span), 1023.0).astype(np.int64)
+    code = np.zeros(len(p), dtype=np.int64)
+    for bit in range(10):
+        for ax in range(3):
+            code |= ((g[:, ax] >> bit) & 1) << (3 * bit + ax)
+    return code
+
+
+def _clusters(packed: np.ndarray) -> Clusters:
+    orad = bounding_radius(packed)
+    small = np.nonzero((orad >= 0) & (orad <= CLUSTER_RADIUS))[0]
+    if small.size < CLUSTER_FROM:
+        small = small[:0]
+    alone = np.setdiff1d(np.arange(len(packed)), small)
+    small = small[np.argsort(_morton(packed[small, 10:13]), kind="stable")] if small.size \
+        else small
+    n_groups = -(-small.size // CLUSTER)
+    order = np.concatenate([alone, small]).astype(np.int64)
+    start = np.concatenate([np.arange(alone.size + 1),
+                            alone.size + np.minimum(CLUSTER * np.arange(1, n_groups + 1),
+                                                    small.size)]).astype(np.int64)
+    K = alone.size + n_groups
+    center, radius = np.zeros((K, 3)), np.empty(K)
+    center[:alone.size], radius[:alone.size] = packed[alone, 10:13], orad[alone]
+    if n_groups:  # each group's sphere about its members' spheres' box
+        m = np.full(n_groups * CLUSTER, -1, dtype=np.int64)
+        m[:small.size] = small
+        m = m.reshape(n_groups, CLUSTER)
+        valid = m >= 0
+        c, r = packed[np.maximum(m, 0), 10:13], np.where(valid, orad[np.maximum(m, 0)], 0.0)
+        lo = np.where(valid[..., None], c - r[..., None], np.inf).min(axis=1)
+        hi = np.where(valid[..., None], c + r[..., None], -np.inf).max(axis=1)
+        mid = 0.5 * (lo + hi)
+        reach = np.linalg.norm(c - mid[:, None], axis=-1) + r
+        center[alone.size:] = mid
+        radius[alone.size:] = np.where(valid, reach, 0.0).max(axis=1)
+    return Clusters(*(_ro(a) for a in (order, start, center, radius)))
 
 
 @dataclass(frozen=True)
@@ -159,7 +257,7 @@ def _ro(a: np.ndarray) -> np.ndarray:
 class World:
     """An immutable, versioned set of obstacles (see the module docstring)."""
 
-    __slots__ = ("_obstacles", "version", "_packed")
+    __slots__ = ("_obstacles", "version", "_packed", "_clusters")
 
     def __init__(self, obstacles=(), version: int = 0):
         obs: dict = {}
@@ -177,6 +275,7 @@ class World:
         self._obstacles = obs
         self.version = check_int(version, "version", low=0)
         self._packed = None
+        self._clusters = None
 
     # ------------------------------------------------------------------ reading
     def __len__(self) -> int:
@@ -206,6 +305,13 @@ class World:
                  if self._obstacles else np.zeros((0, PACKED)))
             self._packed = _ro(np.ascontiguousarray(a))
         return self._packed
+
+    def clusters(self) -> Clusters:
+        """This world's obstacles in clusters (see the module docstring; kept): worlds of fewer
+        than :data:`CLUSTER_FROM` small obstacles keep every obstacle on its own."""
+        if self._clusters is None:
+            self._clusters = _clusters(self.packed())
+        return self._clusters
 
     def __repr__(self) -> str:
         more = "..." if len(self) > 8 else ""

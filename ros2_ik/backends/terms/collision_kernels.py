@@ -31,15 +31,21 @@ numbers (node, first group, end group, not checked against the world, bounding c
 radius, in the node's frame); per group :data:`GROUP_W` (first sphere, end sphere, centre x y z,
 radius); per sphere x y z r; per pair the two link indices and its allowance (subtracted from
 every sum of radii of the pair: its distances are taken plus the allowance); then
-``n_obs x C`` flags (1: the obstacle is not checked against the link) and each obstacle's
-bounding sphere radius (-1: a half-space).
+``n_obs x C`` flags (1: the obstacle is not checked against the link), each obstacle's
+bounding sphere radius (-1: a half-space), and the obstacles' clusters
+(:meth:`ros2_ik.world.World.clusters`; their count ``K`` is the header's fifth number): per
+cluster :data:`CLUSTER_W` numbers (first and end position in the order that follows, centre
+x y z, radius), the obstacles' indices in cluster order, and ``K x C`` flags (1: no member of
+the cluster is checked against the link). The world is taken cluster by cluster: a cluster of
+neighbours is tested against a link's bound once, and its members only where it is near.
 """
+
 
 from __future__ import annotations
 
 from ...world import SHAPE_CODES
 from ..emit.kinematics import emit_column, emit_node_frames, node_value
-from .collision_scene import GROUP_W, HEAD, LBMAX, LINK_W, CollisionChain
+from .collision_scene import CLUSTER_W, GROUP_W, HEAD, LBMAX, LINK_W, CollisionChain
 
 __all__ = ["emit_collision", "emit_trig", "emit_exact"]
 
@@ -424,9 +430,9 @@ def _emit_cull(e, check: bool, any_, a: str, b: str, radii: str, v: str, lim: st
 
 
 def _emit_world(e, cc: CollisionChain, nc: int, check: bool, any_, lim: str = "thr"):
-    """The world: obstacle by obstacle (the solve: first against the whole robot's bound),
-    link, group, sphere (see the module docstring); squared distances first, a square root
-    only where needed."""
+    """The world: cluster by cluster (the solve: first against the whole robot's bound),
+    link (a cluster of neighbours: by its bounding sphere first), obstacle, group, sphere (see
+    the module docstring); squared distances first, a square root only where needed."""
 
     def bound(prefix: str, rad: str, var: str):
         """Skip the rest of the body when the sphere (``prefix``x/y/z, radius ``rad``) is
@@ -439,81 +445,100 @@ def _emit_world(e, cc: CollisionChain, nc: int, check: bool, any_, lim: str = "t
             _emit_bound(e, check, var, lim)
             e("continue;")
 
-    with e.block("for (long long o = 0; o < n_obs; ++o)"):
-        e("const double* ob = obs + 16 * o;")
-        e("const double orad = ORAD[o];  // its bounding sphere (-1: a half-space)")
-        e("const S ox = S(ob[10]), oy = S(ob[11]), oz = S(ob[12]);")
+    with e.block("for (long long k = 0; k < n_clu; ++k)"):
+        e("const double* CL = CLU + R2IK_CW * k;")
+        e("const long long kf = (long long)CL[0], ke = (long long)CL[1];")
+        e("const bool grp = ke - kf > 1;  // neighbours (else one obstacle: its own sphere)")
+        e("const double crad = CL[5];  // the bounding sphere (-1: a half-space)")
+        e("const S kcx = S(CL[2]), kcy = S(CL[3]), kcz = S(CL[4]);")
         if not check or lim != "thr":  # the whole robot's box first (the check against
             # margin + activation takes it link by link)
-            e("const S rqx = r2ik_sel(ox < lox, lox - ox, r2ik_sel(ox > hix, ox - hix, S(0)));")
-            e("const S rqy = r2ik_sel(oy < loy, loy - oy, r2ik_sel(oy > hiy, oy - hiy, S(0)));")
-            e("const S rqz = r2ik_sel(oz < loz, loz - oz, r2ik_sel(oz > hiz, oz - hiz, S(0)));")
-            e(f"const S rlim = {lim} + S(orad);")
+            e("const S rqx = r2ik_sel(kcx < lox, lox - kcx, r2ik_sel(kcx > hix, kcx - hix, "
+              "S(0)));")
+            e("const S rqy = r2ik_sel(kcy < loy, loy - kcy, r2ik_sel(kcy > hiy, kcy - hiy, "
+              "S(0)));")
+            e("const S rqz = r2ik_sel(kcz < loz, loz - kcz, r2ik_sel(kcz > hiz, kcz - hiz, "
+              "S(0)));")
+            e(f"const S rlim = {lim} + S(crad);")
             if check:
-                with e.block("if (orad >= 0.0 && !(rqx * rqx + rqy * rqy + rqz * rqz < "
+                with e.block("if (crad >= 0.0 && !(rqx * rqx + rqy * rqy + rqz * rqz < "
                              "rlim * rlim))"):
-                    e("const S rfar = sqrt(rqx * rqx + rqy * rqy + rqz * rqz) - S(orad);")
+                    e("const S rfar = sqrt(rqx * rqx + rqy * rqy + rqz * rqz) - S(crad);")
                     _emit_bound(e, check, "rfar", lim)
                     e("continue;")
             else:
-                e(f"if (orad >= 0.0 && !{any_('rqx * rqx + rqy * rqy + rqz * rqz < rlim * rlim')})"
+                e(f"if (crad >= 0.0 && !{any_('rqx * rqx + rqy * rqy + rqz * rqz < rlim * rlim')})"
                   " continue;")
         with e.block("for (int c = 0; c < NL; ++c)"):
             e("const double* L = LK + R2IK_LW * c;")
-            e("if (L[3] != 0.0 || SKP[o * NL + c] != 0.0) continue;  // rigid with the base, "
-              "or allowed to touch it")
+            e("if (L[3] != 0.0 || (grp && CSKP[k * NL + c] != 0.0)) continue;  // rigid with the "
+              "base, or allowed to touch every neighbour")
             e("const int nd = (int)L[0];")
             _link_bound(e, "c", "nd", "L", "lk")
-            bound("lk", "L[7]", "bd")
-            with e.block("for (int gi = (int)L[1]; gi < (int)L[2]; ++gi)"):
-                e("const double* GI = GR + R2IK_GW * gi;")
-                _place(e, "nd", "(GI + 2)", "gg")
-                bound("gg", "GI[5]", "gd")
-                if not check:  # the group's nearest sphere gives its row
-                    e("S wd_ = thr, wpx_ = S(0), wpy_ = S(0), wpz_ = S(0);")
-                    e("// fw_: nothing more to look for in this lane (a sphere that penetrates, or "
-                      "the group is apart)")
-                    e("S fw_ = r2ik_sel(gd < thr, S(0), S(1));")
-                with e.block("for (int s = (int)GI[0]; s < (int)GI[1]; ++s)"):
-                    if not check:
-                        e(f"if (!{any_('fw_ < S(0.5)')}) break;  // every lane has its sphere")
-                    _place(e, "nd", "(SP + 4 * s)", "pc")
-                    e("const double rs = SP[4 * s + 3];")
-                    e("const S sqx = pcx - ox, sqy = pcy - oy, sqz = pcz - oz;")
-                    e("const S sq2 = sqx * sqx + sqy * sqy + sqz * sqz;")
-                    # the obstacle's bounding sphere: beyond the band (the check: the bound),
-                    # or (the solve) not nearer than the lane's best
-                    if check:
-                        e(f"const S slim = {lim} + S(orad + rs);")
-                        with e.block("if (orad >= 0.0 && !(sq2 < slim * slim))"):
-                            e("const S sfar = sqrt(sq2) - S(orad + rs);")
-                            _emit_bound(e, check, "sfar", lim)
-                            e("continue;")
-                    else:
-                        e("const S sreach = S(orad + rs) + wd_;")
-                        e(f"if (orad >= 0.0 && !{any_('(fw_ < S(0.5)) & (sq2 < sreach * sreach)')})"
-                          " continue;")
-                    e("const S d = r2ik_dist<S>(ob, pcx, pcy, pcz) - S(rs);")
-                    if check:
-                        e("if (d < clear) { clear = d; which = (long long)NS * NS + "
-                          "(long long)s * n_obs + o; }")
-                    else:
-                        e("clear = r2ik_sel(d < clear, d, clear);")
-                        e("const auto nearer = (fw_ < S(0.5)) & (d < wd_);")
-                        e("fw_ = r2ik_sel(nearer & (d < S(0)), S(1), fw_);")
-                        e("wd_ = r2ik_sel(nearer, d, wd_);")
-                        e("wpx_ = r2ik_sel(nearer, pcx, wpx_); wpy_ = r2ik_sel(nearer, pcy, "
-                          "wpy_); wpz_ = r2ik_sel(nearer, pcz, wpz_);")
-                if not check:
-                    with e.block(f"if ({any_('wd_ < thr')})"):
-                        e("const S d = r2ik_sel(wd_ < thr, wd_, S(1e30));  // (no sphere: "
-                          "nothing)")
-                        _emit_penalty(e, nc, any_, (
-                            "const S pwx = wpx_, pwy = wpy_, pwz = wpz_;",
-                            "// the nearest sphere's gradient (where it was found: the same "
-                            "values)",
-                            "S gwx, gwy, gwz; r2ik_sdf<S>(ob, pwx, pwy, pwz, gwx, gwy, gwz);"),
-                            lambda: _emit_row(e, cc, "nd", "pw", "gw", "+"))
+            _emit_cull(e, check, any_, "lk", "kc", "crad + L[7]", "kq", lim, guard="grp")
+            with e.block("for (long long ki = kf; ki < ke; ++ki)"):
+                e("const long long o = (long long)PERM[ki];")
+                e("if (SKP[o * NL + c] != 0.0) continue;  // allowed to touch the link")
+                e("const double* ob = obs + 16 * o;")
+                e("const double orad = ORAD[o];  // its bounding sphere (-1: a half-space)")
+                e("const S ox = S(ob[10]), oy = S(ob[11]), oz = S(ob[12]);")
+                _emit_obstacle(e, cc, nc, check, any_, lim, bound)
+
+
+def _emit_obstacle(e, cc: CollisionChain, nc: int, check: bool, any_, lim: str, bound):
+    """Link ``c`` (node ``nd``, bound ``lk``) against obstacle ``o`` (``ob``, ``orad``,
+    ``ox``/``oy``/``oz``): the link's bound, its groups, their spheres (the solve: one row per
+    group, at its first penetrating or nearest sphere)."""
+    bound("lk", "L[7]", "bd")
+    with e.block("for (int gi = (int)L[1]; gi < (int)L[2]; ++gi)"):
+        e("const double* GI = GR + R2IK_GW * gi;")
+        _place(e, "nd", "(GI + 2)", "gg")
+        bound("gg", "GI[5]", "gd")
+        if not check:  # the group's nearest sphere gives its row
+            e("S wd_ = thr, wpx_ = S(0), wpy_ = S(0), wpz_ = S(0);")
+            e("// fw_: nothing more to look for in this lane (a sphere that penetrates, or "
+              "the group is apart)")
+            e("S fw_ = r2ik_sel(gd < thr, S(0), S(1));")
+        with e.block("for (int s = (int)GI[0]; s < (int)GI[1]; ++s)"):
+            if not check:
+                e(f"if (!{any_('fw_ < S(0.5)')}) break;  // every lane has its sphere")
+            _place(e, "nd", "(SP + 4 * s)", "pc")
+            e("const double rs = SP[4 * s + 3];")
+            e("const S sqx = pcx - ox, sqy = pcy - oy, sqz = pcz - oz;")
+            e("const S sq2 = sqx * sqx + sqy * sqy + sqz * sqz;")
+            # the obstacle's bounding sphere: beyond the band (the check: the bound),
+            # or (the solve) not nearer than the lane's best
+            if check:
+                e(f"const S slim = {lim} + S(orad + rs);")
+                with e.block("if (orad >= 0.0 && !(sq2 < slim * slim))"):
+                    e("const S sfar = sqrt(sq2) - S(orad + rs);")
+                    _emit_bound(e, check, "sfar", lim)
+                    e("continue;")
+            else:
+                e("const S sreach = S(orad + rs) + wd_;")
+                e(f"if (orad >= 0.0 && !{any_('(fw_ < S(0.5)) & (sq2 < sreach * sreach)')})"
+                  " continue;")
+            e("const S d = r2ik_dist<S>(ob, pcx, pcy, pcz) - S(rs);")
+            if check:
+                e("if (d < clear) { clear = d; which = (long long)NS * NS + "
+                  "(long long)s * n_obs + o; }")
+            else:
+                e("clear = r2ik_sel(d < clear, d, clear);")
+                e("const auto nearer = (fw_ < S(0.5)) & (d < wd_);")
+                e("fw_ = r2ik_sel(nearer & (d < S(0)), S(1), fw_);")
+                e("wd_ = r2ik_sel(nearer, d, wd_);")
+                e("wpx_ = r2ik_sel(nearer, pcx, wpx_); wpy_ = r2ik_sel(nearer, pcy, "
+                  "wpy_); wpz_ = r2ik_sel(nearer, pcz, wpz_);")
+        if not check:
+            with e.block(f"if ({any_('wd_ < thr')})"):
+                e("const S d = r2ik_sel(wd_ < thr, wd_, S(1e30));  // (no sphere: "
+                  "nothing)")
+                _emit_penalty(e, nc, any_, (
+                    "const S pwx = wpx_, pwy = wpy_, pwz = wpz_;",
+                    "// the nearest sphere's gradient (where it was found: the same "
+                    "values)",
+                    "S gwx, gwy, gwz; r2ik_sdf<S>(ob, pwx, pwy, pwz, gwx, gwy, gwz);"),
+                    lambda: _emit_row(e, cc, "nd", "pw", "gw", "+"))
 
 
 def _emit_body(e, cc: CollisionChain, nc: int, check: bool, any_, lim: str = "thr"):
@@ -529,6 +554,10 @@ def _emit_body(e, cc: CollisionChain, nc: int, check: bool, any_, lim: str = "th
     e("const double* PR = SP + 4 * NS;")
     e("const double* SKP = PR + 3 * NPR;")
     e("const double* ORAD = SKP + n_obs * NL;")
+    e("const long long n_clu = (long long)rb[4];")
+    e("const double* CLU = ORAD + n_obs;  // clusters of obstacles: first, end, centre, radius")
+    e("const double* PERM = CLU + R2IK_CW * n_clu;  // the obstacles, cluster by cluster")
+    e("const double* CSKP = PERM + n_obs;  // per cluster and link: every member allowed")
     e("const S thr = margin + act;")
     e("// the links' bounding centres, placed once (the first LBMAX links; others when used)")
     e(f"S kbx[{LBMAX}], kby[{LBMAX}], kbz[{LBMAX}];")
@@ -565,7 +594,7 @@ def emit_collision(e, cc: CollisionChain, nc: int, qvars, qv, check: bool = True
     e("\n".join(f"#ifndef SHAPE_{s.upper()}\n#define SHAPE_{s.upper()} {c}\n#endif"
                  for s, c in SHAPE_CODES.items()))
     e(f"#define R2IK_HEAD {HEAD}\n#define R2IK_LW {LINK_W}\n#define R2IK_GW {GROUP_W}\n"
-      f"#define R2IK_LBMAX {LBMAX}")
+      f"#define R2IK_CW {CLUSTER_W}\n#define R2IK_LBMAX {LBMAX}")
     e(_SDF)
     e(f"""
 template <typename S>

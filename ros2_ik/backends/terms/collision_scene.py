@@ -20,10 +20,11 @@ from ...world import PACKED
 from ..emit.node import Node
 
 __all__ = ["CollisionChain", "Node", "collision_chain", "pack_scene", "PackedScene", "HEAD",
-           "LINK_W", "GROUP_W", "LBMAX", "covered"]
+           "LINK_W", "GROUP_W", "CLUSTER_W", "LBMAX", "covered"]
 
-#: numbers in the robot block's header, per link and per group (see :mod:`.collision_kernels`)
-HEAD, LINK_W, GROUP_W = 8, 8, 8
+#: numbers in the robot block's header, per link, per group and per cluster of obstacles (see
+#: :mod:`.collision_kernels`)
+HEAD, LINK_W, GROUP_W, CLUSTER_W = 8, 8, 8, 8
 #: links whose bounding centres a kernel keeps per evaluation (beyond: placed where used)
 LBMAX = 32
 
@@ -99,7 +100,7 @@ def collision_chain(model: Model, cm: CollisionModel, colq) -> CollisionChain | 
 def pack_scene(cc: CollisionChain, cm: CollisionModel, world=None) -> PackedScene:
     """The data of a solve with collision model ``cm`` and ``world`` for kernels generated
     from ``cc`` (see the module docstring)."""
-    from ...ik.collision import allowed_mask  # noqa: PLC0415
+    from ...ik.collision import allowed_mask, bounding_radius  # noqa: PLC0415
 
     packed = np.zeros((0, PACKED)) if world is None else world.packed()
     C, S = len(cm.link_names), cm.num_spheres
@@ -132,18 +133,28 @@ def pack_scene(cc: CollisionChain, cm: CollisionModel, world=None) -> PackedScen
         groups[:, 0], groups[:, 1] = gs[:-1], gs[1:]
         groups[:, 2:5], groups[:, 5] = gc, gb_r
     spheres = np.concatenate([sc, cm.radius[:, None]], axis=1)
-    skip = allowed_mask(cm, world).astype(np.float64) if world is not None and len(world) \
-        else np.zeros((0, C))
-    from ...ik.collision import bounding_radius  # noqa: PLC0415
-
+    O = len(packed)
+    skip = allowed_mask(cm, world) if O else np.zeros((0, C), dtype=bool)
     # per pair its two links and its allowance (CollisionModel.allowances)
     pairs = np.concatenate([cm.pairs.astype(np.float64).reshape(-1, 2),
                             cm.pair_allowances()[:, None]], axis=1)
+    cl = world.clusters() if O else None
+    K = len(cl) if O else 0
+    clusters = np.zeros((K, CLUSTER_W))
+    cskip = np.zeros((K, C))
+    if K:
+        clusters[:, 0], clusters[:, 1] = cl.start[:-1], cl.start[1:]
+        clusters[:, 2:5], clusters[:, 5] = cl.center, cl.radius
+        mem = cl.members()
+        many = cl.sizes > 1  # a cluster of neighbours: skipped for a link none of them checks
+        cskip[many] = np.where(mem[many, :, None] >= 0, skip[np.maximum(mem[many], 0)],
+                               True).all(axis=1)
     head = np.zeros(HEAD)
-    head[:4] = C, G, S, len(cm.pairs)
+    head[:5] = C, G, S, len(cm.pairs), K
     data = np.concatenate([packed.ravel(), head, links.ravel(), groups.ravel(),
-                           spheres.ravel(), pairs.ravel(), skip.ravel(),
-                           bounding_radius(packed) if len(packed) else np.zeros(0)])
+                           spheres.ravel(), pairs.ravel(), skip.astype(np.float64).ravel(),
+                           bounding_radius(packed) if O else np.zeros(0), clusters.ravel(),
+                           cl.order.astype(np.float64) if O else np.zeros(0), cskip.ravel()])
     data = np.ascontiguousarray(data)
     data.setflags(write=False)
     return PackedScene(data, int(packed.shape[0]))

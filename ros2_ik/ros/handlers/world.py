@@ -137,8 +137,9 @@ class SceneState:
 
     def _touching(self, robot, scene) -> list:
         """What the scene's world makes unsolvable for the robot (links that touch an obstacle
-        in every configuration), logged as warnings; and the first pass's cover of the scene
-        (:mod:`ros2_ik.ik.cover`) made here, not in the next request's time."""
+        in every configuration), logged as warnings; and the world's clusters and the first
+        pass's cover of the scene (:mod:`ros2_ik.ik.cover`) made here, not in the next
+        request's time."""
         if robot is None:
             return []
         from ...api.solver import world_warnings  # noqa: PLC0415
@@ -154,6 +155,7 @@ class SceneState:
                                       s.collision_margin), scene)
         except Exception:  # noqa: BLE001 - (a model without geometry: requests say so)
             return []
+        world.clusters()
         if prepared:
             try:
                 first_pass(robot.model, cm, world, s.collision_cover, s.collision_margin)
