@@ -6,7 +6,7 @@ written by OctoMap itself (the ``octomap-python`` wheel) as a 2 cm map twice: it
 surfaces with 5 mm of noise (a map made by a depth camera: ragged and hollow); then, for each:
 
 - **ready**: the binary and full streams decoded, joined into boxes and made obstacles in
-  clusters of neighbours (``ros2_ik.world.octomap``, ``World.clusters``), as the node does
+  a tree of bounding spheres (``ros2_ik.world.octomap``, ``World.tree``), as the node does
   when a map arrives;
 - **solves**: the same goals (a known answer 1.5 cm clear of both worlds), collision-aware,
   against the 20 primitives and against the map: batch rate and one goal at a time (median,
@@ -177,13 +177,13 @@ def main(argv=None) -> int:
                 t2 = time.perf_counter()
                 mapped = World(octomap.obstacles(centre, size))
                 mapped.packed()
-                mapped.clusters()
+                mapped.tree()
                 t3 = time.perf_counter()
                 times.append((t1 - t0, t2 - t1, t3 - t2, t3 - t0))
             dec, box, obs, tot = np.median(np.array(times), axis=0) * 1e3
             cells = int((L.cells ** 3).sum())
             rep.say(f"  ready ({name}): {cells:,} cells -> {len(mapped):,} boxes: decode "
-                    f"{dec:.0f} ms, boxes {box:.0f} ms, obstacles and their clusters {obs:.0f} ms; "
+                    f"{dec:.0f} ms, boxes {box:.0f} ms, obstacles and their tree {obs:.0f} ms; "
                     f"{tot:.0f} ms in "
                     "all (median of 5)")
         solves(rep, robots, prims, mapped, args.goals)

@@ -31,8 +31,8 @@ from ros2_ik.backends.terms.collision_scene import pack_scene
 from ros2_ik.model.spheres import Shape
 from ros2_ik.model.collision import (CollisionGeometryError, CollisionWarning, collision_model,
                                      spheres_from_yaml)
-from ros2_ik.world import (CLUSTER, CLUSTER_RADIUS, MAX_OBSTACLES, Obstacle, World,
-                           bounding_radius, voxels, world_from_yaml)
+from ros2_ik.world import (LEAF, MAX_OBSTACLES, TREE_DEPTH, Obstacle, World, bounding_radius,
+                           voxels, world_from_yaml)
 
 need_cxx = pytest.mark.skipif(hostrun.available() is None, reason="no C++ compiler here")
 TIP = "panda_hand_tcp"
@@ -54,8 +54,8 @@ def _all_shapes_world():
 
 def _cells_world(touch=()):
     """Every shape and a sensed surface: the cells (3 cm) of noisy points on a curved wall and
-    a slab around the arm, hundreds of small boxes in clusters of neighbours (some of them
-    allowed to touch ``touch``)."""
+    a slab around the arm, hundreds of small boxes in a tree (some of them allowed to touch
+    ``touch``)."""
     rng = np.random.default_rng(5)
     a = rng.uniform(-1.2, 1.2, 4000)
     wall = np.stack([0.55 * np.cos(a), 0.55 * np.sin(a), rng.uniform(0.0, 0.9, a.size)], 1)
@@ -64,16 +64,16 @@ def _cells_world(touch=()):
     P = np.concatenate([wall, slab]) + rng.normal(0.0, 0.01, (5500, 3))
     c, sz = voxels.boxes(voxels.cloud_cells(P, 0.03))
     cells = voxels.obstacles(c, sz, prefix="cells")
-    # allowed to touch: every fifth cell, and the whole slab (clusters none of whose members
-    # is checked against the link)
+    # allowed to touch: every fifth cell, and the whole slab (nodes none of whose obstacles is
+    # checked against the link)
     cells = [o.with_touch(touch) if touch and (k % 5 == 0 or c[k][2] > 0.5) else o
              for k, o in enumerate(cells)]
     world = _all_shapes_world().add(*cells)
-    cl = world.clusters()
-    assert (cl.sizes > 1).sum() > 10
+    tree = world.tree()
+    assert len(tree) > 100 and tree.alone == 1  # (the floor)
     if touch:
-        every = [all(world[world.ids[o]].touch for o in cl.order[cl.start[k]:cl.start[k + 1]])
-                 for k in np.nonzero(cl.sizes > 1)[0]]
+        every = [all(world[world.ids[o]].touch for o in tree.order[tree.first[k]:tree.end[k]])
+                 for k in range(len(tree))]
         assert 0 < sum(every) < len(every)
     return world
 
@@ -573,29 +573,33 @@ def test_collision_objective_jacobian_matches_finite_differences(name):
     assert np.linalg.eigvalsh(H).min() > -1e-9
 
 
-def test_a_world_of_many_small_obstacles_is_checked_in_clusters():
-    """A sensed world's boxes are grouped into clusters of neighbours (each obstacle in exactly
-    one, every member inside its cluster's sphere; half-spaces and large obstacles alone; a
-    world of a few primitives unchanged), and the reference's distances through the clusters
-    equal a brute-force check of every sphere against every obstacle it may not touch."""
-    small = _all_shapes_world().clusters()
-    assert np.array_equal(small.order, np.arange(5)) and np.all(small.sizes == 1)
+def test_a_world_of_many_obstacles_is_checked_through_a_tree_of_bounding_spheres():
+    """A sensed world's obstacles are held in a tree (each obstacle in exactly one leaf of at
+    most LEAF, every node's sphere holding its obstacles' spheres, children splitting their
+    parent's range; half-spaces alone; a world of a few primitives all alone, as before), and
+    the reference's distances through the tree equal a brute-force check of every sphere
+    against every obstacle it may not touch."""
+    small = _all_shapes_world().tree()
+    assert np.array_equal(small.order, np.arange(5)) and small.alone == 5 and not len(small)
     m = load_robot("panda")
     cm = collision_model(m)
     world = _cells_world(touch=[cm.link_names[-1]])
-    cl = world.clusters()
-    assert np.array_equal(np.sort(cl.order), np.arange(len(world)))
-    assert cl.sizes.max() == CLUSTER and cl.sizes.min() >= 1
+    tree = world.tree()
+    assert np.array_equal(np.sort(tree.order), np.arange(len(world)))
+    assert world.ids[tree.order[0]] == "floor" and tree.first[0] == 1 == tree.alone
+    assert tree.end[0] == len(world) and 2 < tree.depth <= TREE_DEPTH
     packed = world.packed()
     orad = bounding_radius(packed)
-    for k in np.nonzero(cl.sizes > 1)[0]:
-        mem = cl.order[cl.start[k]:cl.start[k + 1]]
-        reach = np.linalg.norm(packed[mem, 10:13] - cl.center[k], axis=1) + orad[mem]
-        assert np.all(reach <= cl.radius[k] + 1e-12) and np.all(orad[mem] >= 0)
-    alone = cl.order[cl.start[:-1][cl.sizes == 1]]
-    assert {world.ids[o] for o in alone} >= {"floor", "box", "can", "bar"}
-    assert np.all((orad[alone] < 0) | (orad[alone] > CLUSTER_RADIUS))
-    assert np.median(cl.radius[cl.sizes > 1]) < 0.25  # neighbours (the world spans 1.2 m)
+    for k in range(len(tree)):
+        mem = tree.order[tree.first[k]:tree.end[k]]
+        reach = np.linalg.norm(packed[mem, 10:13] - tree.center[k], axis=1) + orad[mem]
+        assert np.all(reach <= tree.radius[k] + 1e-12) and np.all(orad[mem] >= 0)
+        a, b = tree.left[k], tree.right[k]
+        if a < 0:
+            assert b < 0 and 1 <= len(mem) <= LEAF
+        else:
+            assert a > k and b > k and tree.first[a] == tree.first[k]
+            assert tree.end[a] == tree.first[b] and tree.end[b] == tree.end[k]
     q = m.random_q(np.random.default_rng(2), 300)
     obj = CollisionObjective(m, cm, world, margin=0.0, activation=0.05,
                              self_collisions=False)
@@ -637,7 +641,7 @@ def _terms(m, tips, cm, world, q, cfg):
 def test_compiled_collision_terms_equal_the_reference(name, tips, cells):
     """The generated terms (cost, J^T J, J^T r of the collision rows, the exact check's
     distance and pair) equal the reference's, on every shape, self pairs included; and in a
-    sensed world of hundreds of boxes in clusters (some allowed to touch a link)."""
+    sensed world of hundreds of boxes in a tree (some allowed to touch a link)."""
     m = load_robot(name)
     cm = collision_model(m)
     world = _cells_world(touch=[cm.link_names[-1]]) if cells else _all_shapes_world()
@@ -821,7 +825,7 @@ def test_collisions_off_give_the_same_answers_as_before():
 def test_cuda_text_with_collisions_through_the_standin(monkeypatch, dtype, cells):
     """The CUDA rendering of the collision terms (run on the CPU through the host shim):
     every success clear by the exact check, close to the host's success rate; in float64 the
-    host's answers bit for bit (a sensed world's clusters too)."""
+    host's answers bit for bit (a sensed world's tree too)."""
     from ros2_ik.backends.cuda import GpuSolver
 
     cp = cupy_standin.install(monkeypatch)

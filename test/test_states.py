@@ -80,8 +80,8 @@ def test_compiled_check_equals_the_reference(name):
 
 @need_cxx
 def test_compiled_check_in_a_sensed_world_equals_the_reference():
-    """In a sensed world (hundreds of boxes in clusters of neighbours, some allowed to touch
-    a link, whole clusters among them), the compiled check's world clearance and nearest pair
+    """In a sensed world (hundreds of boxes in a tree, some allowed to touch a link, whole
+    nodes among them), the compiled check's world clearance and nearest pair
     equal the reference's exact ones (every sphere and obstacle looked at)."""
     m = load_robot("panda")
     cm = collision_model(m)

@@ -47,7 +47,7 @@ from ..kinematics.fk import fk
 from ..model import Model, check_model
 from ..model.collision import CollisionModel
 from ..validate import check_number
-from ..world import CLUSTER, World
+from ..world import LEAF, World
 from .collision_geometry import (TINY, bounding_radius, check_tables, penalty, place_points, sdf,
                                  sdf_rows, sphere_centers)
 from .objectives import EvalContext, Objective
@@ -168,8 +168,7 @@ class CollisionObjective(Objective):
         self.packed = self.world.packed()
         self.orad = bounding_radius(self.packed)
         self.skip = allowed_mask(collision, self.world)  # (O, C) pairs not checked
-        self.clusters = self.world.clusters()
-        self.members = self.clusters.members()
+        self.tree = self.world.tree()
         self._per_link: dict = {}
         self.dim = model.nv_active + 1
 
@@ -314,50 +313,60 @@ class CollisionObjective(Objective):
                        (1.0, -1.0), jac)
 
     def _world_link(self, xp, T, tb, lb, c, thr, acc, jac):
-        """Link ``c`` against the world: the obstacles on their own each, the clusters of
-        neighbours (:meth:`~ros2_ik.world.World.clusters`) by their bounding spheres first and
-        their members where near. Configurations x obstacles (or clusters) are taken at most
-        ``WORLD_PAIRS`` at a time: memory stays bounded in a world of thousands of boxes."""
-        alone, grouped = self._link_world(c)
+        """Link ``c`` against the world: the obstacles on their own each, then the tree
+        (:meth:`~ros2_ik.world.World.tree`) walked from its root, a node's children looked at
+        only where its sphere is within ``thr`` of the link's bound (else its bound), a leaf's
+        obstacles as the others. Configurations x obstacles are taken at most ``WORLD_PAIRS``
+        at a time: memory stays bounded in a world of thousands of boxes."""
+        alone, free = self._link_world(c)
         N = T.shape[0]
         step = max(1, WORLD_PAIRS // max(1, N))
         for lo in range(0, alone.size, step):
             o = xp.asarray(alone[lo:lo + step])
             self._world_pairs(xp, T, tb, lb, c, thr, acc, jac,
                               xp.repeat(xp.arange(N), o.shape[0]), xp.tile(o, N))
-        if not grouped.size:
+        tree = self.tree
+        if not len(tree) or not free[0]:
             return
-        cl = self.clusters
-        step = max(1, step // CLUSTER)
-        lc, r_link = lb[:, c], float(tb.lb_r[c])
-        for lo in range(0, grouped.size, step):
-            k = xp.asarray(grouped[lo:lo + step])
-            d = xp.linalg.norm(lc[:, None] - const(xp, cl.center)[k], axis=-1) - (
-                const(xp, cl.radius)[k] + r_link)
-            ii, kk = xp.nonzero(d >= thr)
-            acc.bound(ii, d[ii, kk])
-            ii, kk = xp.nonzero(d < thr)
-            if not ii.shape[0]:
-                continue
-            mem = const(xp, self.members)[k[kk]]  # (n, CLUSTER), -1 past a cluster's size
-            ok = mem >= 0
-            ok &= ~const(xp, self.skip[:, c])[xp.maximum(mem, 0)]
-            r, j = xp.nonzero(ok)
-            self._world_pairs(xp, T, tb, lb, c, thr, acc, jac, ii[r], mem[r, j])
+        free = xp.asarray(free)
+        center, radius = const(xp, tree.center), const(xp, tree.radius)
+        left, right = const(xp, tree.left), const(xp, tree.right)
+        first, end, order = const(xp, tree.first), const(xp, tree.end), const(xp, tree.order)
+        skip = const(xp, self.skip[:, c])
+        r_link = float(tb.lb_r[c])
+        step = max(1, WORLD_PAIRS // max(1, len(tree.order) - tree.alone))
+        for lo in range(0, N, step):
+            ii = xp.arange(lo, min(N, lo + step))
+            kk = xp.zeros(ii.shape[0], dtype=xp.int64)
+            while ii.shape[0]:
+                on = free[kk]  # a node with an obstacle the link may not touch
+                ii, kk = ii[on], kk[on]
+                d = xp.linalg.norm(lb[ii, c] - center[kk], axis=-1) - (radius[kk] + r_link)
+                far = d >= thr
+                acc.bound(ii[far], d[far])
+                ii, kk = ii[~far], kk[~far]
+                leaf = left[kk] < 0
+                if bool(to_numpy(xp.any(leaf))):  # a leaf's obstacles
+                    li, lk = ii[leaf], kk[leaf]
+                    pos = first[lk][:, None] + xp.arange(LEAF)[None]
+                    ok = pos < end[lk][:, None]
+                    o = order[xp.where(ok, pos, 0)]
+                    ok &= ~skip[o]
+                    r, j = xp.nonzero(ok)
+                    self._world_pairs(xp, T, tb, lb, c, thr, acc, jac, li[r], o[r, j])
+                ii, kk = ii[~leaf], kk[~leaf]
+                ii, kk = xp.concatenate([ii, ii]), xp.concatenate([left[kk], right[kk]])
 
     def _link_world(self, c: int):
-        """(obstacles on their own, clusters with a member) that link ``c`` is checked
-        against (the others allowed to touch it), in the order the kernels take them."""
+        """(the obstacles on their own that link ``c`` is checked against, in the world's
+        order; per node of the tree: does it hold one the link may not touch)."""
         kept = self._per_link.get(c)
         if kept is None:
-            cl = self.clusters
-            sz = cl.sizes
-            one = cl.order[cl.start[:-1][sz == 1]]
-            free = ~self.skip[:, c]
-            many = np.nonzero(sz > 1)[0]
-            many = many[[bool(free[m[m >= 0]].any()) for m in self.members[many]]] \
-                if many.size else many
-            kept = self._per_link[c] = (one[free[one]], many)
+            tree, free = self.tree, ~self.skip[:, c]
+            alone = tree.order[:tree.alone]
+            n_free = np.concatenate([[0], np.cumsum(free[tree.order])])
+            kept = self._per_link[c] = (alone[free[alone]],
+                                        n_free[tree.end] > n_free[tree.first])
         return kept
 
     def _world_pairs(self, xp, T, tb, lb, c, thr, acc, jac, ii, oo):

@@ -21,11 +21,11 @@ obstacle and what to do.
 obstacle: ``[shape code, R (9, row-major), p (3), a, b, c]`` with ``a, b, c`` the shape's
 half-sizes (sphere r; box hx hy hz; cylinder and capsule r, half-length).
 
-:meth:`World.clusters` groups a large world's small obstacles (the boxes of an octomap, a cloud
-or a mesh) into clusters of at most :data:`CLUSTER` neighbours, each with a bounding sphere:
-the collision checks test a link against a cluster once and look at its members only where it
-is near (a broad phase over the obstacles, as the robot's sphere groups are one over its
-spheres).
+:meth:`World.tree` holds a large world's obstacles (the boxes of an octomap, a cloud or a
+mesh) in a tree of bounding spheres, split at the median of the longest extent down to leaves
+of at most :data:`LEAF` neighbours: the collision checks walk it per link and look only into
+the nodes within reach (a broad phase over the obstacles, as the robot's sphere groups are one
+over its spheres).
 
 An obstacle's :attr:`Obstacle.touch` names the robot links (collision link names, or ``"*"``
 for all) that may touch it: it is not checked against them (MoveIt's allowed collision matrix
@@ -45,8 +45,8 @@ from ..kinematics.se3 import matrix_to_quat, pq_to_pose
 from ..validate import as_float_array, check_int, check_transforms, describe
 
 __all__ = ["World", "Obstacle", "SHAPES", "SHAPE_CODES", "MAX_OBSTACLES", "MAX_SIZE", "PACKED",
-           "world_from_yaml", "bounding_radius", "Clusters", "CLUSTER", "CLUSTER_FROM",
-           "CLUSTER_RADIUS"]
+           "world_from_yaml", "bounding_radius", "ObstacleTree", "LEAF", "TREE_FROM",
+           "TREE_DEPTH"]
 
 SHAPES = ("sphere", "box", "cylinder", "capsule", "halfspace")
 #: the shape codes of :meth:`World.packed` (and of the generated kernels)
@@ -60,12 +60,12 @@ MAX_OBSTACLES = 10_000
 MAX_SIZE = 1e4
 #: numbers per obstacle in :meth:`World.packed`
 PACKED = 16
-#: most obstacles in one cluster (:meth:`World.clusters`)
-CLUSTER = 16
-#: worlds of fewer obstacles that may be clustered than this keep every obstacle on its own
-CLUSTER_FROM = 2 * CLUSTER
-#: [m] obstacles with a larger bounding sphere (a table, a wall) stay on their own
-CLUSTER_RADIUS = 0.1
+#: most obstacles in a leaf of :meth:`World.tree`
+LEAF = 8
+#: worlds of fewer bounded obstacles than this keep every obstacle on its own (no tree)
+TREE_FROM = 32
+#: deepest a tree may be (the kernels' traversal stack)
+TREE_DEPTH = 48
 
 
 def bounding_radius(packed) -> np.ndarray:
@@ -80,15 +80,20 @@ def bounding_radius(packed) -> np.ndarray:
 
 
 @dataclass(frozen=True)
-class Clusters:
-    """A world's obstacles in clusters (:meth:`World.clusters`), in the order the checks take
-    them: cluster ``k`` holds obstacles ``order[start[k]:start[k + 1]]`` (indices into
-    :meth:`World.packed`) within the sphere ``center[k]``, ``radius[k]`` (-1: a half-space,
-    on its own). Obstacles on their own come first, in the world's order; then the clusters
-    of neighbours, in Morton order."""
+class ObstacleTree:
+    """A world's obstacles as the checks take them (:meth:`World.tree`): ``order`` (indices
+    into :meth:`World.packed`) holds first the ``alone`` obstacles checked one by one (the
+    half-spaces; every obstacle of a small world), in the world's order, then the tree's.
+    Node ``k`` of the tree holds obstacles ``order[first[k]:end[k]]`` within the sphere
+    ``center[k]``, ``radius[k]``; its children are ``left[k]`` and ``right[k]`` (-1: a leaf of
+    at most :data:`LEAF` obstacles). Node 0 is the root; a parent comes before its children."""
 
     order: np.ndarray
-    start: np.ndarray
+    alone: int
+    first: np.ndarray
+    end: np.ndarray
+    left: np.ndarray
+    right: np.ndarray
     center: np.ndarray
     radius: np.ndarray
 
@@ -96,61 +101,59 @@ class Clusters:
         return len(self.radius)
 
     @property
-    def sizes(self) -> np.ndarray:
-        return np.diff(self.start)
-
-    def members(self) -> np.ndarray:
-        """(K, :data:`CLUSTER`) each cluster's obstacles, -1 past its size."""
-        K = len(self)
-        out = np.full((K, CLUSTER), -1, dtype=np.int64)
-        sz = self.sizes
-        rows = np.repeat(np.arange(K), sz)
-        cols = np.arange(len(self.order)) - np.repeat(self.start[:-1], sz)
-        out[rows, cols] = self.order
-        return out
+    def depth(self) -> int:
+        """Nodes on the longest path from the root to a leaf (0: no tree)."""
+        if not len(self):
+            return 0
+        d = np.ones(len(self), dtype=np.int64)
+        for k in range(len(self)):  # parents first
+            for ch in (self.left[k], self.right[k]):
+                if ch >= 0:
+                    d[ch] = d[k] + 1
+        return int(d.max())
 
 
-def _morton(p: np.ndarray) -> np.ndarray:
-    """(n,) 30-bit Morton codes of points ``p`` (n, 3) on a 1,024-step grid over their box."""
-    lo = p.min(axis=0)
-    span = max(float((p.max(axis=0) - lo).max()), 1e-9)
-    g = np.minimum((p - lo) * (1023.0 / span), 1023.0).astype(np.int64)
-    code = np.zeros(len(p), dtype=np.int64)
-    for bit in range(10):
-        for ax in range(3):
-            code |= ((g[:, ax] >> bit) & 1) << (3 * bit + ax)
-    return code
-
-
-def _clusters(packed: np.ndarray) -> Clusters:
+def _tree(packed: np.ndarray) -> ObstacleTree:
     orad = bounding_radius(packed)
-    small = np.nonzero((orad >= 0) & (orad <= CLUSTER_RADIUS))[0]
-    if small.size < CLUSTER_FROM:
-        small = small[:0]
-    alone = np.setdiff1d(np.arange(len(packed)), small)
-    small = small[np.argsort(_morton(packed[small, 10:13]), kind="stable")] if small.size \
-        else small
-    n_groups = -(-small.size // CLUSTER)
-    order = np.concatenate([alone, small]).astype(np.int64)
-    start = np.concatenate([np.arange(alone.size + 1),
-                            alone.size + np.minimum(CLUSTER * np.arange(1, n_groups + 1),
-                                                    small.size)]).astype(np.int64)
-    K = alone.size + n_groups
-    center, radius = np.zeros((K, 3)), np.empty(K)
-    center[:alone.size], radius[:alone.size] = packed[alone, 10:13], orad[alone]
-    if n_groups:  # each group's sphere about its members' spheres' box
-        m = np.full(n_groups * CLUSTER, -1, dtype=np.int64)
-        m[:small.size] = small
-        m = m.reshape(n_groups, CLUSTER)
-        valid = m >= 0
-        c, r = packed[np.maximum(m, 0), 10:13], np.where(valid, orad[np.maximum(m, 0)], 0.0)
-        lo = np.where(valid[..., None], c - r[..., None], np.inf).min(axis=1)
-        hi = np.where(valid[..., None], c + r[..., None], -np.inf).max(axis=1)
-        mid = 0.5 * (lo + hi)
-        reach = np.linalg.norm(c - mid[:, None], axis=-1) + r
-        center[alone.size:] = mid
-        radius[alone.size:] = np.where(valid, reach, 0.0).max(axis=1)
-    return Clusters(*(_ro(a) for a in (order, start, center, radius)))
+    bounded = np.nonzero(orad >= 0)[0]
+    if bounded.size < TREE_FROM:
+        bounded = bounded[:0]
+    alone = np.setdiff1d(np.arange(len(packed)), bounded)
+    order = list(alone.tolist())
+    rows: list = []
+
+    def build(ids: np.ndarray) -> int:
+        k = len(rows)
+        rows.append(None)
+        c, r = packed[ids, 10:13], orad[ids]
+        mid = 0.5 * ((c - r[:, None]).min(axis=0) + (c + r[:, None]).max(axis=0))
+        rad = float(np.max(np.linalg.norm(c - mid, axis=1) + r))
+        first = len(order)
+        if ids.size <= LEAF:
+            order.extend(ids.tolist())
+            rows[k] = (first, len(order), -1, -1, *mid, rad)
+            return k
+        ax = int(np.argmax(c.max(axis=0) - c.min(axis=0)))  # split the longest extent
+        ids = ids[np.argsort(c[:, ax], kind="stable")]
+        half = ids.size // 2
+        a = build(ids[:half])
+        b = build(ids[half:])
+        rows[k] = (first, len(order), a, b, *mid, rad)
+        return k
+
+    if bounded.size:
+        build(bounded)
+    t = np.array(rows, dtype=np.float64).reshape(-1, 8)
+    tree = ObstacleTree(np.array(order, dtype=np.int64), int(alone.size),
+                        t[:, 0].astype(np.int64), t[:, 1].astype(np.int64),
+                        t[:, 2].astype(np.int64), t[:, 3].astype(np.int64),
+                        np.ascontiguousarray(t[:, 4:7]), t[:, 7].copy())
+    if tree.depth > TREE_DEPTH:  # (a median split: about log2(10,000 / LEAF) + 1 = 12)
+        raise InvalidInputError(f"obstacle tree {tree.depth} deep (at most {TREE_DEPTH})")
+    for a in (tree.order, tree.first, tree.end, tree.left, tree.right, tree.center,
+              tree.radius):
+        a.setflags(write=False)
+    return tree
 
 
 @dataclass(frozen=True)
@@ -257,7 +260,7 @@ def _ro(a: np.ndarray) -> np.ndarray:
 class World:
     """An immutable, versioned set of obstacles (see the module docstring)."""
 
-    __slots__ = ("_obstacles", "version", "_packed", "_clusters")
+    __slots__ = ("_obstacles", "version", "_packed", "_tree")
 
     def __init__(self, obstacles=(), version: int = 0):
         obs: dict = {}
@@ -275,7 +278,7 @@ class World:
         self._obstacles = obs
         self.version = check_int(version, "version", low=0)
         self._packed = None
-        self._clusters = None
+        self._tree = None
 
     # ------------------------------------------------------------------ reading
     def __len__(self) -> int:
@@ -306,12 +309,13 @@ class World:
             self._packed = _ro(np.ascontiguousarray(a))
         return self._packed
 
-    def clusters(self) -> Clusters:
-        """This world's obstacles in clusters (see the module docstring; kept): worlds of fewer
-        than :data:`CLUSTER_FROM` small obstacles keep every obstacle on its own."""
-        if self._clusters is None:
-            self._clusters = _clusters(self.packed())
-        return self._clusters
+    def tree(self) -> ObstacleTree:
+        """This world's obstacles in a tree of bounding spheres (see the module docstring;
+        kept): half-spaces, and every obstacle of a world of fewer than :data:`TREE_FROM`
+        others, stay on their own."""
+        if self._tree is None:
+            self._tree = _tree(self.packed())
+        return self._tree
 
     def __repr__(self) -> str:
         more = "..." if len(self) > 8 else ""

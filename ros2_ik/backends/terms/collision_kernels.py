@@ -32,12 +32,14 @@ radius, in the node's frame); per group :data:`GROUP_W` (first sphere, end spher
 radius); per sphere x y z r; per pair the two link indices and its allowance (subtracted from
 every sum of radii of the pair: its distances are taken plus the allowance); then
 ``n_obs x C`` flags (1: the obstacle is not checked against the link), each obstacle's
-bounding sphere radius (-1: a half-space), and the obstacles' clusters
-(:meth:`ros2_ik.world.World.clusters`; their count ``K`` is the header's fifth number): per
-cluster :data:`CLUSTER_W` numbers (first and end position in the order that follows, centre
-x y z, radius), the obstacles' indices in cluster order, and ``K x C`` flags (1: no member of
-the cluster is checked against the link). The world is taken cluster by cluster: a cluster of
-neighbours is tested against a link's bound once, and its members only where it is near.
+bounding sphere radius (-1: a half-space), the obstacles in the order they are taken (the
+header's fifth number ``A`` of them on their own, then the tree's,
+:meth:`ros2_ik.world.World.tree`), the tree's nodes (the header's sixth number ``K``), each
+:data:`NODE_W` numbers (first and end position in that order, left and right child or -1 for a
+leaf, centre x y z, radius), and ``K x C`` flags (1: no obstacle of the node is checked against
+the link). The obstacles on their own are taken one by one; the tree is walked per link from its
+root (a stack of :data:`~ros2_ik.world.TREE_DEPTH` entries), a node's children only where its
+sphere is within reach of the link's bound.
 """
 
 
@@ -45,7 +47,8 @@ from __future__ import annotations
 
 from ...world import SHAPE_CODES
 from ..emit.kinematics import emit_column, emit_node_frames, node_value
-from .collision_scene import CLUSTER_W, GROUP_W, HEAD, LBMAX, LINK_W, CollisionChain
+from ...world import TREE_DEPTH
+from .collision_scene import GROUP_W, HEAD, LBMAX, LINK_W, NODE_W, CollisionChain
 
 __all__ = ["emit_collision", "emit_trig", "emit_exact"]
 
@@ -430,9 +433,10 @@ def _emit_cull(e, check: bool, any_, a: str, b: str, radii: str, v: str, lim: st
 
 
 def _emit_world(e, cc: CollisionChain, nc: int, check: bool, any_, lim: str = "thr"):
-    """The world: cluster by cluster (the solve: first against the whole robot's bound),
-    link (a cluster of neighbours: by its bounding sphere first), obstacle, group, sphere (see
-    the module docstring); squared distances first, a square root only where needed."""
+    """The world: the obstacles on their own one by one (the solve: first against the whole
+    robot's bound), link, group, sphere; then per link the tree, node by node from the root,
+    a leaf's obstacles as the others (see the module docstring); squared distances first, a
+    square root only where needed."""
 
     def bound(prefix: str, rad: str, var: str):
         """Skip the rest of the body when the sphere (``prefix``x/y/z, radius ``rad``) is
@@ -445,42 +449,54 @@ def _emit_world(e, cc: CollisionChain, nc: int, check: bool, any_, lim: str = "t
             _emit_bound(e, check, var, lim)
             e("continue;")
 
-    with e.block("for (long long k = 0; k < n_clu; ++k)"):
-        e("const double* CL = CLU + R2IK_CW * k;")
-        e("const long long kf = (long long)CL[0], ke = (long long)CL[1];")
-        e("const bool grp = ke - kf > 1;  // neighbours (else one obstacle: its own sphere)")
-        e("const double crad = CL[5];  // the bounding sphere (-1: a half-space)")
-        e("const S kcx = S(CL[2]), kcy = S(CL[3]), kcz = S(CL[4]);")
+    with e.block("for (long long a = 0; a < n_alone; ++a)"):
+        e("const long long o = (long long)PERM[a];")
+        e("const double* ob = obs + 16 * o;")
+        e("const double orad = ORAD[o];  // its bounding sphere (-1: a half-space)")
+        e("const S ox = S(ob[10]), oy = S(ob[11]), oz = S(ob[12]);")
         if not check or lim != "thr":  # the whole robot's box first (the check against
             # margin + activation takes it link by link)
-            e("const S rqx = r2ik_sel(kcx < lox, lox - kcx, r2ik_sel(kcx > hix, kcx - hix, "
-              "S(0)));")
-            e("const S rqy = r2ik_sel(kcy < loy, loy - kcy, r2ik_sel(kcy > hiy, kcy - hiy, "
-              "S(0)));")
-            e("const S rqz = r2ik_sel(kcz < loz, loz - kcz, r2ik_sel(kcz > hiz, kcz - hiz, "
-              "S(0)));")
-            e(f"const S rlim = {lim} + S(crad);")
+            e("const S rqx = r2ik_sel(ox < lox, lox - ox, r2ik_sel(ox > hix, ox - hix, S(0)));")
+            e("const S rqy = r2ik_sel(oy < loy, loy - oy, r2ik_sel(oy > hiy, oy - hiy, S(0)));")
+            e("const S rqz = r2ik_sel(oz < loz, loz - oz, r2ik_sel(oz > hiz, oz - hiz, S(0)));")
+            e(f"const S rlim = {lim} + S(orad);")
             if check:
-                with e.block("if (crad >= 0.0 && !(rqx * rqx + rqy * rqy + rqz * rqz < "
+                with e.block("if (orad >= 0.0 && !(rqx * rqx + rqy * rqy + rqz * rqz < "
                              "rlim * rlim))"):
-                    e("const S rfar = sqrt(rqx * rqx + rqy * rqy + rqz * rqz) - S(crad);")
+                    e("const S rfar = sqrt(rqx * rqx + rqy * rqy + rqz * rqz) - S(orad);")
                     _emit_bound(e, check, "rfar", lim)
                     e("continue;")
             else:
-                e(f"if (crad >= 0.0 && !{any_('rqx * rqx + rqy * rqy + rqz * rqz < rlim * rlim')})"
+                e(f"if (orad >= 0.0 && !{any_('rqx * rqx + rqy * rqy + rqz * rqz < rlim * rlim')})"
                   " continue;")
         with e.block("for (int c = 0; c < NL; ++c)"):
             e("const double* L = LK + R2IK_LW * c;")
-            e("if (L[3] != 0.0 || (grp && CSKP[k * NL + c] != 0.0)) continue;  // rigid with the "
-              "base, or allowed to touch every neighbour")
+            e("if (L[3] != 0.0 || SKP[o * NL + c] != 0.0) continue;  // rigid with the base, "
+              "or allowed to touch it")
             e("const int nd = (int)L[0];")
             _link_bound(e, "c", "nd", "L", "lk")
-            _emit_cull(e, check, any_, "lk", "kc", "crad + L[7]", "kq", lim, guard="grp")
-            with e.block("for (long long ki = kf; ki < ke; ++ki)"):
+            _emit_obstacle(e, cc, nc, check, any_, lim, bound)
+    with e.block("if (n_node > 0) for (int c = 0; c < NL; ++c)"):
+        e("const double* L = LK + R2IK_LW * c;")
+        e("if (L[3] != 0.0) continue;  // rigid with the base")
+        e("const int nd = (int)L[0];")
+        _link_bound(e, "c", "nd", "L", "lk")
+        e("int stk[R2IK_STACK]; int top = 0; stk[top++] = 0;  // the tree, from its root")
+        with e.block("while (top > 0)"):
+            e("const int k = stk[--top];")
+            e("if (NSKP[(long long)k * NL + c] != 0.0) continue;  // every obstacle allowed")
+            e("const double* ND = TREE + R2IK_NW * k;")
+            e("const double nrad = ND[7];")
+            e("const S ncx = S(ND[4]), ncy = S(ND[5]), ncz = S(ND[6]);")
+            _emit_cull(e, check, any_, "lk", "nc", "nrad + L[7]", "nq", lim)
+            with e.block("if (ND[2] >= 0.0)"):
+                e("stk[top++] = (int)ND[3]; stk[top++] = (int)ND[2];  // the left one first")
+                e("continue;")
+            with e.block("for (long long ki = (long long)ND[0]; ki < (long long)ND[1]; ++ki)"):
                 e("const long long o = (long long)PERM[ki];")
                 e("if (SKP[o * NL + c] != 0.0) continue;  // allowed to touch the link")
                 e("const double* ob = obs + 16 * o;")
-                e("const double orad = ORAD[o];  // its bounding sphere (-1: a half-space)")
+                e("const double orad = ORAD[o];")
                 e("const S ox = S(ob[10]), oy = S(ob[11]), oz = S(ob[12]);")
                 _emit_obstacle(e, cc, nc, check, any_, lim, bound)
 
@@ -554,10 +570,10 @@ def _emit_body(e, cc: CollisionChain, nc: int, check: bool, any_, lim: str = "th
     e("const double* PR = SP + 4 * NS;")
     e("const double* SKP = PR + 3 * NPR;")
     e("const double* ORAD = SKP + n_obs * NL;")
-    e("const long long n_clu = (long long)rb[4];")
-    e("const double* CLU = ORAD + n_obs;  // clusters of obstacles: first, end, centre, radius")
-    e("const double* PERM = CLU + R2IK_CW * n_clu;  // the obstacles, cluster by cluster")
-    e("const double* CSKP = PERM + n_obs;  // per cluster and link: every member allowed")
+    e("const long long n_alone = (long long)rb[4], n_node = (long long)rb[5];")
+    e("const double* PERM = ORAD + n_obs;  // the obstacles: those on their own, the tree's")
+    e("const double* TREE = PERM + n_obs;  // its nodes: first, end, left, right, centre, radius")
+    e("const double* NSKP = TREE + R2IK_NW * n_node;  // per node and link: all allowed")
     e("const S thr = margin + act;")
     e("// the links' bounding centres, placed once (the first LBMAX links; others when used)")
     e(f"S kbx[{LBMAX}], kby[{LBMAX}], kbz[{LBMAX}];")
@@ -594,7 +610,8 @@ def emit_collision(e, cc: CollisionChain, nc: int, qvars, qv, check: bool = True
     e("\n".join(f"#ifndef SHAPE_{s.upper()}\n#define SHAPE_{s.upper()} {c}\n#endif"
                  for s, c in SHAPE_CODES.items()))
     e(f"#define R2IK_HEAD {HEAD}\n#define R2IK_LW {LINK_W}\n#define R2IK_GW {GROUP_W}\n"
-      f"#define R2IK_CW {CLUSTER_W}\n#define R2IK_LBMAX {LBMAX}")
+      f"#define R2IK_NW {NODE_W}\n#define R2IK_STACK {TREE_DEPTH + 2}\n"
+      f"#define R2IK_LBMAX {LBMAX}")
     e(_SDF)
     e(f"""
 template <typename S>

@@ -20,11 +20,11 @@ from ...world import PACKED
 from ..emit.node import Node
 
 __all__ = ["CollisionChain", "Node", "collision_chain", "pack_scene", "PackedScene", "HEAD",
-           "LINK_W", "GROUP_W", "CLUSTER_W", "LBMAX", "covered"]
+           "LINK_W", "GROUP_W", "NODE_W", "LBMAX", "covered"]
 
-#: numbers in the robot block's header, per link, per group and per cluster of obstacles (see
-#: :mod:`.collision_kernels`)
-HEAD, LINK_W, GROUP_W, CLUSTER_W = 8, 8, 8, 8
+#: numbers in the robot block's header, per link, per group and per node of the obstacles' tree
+#: (see :mod:`.collision_kernels`)
+HEAD, LINK_W, GROUP_W, NODE_W = 8, 8, 8, 8
 #: links whose bounding centres a kernel keeps per evaluation (beyond: placed where used)
 LBMAX = 32
 
@@ -138,23 +138,24 @@ def pack_scene(cc: CollisionChain, cm: CollisionModel, world=None) -> PackedScen
     # per pair its two links and its allowance (CollisionModel.allowances)
     pairs = np.concatenate([cm.pairs.astype(np.float64).reshape(-1, 2),
                             cm.pair_allowances()[:, None]], axis=1)
-    cl = world.clusters() if O else None
-    K = len(cl) if O else 0
-    clusters = np.zeros((K, CLUSTER_W))
-    cskip = np.zeros((K, C))
+    tree = world.tree() if O else None
+    K = len(tree) if O else 0
+    nodes = np.zeros((K, NODE_W))
+    nskip = np.zeros((K, C))
     if K:
-        clusters[:, 0], clusters[:, 1] = cl.start[:-1], cl.start[1:]
-        clusters[:, 2:5], clusters[:, 5] = cl.center, cl.radius
-        mem = cl.members()
-        many = cl.sizes > 1  # a cluster of neighbours: skipped for a link none of them checks
-        cskip[many] = np.where(mem[many, :, None] >= 0, skip[np.maximum(mem[many], 0)],
-                               True).all(axis=1)
+        nodes[:, 0], nodes[:, 1] = tree.first, tree.end
+        nodes[:, 2], nodes[:, 3] = tree.left, tree.right
+        nodes[:, 4:7], nodes[:, 7] = tree.center, tree.radius
+        # per node and link: none of its obstacles is checked against the link
+        n_free = np.concatenate([np.zeros((1, C)), np.cumsum(~skip[tree.order], axis=0)])
+        nskip = (n_free[tree.end] == n_free[tree.first]).astype(np.float64)
     head = np.zeros(HEAD)
-    head[:5] = C, G, S, len(cm.pairs), K
+    head[:6] = C, G, S, len(cm.pairs), tree.alone if O else 0, K
     data = np.concatenate([packed.ravel(), head, links.ravel(), groups.ravel(),
                            spheres.ravel(), pairs.ravel(), skip.astype(np.float64).ravel(),
-                           bounding_radius(packed) if O else np.zeros(0), clusters.ravel(),
-                           cl.order.astype(np.float64) if O else np.zeros(0), cskip.ravel()])
+                           bounding_radius(packed) if O else np.zeros(0),
+                           tree.order.astype(np.float64) if O else np.zeros(0), nodes.ravel(),
+                           nskip.ravel()])
     data = np.ascontiguousarray(data)
     data.setflags(write=False)
     return PackedScene(data, int(packed.shape[0]))

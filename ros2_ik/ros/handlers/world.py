@@ -137,7 +137,7 @@ class SceneState:
 
     def _touching(self, robot, scene) -> list:
         """What the scene's world makes unsolvable for the robot (links that touch an obstacle
-        in every configuration), logged as warnings; and the world's clusters and the first
+        in every configuration), logged as warnings; and the world's tree and the first
         pass's cover of the scene (:mod:`ros2_ik.ik.cover`) made here, not in the next
         request's time."""
         if robot is None:
@@ -155,7 +155,7 @@ class SceneState:
                                       s.collision_margin), scene)
         except Exception:  # noqa: BLE001 - (a model without geometry: requests say so)
             return []
-        world.clusters()
+        world.tree()
         if prepared:
             try:
                 first_pass(robot.model, cm, world, s.collision_cover, s.collision_margin)
