@@ -573,9 +573,9 @@ def test_collision_objective_jacobian_matches_finite_differences(name):
     assert np.linalg.eigvalsh(H).min() > -1e-9
 
 
-def test_a_world_of_many_obstacles_is_checked_through_a_tree_of_bounding_spheres():
+def test_a_world_of_many_obstacles_is_checked_through_a_tree_of_bounding_boxes():
     """A sensed world's obstacles are held in a tree (each obstacle in exactly one leaf of at
-    most LEAF, every node's sphere holding its obstacles' spheres, children splitting their
+    most LEAF, every node's box holding its obstacles' surfaces, children splitting their
     parent's range; half-spaces alone; a world of a few primitives all alone, as before), and
     the reference's distances through the tree equal a brute-force check of every sphere
     against every obstacle it may not touch."""
@@ -590,10 +590,29 @@ def test_a_world_of_many_obstacles_is_checked_through_a_tree_of_bounding_spheres
     assert tree.end[0] == len(world) and 2 < tree.depth <= TREE_DEPTH
     packed = world.packed()
     orad = bounding_radius(packed)
+    # every obstacle's surface (points sampled on it, trimesh) inside its nodes' boxes
+    import trimesh
+
+    surface = {}
+    for o in range(len(world)):
+        ob = world[world.ids[o]]
+        if ob.shape == "box":
+            mesh = trimesh.creation.box(extents=ob.size, transform=ob.pose)
+        elif ob.shape == "sphere":
+            mesh = trimesh.creation.icosphere(radius=ob.size[0]).apply_transform(ob.pose)
+        elif ob.shape == "halfspace":
+            continue
+        else:
+            mesh = trimesh.creation.capsule(radius=ob.size[0], height=ob.size[1]) \
+                if ob.shape == "capsule" else trimesh.creation.cylinder(
+                    radius=ob.size[0], height=ob.size[1])
+            mesh.apply_transform(ob.pose)
+        surface[o] = np.concatenate([mesh.vertices, mesh.sample(200, seed=o)])
     for k in range(len(tree)):
         mem = tree.order[tree.first[k]:tree.end[k]]
-        reach = np.linalg.norm(packed[mem, 10:13] - tree.center[k], axis=1) + orad[mem]
-        assert np.all(reach <= tree.radius[k] + 1e-12) and np.all(orad[mem] >= 0)
+        assert np.all(orad[mem] >= 0)
+        pts = np.concatenate([surface[o] for o in mem])
+        assert np.all(pts >= tree.lo[k] - 1e-9) and np.all(pts <= tree.hi[k] + 1e-9)
         a, b = tree.left[k], tree.right[k]
         if a < 0:
             assert b < 0 and 1 <= len(mem) <= LEAF

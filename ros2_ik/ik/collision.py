@@ -315,7 +315,7 @@ class CollisionObjective(Objective):
     def _world_link(self, xp, T, tb, lb, c, thr, acc, jac):
         """Link ``c`` against the world: the obstacles on their own each, then the tree
         (:meth:`~ros2_ik.world.World.tree`) walked from its root, a node's children looked at
-        only where its sphere is within ``thr`` of the link's bound (else its bound), a leaf's
+        only where its box is within ``thr`` of the link's bound (else its bound), a leaf's
         obstacles as the others. Configurations x obstacles are taken at most ``WORLD_PAIRS``
         at a time: memory stays bounded in a world of thousands of boxes."""
         alone, free = self._link_world(c)
@@ -329,7 +329,7 @@ class CollisionObjective(Objective):
         if not len(tree) or not free[0]:
             return
         free = xp.asarray(free)
-        center, radius = const(xp, tree.center), const(xp, tree.radius)
+        nlo, nhi = const(xp, tree.lo), const(xp, tree.hi)
         left, right = const(xp, tree.left), const(xp, tree.right)
         first, end, order = const(xp, tree.first), const(xp, tree.end), const(xp, tree.order)
         skip = const(xp, self.skip[:, c])
@@ -341,7 +341,9 @@ class CollisionObjective(Objective):
             while ii.shape[0]:
                 on = free[kk]  # a node with an obstacle the link may not touch
                 ii, kk = ii[on], kk[on]
-                d = xp.linalg.norm(lb[ii, c] - center[kk], axis=-1) - (radius[kk] + r_link)
+                p = lb[ii, c]  # the link's bound against the node's box
+                gap = xp.maximum(xp.maximum(nlo[kk] - p, 0.0), p - nhi[kk])
+                d = xp.linalg.norm(gap, axis=-1) - r_link
                 far = d >= thr
                 acc.bound(ii[far], d[far])
                 ii, kk = ii[~far], kk[~far]

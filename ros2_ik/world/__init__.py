@@ -22,10 +22,10 @@ obstacle: ``[shape code, R (9, row-major), p (3), a, b, c]`` with ``a, b, c`` th
 half-sizes (sphere r; box hx hy hz; cylinder and capsule r, half-length).
 
 :meth:`World.tree` holds a large world's obstacles (the boxes of an octomap, a cloud or a
-mesh) in a tree of bounding spheres, split at the median of the longest extent down to leaves
-of at most :data:`LEAF` neighbours: the collision checks walk it per link and look only into
-the nodes within reach (a broad phase over the obstacles, as the robot's sphere groups are one
-over its spheres).
+mesh) in a tree of axis-aligned bounding boxes, split at the median of the longest extent down
+to leaves of at most :data:`LEAF` neighbours: the collision checks walk it per link and look
+only into the nodes within reach (a broad phase over the obstacles, as the robot's sphere
+groups are one over its spheres).
 
 An obstacle's :attr:`Obstacle.touch` names the robot links (collision link names, or ``"*"``
 for all) that may touch it: it is not checked against them (MoveIt's allowed collision matrix
@@ -45,8 +45,8 @@ from ..kinematics.se3 import matrix_to_quat, pq_to_pose
 from ..validate import as_float_array, check_int, check_transforms, describe
 
 __all__ = ["World", "Obstacle", "SHAPES", "SHAPE_CODES", "MAX_OBSTACLES", "MAX_SIZE", "PACKED",
-           "world_from_yaml", "bounding_radius", "ObstacleTree", "LEAF", "TREE_FROM",
-           "TREE_DEPTH"]
+           "world_from_yaml", "bounding_radius", "obstacle_boxes", "ObstacleTree", "LEAF",
+           "TREE_FROM", "TREE_DEPTH"]
 
 SHAPES = ("sphere", "box", "cylinder", "capsule", "halfspace")
 #: the shape codes of :meth:`World.packed` (and of the generated kernels)
@@ -84,9 +84,10 @@ class ObstacleTree:
     """A world's obstacles as the checks take them (:meth:`World.tree`): ``order`` (indices
     into :meth:`World.packed`) holds first the ``alone`` obstacles checked one by one (the
     half-spaces; every obstacle of a small world), in the world's order, then the tree's.
-    Node ``k`` of the tree holds obstacles ``order[first[k]:end[k]]`` within the sphere
-    ``center[k]``, ``radius[k]``; its children are ``left[k]`` and ``right[k]`` (-1: a leaf of
-    at most :data:`LEAF` obstacles). Node 0 is the root; a parent comes before its children."""
+    Node ``k`` of the tree holds obstacles ``order[first[k]:end[k]]`` within the axis-aligned
+    box ``lo[k]``, ``hi[k]`` (base frame); its children are ``left[k]`` and ``right[k]`` (-1: a
+    leaf of at most :data:`LEAF` obstacles). Node 0 is the root; a parent comes before its
+    children."""
 
     order: np.ndarray
     alone: int
@@ -94,11 +95,11 @@ class ObstacleTree:
     end: np.ndarray
     left: np.ndarray
     right: np.ndarray
-    center: np.ndarray
-    radius: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
 
     def __len__(self) -> int:
-        return len(self.radius)
+        return len(self.first)
 
     @property
     def depth(self) -> int:
@@ -113,45 +114,59 @@ class ObstacleTree:
         return int(d.max())
 
 
+def obstacle_boxes(packed) -> tuple[np.ndarray, np.ndarray]:
+    """(lo (O, 3), hi (O, 3)): an axis-aligned box holding each obstacle of :meth:`World.packed`
+    rows (a box's own extent, the bounding sphere's for the other shapes; a half-space's is
+    everything)."""
+    ob = np.asarray(packed)
+    c = ob[:, 10:13]
+    R = ob[:, 1:10].reshape(-1, 3, 3)
+    ext = np.repeat(bounding_radius(ob)[:, None], 3, axis=1)
+    box = ob[:, 0] == SHAPE_CODES["box"]
+    ext[box] = np.einsum("oij,oj->oi", np.abs(R[box]), ob[box, 13:16])
+    half = ob[:, 0] == SHAPE_CODES["halfspace"]
+    ext[half] = np.inf
+    return c - ext, c + ext
+
+
 def _tree(packed: np.ndarray) -> ObstacleTree:
     orad = bounding_radius(packed)
     bounded = np.nonzero(orad >= 0)[0]
     if bounded.size < TREE_FROM:
         bounded = bounded[:0]
     alone = np.setdiff1d(np.arange(len(packed)), bounded)
+    olo, ohi = obstacle_boxes(packed)
     order = list(alone.tolist())
     rows: list = []
 
     def build(ids: np.ndarray) -> int:
         k = len(rows)
         rows.append(None)
-        c, r = packed[ids, 10:13], orad[ids]
-        mid = 0.5 * ((c - r[:, None]).min(axis=0) + (c + r[:, None]).max(axis=0))
-        rad = float(np.max(np.linalg.norm(c - mid, axis=1) + r))
+        lo, hi = olo[ids].min(axis=0), ohi[ids].max(axis=0)
         first = len(order)
         if ids.size <= LEAF:
             order.extend(ids.tolist())
-            rows[k] = (first, len(order), -1, -1, *mid, rad)
+            rows[k] = (first, len(order), -1, -1, *lo, *hi)
             return k
+        c = packed[ids, 10:13]
         ax = int(np.argmax(c.max(axis=0) - c.min(axis=0)))  # split the longest extent
         ids = ids[np.argsort(c[:, ax], kind="stable")]
         half = ids.size // 2
         a = build(ids[:half])
         b = build(ids[half:])
-        rows[k] = (first, len(order), a, b, *mid, rad)
+        rows[k] = (first, len(order), a, b, *lo, *hi)
         return k
 
     if bounded.size:
         build(bounded)
-    t = np.array(rows, dtype=np.float64).reshape(-1, 8)
+    t = np.array(rows, dtype=np.float64).reshape(-1, 10)
     tree = ObstacleTree(np.array(order, dtype=np.int64), int(alone.size),
                         t[:, 0].astype(np.int64), t[:, 1].astype(np.int64),
                         t[:, 2].astype(np.int64), t[:, 3].astype(np.int64),
-                        np.ascontiguousarray(t[:, 4:7]), t[:, 7].copy())
+                        np.ascontiguousarray(t[:, 4:7]), np.ascontiguousarray(t[:, 7:10]))
     if tree.depth > TREE_DEPTH:  # (a median split: about log2(10,000 / LEAF) + 1 = 12)
         raise InvalidInputError(f"obstacle tree {tree.depth} deep (at most {TREE_DEPTH})")
-    for a in (tree.order, tree.first, tree.end, tree.left, tree.right, tree.center,
-              tree.radius):
+    for a in (tree.order, tree.first, tree.end, tree.left, tree.right, tree.lo, tree.hi):
         a.setflags(write=False)
     return tree
 
@@ -310,7 +325,7 @@ class World:
         return self._packed
 
     def tree(self) -> ObstacleTree:
-        """This world's obstacles in a tree of bounding spheres (see the module docstring;
+        """This world's obstacles in a tree of bounding boxes (see the module docstring;
         kept): half-spaces, and every obstacle of a world of fewer than :data:`TREE_FROM`
         others, stay on their own."""
         if self._tree is None:

@@ -36,10 +36,10 @@ bounding sphere radius (-1: a half-space), the obstacles in the order they are t
 header's fifth number ``A`` of them on their own, then the tree's,
 :meth:`ros2_ik.world.World.tree`), the tree's nodes (the header's sixth number ``K``), each
 :data:`NODE_W` numbers (first and end position in that order, left and right child or -1 for a
-leaf, centre x y z, radius), and ``K x C`` flags (1: no obstacle of the node is checked against
-the link). The obstacles on their own are taken one by one; the tree is walked per link from its
-root (a stack of :data:`~ros2_ik.world.TREE_DEPTH` entries), a node's children only where its
-sphere is within reach of the link's bound.
+leaf, its axis-aligned box: low x y z, high x y z), and ``K x C`` flags (1: no obstacle of
+the node is checked against the link). The obstacles on their own are taken one by one; the
+tree is walked per link from its root (a stack of :data:`~ros2_ik.world.TREE_DEPTH` entries),
+a node's children only where its box is within reach of the link's bound.
 """
 
 
@@ -486,9 +486,17 @@ def _emit_world(e, cc: CollisionChain, nc: int, check: bool, any_, lim: str = "t
             e("const int k = stk[--top];")
             e("if (NSKP[(long long)k * NL + c] != 0.0) continue;  // every obstacle allowed")
             e("const double* ND = TREE + R2IK_NW * k;")
-            e("const double nrad = ND[7];")
-            e("const S ncx = S(ND[4]), ncy = S(ND[5]), ncz = S(ND[6]);")
-            _emit_cull(e, check, any_, "lk", "nc", "nrad + L[7]", "nq", lim)
+            e("// the link's bound against the node's box")
+            for ax, i in (("x", 4), ("y", 5), ("z", 6)):
+                e(f"const S nq{ax} = r2ik_sel(lk{ax} < S(ND[{i}]), S(ND[{i}]) - lk{ax}, "
+                  f"r2ik_sel(lk{ax} > S(ND[{i + 3}]), lk{ax} - S(ND[{i + 3}]), S(0)));")
+            e("const S nq2 = nqx * nqx + nqy * nqy + nqz * nqz;")
+            e(f"const S nqlim = {lim} + S(L[7]);")
+            with e.block(f"if (!{any_('nq2 < nqlim * nqlim')})"):
+                if check:
+                    e("const S nqd = sqrt(nq2) - S(L[7]);")
+                    _emit_bound(e, check, "nqd", lim)
+                e("continue;")
             with e.block("if (ND[2] >= 0.0)"):
                 e("stk[top++] = (int)ND[3]; stk[top++] = (int)ND[2];  // the left one first")
                 e("continue;")
@@ -572,7 +580,7 @@ def _emit_body(e, cc: CollisionChain, nc: int, check: bool, any_, lim: str = "th
     e("const double* ORAD = SKP + n_obs * NL;")
     e("const long long n_alone = (long long)rb[4], n_node = (long long)rb[5];")
     e("const double* PERM = ORAD + n_obs;  // the obstacles: those on their own, the tree's")
-    e("const double* TREE = PERM + n_obs;  // its nodes: first, end, left, right, centre, radius")
+    e("const double* TREE = PERM + n_obs;  // its nodes: first, end, left, right, box lo, hi")
     e("const double* NSKP = TREE + R2IK_NW * n_node;  // per node and link: all allowed")
     e("const S thr = margin + act;")
     e("// the links' bounding centres, placed once (the first LBMAX links; others when used)")

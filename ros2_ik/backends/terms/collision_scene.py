@@ -24,7 +24,7 @@ __all__ = ["CollisionChain", "Node", "collision_chain", "pack_scene", "PackedSce
 
 #: numbers in the robot block's header, per link, per group and per node of the obstacles' tree
 #: (see :mod:`.collision_kernels`)
-HEAD, LINK_W, GROUP_W, NODE_W = 8, 8, 8, 8
+HEAD, LINK_W, GROUP_W, NODE_W = 8, 8, 8, 10
 #: links whose bounding centres a kernel keeps per evaluation (beyond: placed where used)
 LBMAX = 32
 
@@ -145,7 +145,7 @@ def pack_scene(cc: CollisionChain, cm: CollisionModel, world=None) -> PackedScen
     if K:
         nodes[:, 0], nodes[:, 1] = tree.first, tree.end
         nodes[:, 2], nodes[:, 3] = tree.left, tree.right
-        nodes[:, 4:7], nodes[:, 7] = tree.center, tree.radius
+        nodes[:, 4:7], nodes[:, 7:10] = tree.lo, tree.hi
         # per node and link: none of its obstacles is checked against the link
         n_free = np.concatenate([np.zeros((1, C)), np.cumsum(~skip[tree.order], axis=0)])
         nskip = (n_free[tree.end] == n_free[tree.first]).astype(np.float64)
