@@ -22,10 +22,10 @@ obstacle: ``[shape code, R (9, row-major), p (3), a, b, c]`` with ``a, b, c`` th
 half-sizes (sphere r; box hx hy hz; cylinder and capsule r, half-length).
 
 :meth:`World.tree` holds a large world's obstacles (the boxes of an octomap, a cloud or a
-mesh) in a tree of axis-aligned bounding boxes, split at the median of the longest extent down
-to leaves of at most :data:`LEAF` neighbours: the collision checks walk it per link and look
-only into the nodes within reach (a broad phase over the obstacles, as the robot's sphere
-groups are one over its spheres).
+mesh) in a tree of axis-aligned bounding boxes, split at the median of the longest extent of
+their centres down to leaves of at most :data:`LEAF` neighbours: the collision checks walk it
+per link and look only into the nodes within reach (a broad phase over the obstacles, as the
+robot's sphere groups are one over its spheres).
 
 An obstacle's :attr:`Obstacle.touch` names the robot links (collision link names, or ``"*"``
 for all) that may touch it: it is not checked against them (MoveIt's allowed collision matrix
@@ -130,44 +130,61 @@ def obstacle_boxes(packed) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _tree(packed: np.ndarray) -> ObstacleTree:
+    """The tree (see :class:`ObstacleTree`): the bounded obstacles split at the median of
+    their centres' longest extent (whole leaves on the left) down to leaves of at most
+    :data:`LEAF`, each node's box the union of its obstacles'."""
     orad = bounding_radius(packed)
     bounded = np.nonzero(orad >= 0)[0]
     if bounded.size < TREE_FROM:
         bounded = bounded[:0]
     alone = np.setdiff1d(np.arange(len(packed)), bounded)
-    olo, ohi = obstacle_boxes(packed)
-    order = list(alone.tolist())
-    rows: list = []
+    A = int(alone.size)
+    cen = packed[:, 10:13]
+    first: list = []
+    end: list = []
+    left: list = []
+    right: list = []
+    placed: list = []
 
     def build(ids: np.ndarray) -> int:
-        k = len(rows)
-        rows.append(None)
-        lo, hi = olo[ids].min(axis=0), ohi[ids].max(axis=0)
-        first = len(order)
+        k = len(first)
+        first.append(A + len(placed))
+        end.append(-1)
+        left.append(-1)
+        right.append(-1)
         if ids.size <= LEAF:
-            order.extend(ids.tolist())
-            rows[k] = (first, len(order), -1, -1, *lo, *hi)
-            return k
-        c = packed[ids, 10:13]
-        ax = int(np.argmax(c.max(axis=0) - c.min(axis=0)))  # split the longest extent
-        ids = ids[np.argsort(c[:, ax], kind="stable")]
-        half = ids.size // 2
-        a = build(ids[:half])
-        b = build(ids[half:])
-        rows[k] = (first, len(order), a, b, *lo, *hi)
+            placed.extend(ids.tolist())
+        else:
+            c = cen[ids]
+            ax = int(np.argmax(c.max(axis=0) - c.min(axis=0)))  # split the longest extent
+            ids = ids[np.argsort(c[:, ax], kind="stable")]
+            m = LEAF * ((-(-ids.size // LEAF) + 1) // 2)  # whole leaves on the left
+            left[k] = build(ids[:m])
+            right[k] = build(ids[m:])
+        end[k] = A + len(placed)
         return k
 
     if bounded.size:
         build(bounded)
-    t = np.array(rows, dtype=np.float64).reshape(-1, 10)
-    tree = ObstacleTree(np.array(order, dtype=np.int64), int(alone.size),
-                        t[:, 0].astype(np.int64), t[:, 1].astype(np.int64),
-                        t[:, 2].astype(np.int64), t[:, 3].astype(np.int64),
-                        np.ascontiguousarray(t[:, 4:7]), np.ascontiguousarray(t[:, 7:10]))
-    if tree.depth > TREE_DEPTH:  # (a median split: about log2(10,000 / LEAF) + 1 = 12)
+    ids = np.array(placed, dtype=np.int64)
+    order = np.concatenate([alone, ids]).astype(np.int64)
+    first_a, end_a = np.array(first, dtype=np.int64), np.array(end, dtype=np.int64)
+    left_a, right_a = np.array(left, dtype=np.int64), np.array(right, dtype=np.int64)
+    K = len(first)
+    lo, hi = np.zeros((K, 3)), np.zeros((K, 3))
+    if K:
+        olo, ohi = obstacle_boxes(packed[order[A:]])
+        leaf = np.nonzero(left_a < 0)[0]  # (in the order of their obstacles)
+        lo[leaf] = np.minimum.reduceat(olo, first_a[leaf] - A, axis=0)
+        hi[leaf] = np.maximum.reduceat(ohi, first_a[leaf] - A, axis=0)
+        for k in np.nonzero(left_a >= 0)[0][::-1].tolist():  # children first
+            lo[k] = np.minimum(lo[left_a[k]], lo[right_a[k]])
+            hi[k] = np.maximum(hi[left_a[k]], hi[right_a[k]])
+    tree = ObstacleTree(order, A, first_a, end_a, left_a, right_a, lo, hi)
+    if tree.depth > TREE_DEPTH:  # (median splits: about log2(10,000 / LEAF) + 1 = 12)
         raise InvalidInputError(f"obstacle tree {tree.depth} deep (at most {TREE_DEPTH})")
-    for a in (tree.order, tree.first, tree.end, tree.left, tree.right, tree.lo, tree.hi):
-        a.setflags(write=False)
+    for arr in (tree.order, tree.first, tree.end, tree.left, tree.right, tree.lo, tree.hi):
+        arr.setflags(write=False)
     return tree
 
 
