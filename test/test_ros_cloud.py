@@ -134,6 +134,54 @@ def test_a_cloud_is_its_cells_less_the_robot_and_the_far_points(robot):
     assert [i for i in s4.world.ids if i.startswith("<cloud>/")] == ids2
 
 
+def test_a_cloud_in_a_frame_placed_by_the_static_transform_parameter(robot):
+    """point_cloud.frame_transform places a cloud whose frame the node does not know (a camera
+    on a stand, no tf here) at the pose given in the base frame, an alias or a link; the same
+    cloud in an unknown frame without it is refused, the message naming the parameter; bad
+    values are refused by the parameter's check, saying what is wrong."""
+    from ros2_ik.kinematics.se3 import pq_to_pose
+    from ros2_ik.ros.cloud import frame_transform
+    from ros2_ik.ros.params import validate
+
+    q = robot.model.neutral_q()
+    frames = Frames(robot, q)
+    kw = dict(resolution=RES, max_range=3.0, padding=0.0)
+    g = np.arange(0.0, 0.1, 0.01)
+    block = np.stack(np.meshgrid(g, g, g, indexing="ij"), -1).reshape(-1, 3) + [0.0, 0.0, 1.0]
+    c = np.sqrt(0.5)  # the camera 1.5 m up, looking down (its z axis along the base's -z)
+    pose = [0.6, -0.1, 1.5, c, c, 0.0, 0.0]
+    for parent, T_parent in (("panda_link0", np.eye(4)), ("world", np.eye(4)), (
+            "panda_hand", np.asarray(fk_frames(robot.model, q[None], ["panda_hand"]))[0, 0])):
+        static = frame_transform(f"camera {parent} " + " ".join(map(str, pose)))
+        sc = apply_cloud(Scene(), cloud_msg(block, frame="camera"), frames, robot,
+                         static=static, **kw)[0]
+        assert not sc.unsupported
+        want = block @ (T_parent @ pq_to_pose(np.array(pose)))[:3, :3].T + (
+            T_parent @ pq_to_pose(np.array(pose)))[:3, 3]
+        boxes = [sc.world[i] for i in sc.world.ids if i.startswith("<cloud>/")]
+        lo = np.min([b.pose[:3, 3] - 0.5 * np.asarray(b.size) for b in boxes], axis=0)
+        hi = np.max([b.pose[:3, 3] + 0.5 * np.asarray(b.size) for b in boxes], axis=0)
+        assert np.all(lo <= want.min(axis=0) + 1e-9) and np.all(hi >= want.max(axis=0) - 1e-9)
+        assert np.all(lo >= want.min(axis=0) - RES) and np.all(hi <= want.max(axis=0) + RES)
+    # another frame is not placed by it; none given: the message names the parameter
+    other = apply_cloud(Scene(), cloud_msg(block, frame="camera2"), frames, robot,
+                        static=static, **kw)[0]
+    assert other.unsupported and "point_cloud.frame_transform" in other.unsupported[0][1]
+    assert validate("point_cloud.frame_transform", "") is None
+    assert validate("point_cloud.frame_transform", "camera panda_link0 0 0 1 0 0 0 1") is None
+    for bad, words in (("camera panda_link0 0 0 1 0 0 1", "9 fields"),
+                       ("camera panda_link0 0 0 x 0 0 0 1", "must be numbers"),
+                       ("camera panda_link0 0 nan 1 0 0 0 1", "finite"),
+                       ("camera panda_link0 0 0 1 0 0 0 0", "unit quaternion"),
+                       ("camera camera 0 0 1 0 0 0 1", "both")):
+        assert words in validate("point_cloud.frame_transform", bad)
+    # a parent the node cannot place is named where the cloud comes
+    static = frame_transform("camera nowhere 0 0 1 0 0 0 1")
+    sc = apply_cloud(Scene(), cloud_msg(block, frame="camera"), frames, robot, static=static,
+                     **kw)[0]
+    assert sc.unsupported and "'nowhere'" in sc.unsupported[0][1]
+
+
 @pytest.mark.parametrize("mutate,words", [
     (lambda m: setattr(m, "fields", m.fields[:2]), "no field 'z'"),
     (lambda m: setattr(m.fields[0], "datatype", 2), "datatype 2"),

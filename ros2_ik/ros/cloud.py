@@ -5,7 +5,8 @@ the current joint states, as MoveIt's point-cloud updater does), and the cells o
 (:mod:`ros2_ik.world.voxels`); each cloud replaces the last. No rclpy here.
 
 A cloud that cannot be used (no x / y / z float fields, offsets past ``point_step``, ``data``
-shorter than its rows, a frame the node cannot place, too many cells) removes the last cloud
+shorter than its rows, a frame the node cannot place (the base frame, a link, an alias, or the
+frame ``point_cloud.frame_transform`` places), too many cells) removes the last cloud
 and marks the scene (:attr:`~.scene.Scene.unsupported`): collision-aware answers are
 ``COLLISION_CHECKING_UNAVAILABLE`` naming it until a good cloud comes. The robot's own points
 are removed only where joint states gave every joint (before, the mid-range configuration is
@@ -20,7 +21,7 @@ from ..errors import IKError
 from .codes import INVALID_REQUEST, RequestError
 from .scene import CLOUD, replace_cells, replace_sensed
 
-__all__ = ["cloud_points", "apply_cloud", "PREFIX", "MAX_POINTS"]
+__all__ = ["cloud_points", "apply_cloud", "frame_transform", "PREFIX", "MAX_POINTS"]
 
 #: the obstacle ids of a cloud's boxes
 PREFIX = CLOUD
@@ -74,20 +75,56 @@ def cloud_points(msg, what: str = "point cloud") -> np.ndarray:
     return out
 
 
+def frame_transform(text: str):
+    """``point_cloud.frame_transform`` parsed: None for '', else ``(frame, parent, T (4, 4))``
+    from ``"frame parent x y z qx qy qz qw"`` (the pose of the cloud's frame in ``parent``, as
+    ``static_transform_publisher`` takes it). A malformed one is a ``ValueError`` saying
+    what is wrong."""
+    from ..kinematics.se3 import pq_to_pose  # noqa: PLC0415
+    from ..world import MAX_SIZE  # noqa: PLC0415
+
+    words = str(text).split()
+    if not words:
+        return None
+    form = "'frame parent x y z qx qy qz qw'"
+    if len(words) != 9:
+        raise ValueError(f"point_cloud.frame_transform must be {form} (9 fields), got "
+                         f"{len(words)}: {text!r}")
+    try:
+        v = np.array([float(x) for x in words[2:]])
+    except ValueError:
+        raise ValueError(f"point_cloud.frame_transform: x y z qx qy qz qw must be numbers, got "
+                         f"{words[2:]}") from None
+    if not np.all(np.isfinite(v)) or np.abs(v[:3]).max() > MAX_SIZE:
+        raise ValueError(f"point_cloud.frame_transform: x y z qx qy qz qw must be finite (a "
+                         f"position within {MAX_SIZE:g} m), got {words[2:]}")
+    n = float(np.linalg.norm(v[3:]))
+    if abs(n - 1.0) > 1e-3:
+        raise ValueError(f"point_cloud.frame_transform: the quaternion {words[5:]} is not a "
+                         f"unit quaternion (norm {n:.6g}); give qx qy qz qw of norm 1")
+    if words[0] == words[1]:
+        raise ValueError(f"point_cloud.frame_transform: frame and parent are both "
+                         f"{words[0]!r}")
+    v[3:] /= n
+    return words[0], words[1], pq_to_pose(v)
+
+
 def apply_cloud(scene, msg, frames, robot, *, resolution: float, max_range: float,
-                padding: float, cm=None, what: str = "point cloud"):
+                padding: float, cm=None, what: str = "point cloud", static=None):
     """(scene, points of the robot removed or None, points kept): ``scene`` with its cloud
     replaced by ``msg``'s: the points within ``max_range`` of the sensor, in the base frame,
     less those within ``padding`` of the robot's spheres ``cm`` at ``frames.q`` (only where
     joint states gave every joint, ``frames.q_known``: else every point is kept, None
-    removed), as the boxes of the cells they fall in. A cloud that cannot be used removes the
-    last one and marks the scene (:attr:`~.scene.Scene.unsupported`: collision-aware answers
-    are refused, naming it, until a good cloud comes)."""
+    removed), as the boxes of the cells they fall in. ``static``: :func:`frame_transform`'s
+    ``(frame, parent, T)`` (a cloud in ``frame`` is placed by ``T`` in ``parent``) or None. A
+    cloud that cannot be used removes the last one and marks the scene
+    (:attr:`~.scene.Scene.unsupported`: collision-aware answers are refused, naming it, until
+    a good cloud comes)."""
     counts = [None, 0]  # (the robot's points removed, the points kept: once applied)
 
     def apply():
         cells, removed, kept = _cells(msg, frames, robot, resolution, max_range, padding, cm,
-                                      what)
+                                      what, static)
         new = replace_cells(scene, PREFIX, cells, np.eye(4), what=what,
                             hint="give a coarser point_cloud.resolution or a shorter max_range")
         counts[:] = removed, kept
@@ -95,7 +132,7 @@ def apply_cloud(scene, msg, frames, robot, *, resolution: float, max_range: floa
     return (replace_sensed(scene, "cloud", PREFIX, apply).bumped(), *counts)
 
 
-def _cells(msg, frames, robot, resolution, max_range, padding, cm, what):
+def _cells(msg, frames, robot, resolution, max_range, padding, cm, what, static=None):
     """(the boxes of the cloud's cells (centres, sizes) in the base frame, the robot's points
     removed or None, the points kept)."""
     from ..world import voxels  # noqa: PLC0415
@@ -103,7 +140,15 @@ def _cells(msg, frames, robot, resolution, max_range, padding, cm, what):
     P = cloud_points(msg, what)
     P = P[np.all(np.isfinite(P), axis=1)]
     P = P[np.linalg.norm(P, axis=1) <= max_range]
-    T = frames.to_base(str(msg.header.frame_id), what + ".header.frame_id")
+    frame = str(msg.header.frame_id)
+    if static is not None and frame == static[0]:
+        T = frames.to_base(static[1], "point_cloud.frame_transform's parent") @ static[2]
+    else:
+        try:
+            T = frames.to_base(frame, what + ".header.frame_id")
+        except RequestError as exc:
+            raise RequestError(exc.code, f"{exc.message}; or give the frame's pose in one of "
+                                         "them (point_cloud.frame_transform)") from None
     P = P @ T[:3, :3].T + T[:3, 3]
     removed = 0 if frames.q_known else None
     if cm is not None and robot is not None and len(P) and cm.num_spheres and frames.q_known:

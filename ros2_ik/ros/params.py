@@ -155,7 +155,12 @@ PARAMS: tuple[ParamSpec, ...] = (
               "none. Read at start-up."),
     ParamSpec("point_cloud.topic", "", "sensor_msgs/PointCloud2 topic whose points become "
               "obstacles (each cloud replacing the last; its frame the base frame, a link of "
-              "the robot or an alias); '' = none. Read at start-up."),
+              "the robot, an alias or point_cloud.frame_transform's frame); '' = none. Read at "
+              "start-up."),
+    ParamSpec("point_cloud.frame_transform", "", "A static transform for a cloud's frame (no "
+              "tf here): 'frame parent x y z qx qy qz qw', the pose of the cloud's frame in "
+              "parent (the base frame, a link of the robot or an alias) as "
+              "static_transform_publisher takes it; '' = none."),
     ParamSpec("point_cloud.resolution", 0.02, "Edge of the cells a cloud's points are held "
               "in: each cell holding a point is an obstacle.", range=(0.001, 1.0), units="m"),
     ParamSpec("point_cloud.max_range", 3.0, "Points farther than this from the sensor are "
@@ -229,6 +234,7 @@ class Settings:
     collision_base_frame_aliases: str
     octomap_topic: str
     point_cloud_topic: str
+    point_cloud_frame_transform: str
     point_cloud_resolution: float
     point_cloud_max_range: float
     point_cloud_padding: float
@@ -275,6 +281,13 @@ def validate(name: str, value: Any) -> str | None:
                     f"{spec.units}").strip()
     if spec.choices is not None and value not in spec.choices:
         return f"parameter {name!r} = {value!r} is not one of {list(spec.choices)}"
+    if name == "point_cloud.frame_transform":
+        from .cloud import frame_transform  # noqa: PLC0415
+
+        try:
+            frame_transform(value)
+        except ValueError as exc:
+            return str(exc)
     if name == "solver":
         if value not in SOLVERS:
             return f"parameter 'solver' = {value!r} is not one of {list(SOLVERS)}"

@@ -318,7 +318,7 @@ def _point_clouds(w, state: SceneState) -> None:
     from rclpy.qos import qos_profile_sensor_data  # noqa: PLC0415
     from sensor_msgs.msg import PointCloud2  # noqa: PLC0415
 
-    from ..cloud import apply_cloud  # noqa: PLC0415
+    from ..cloud import apply_cloud, frame_transform  # noqa: PLC0415
 
     last = [-float("inf")]
 
@@ -330,7 +330,8 @@ def _point_clouds(w, state: SceneState) -> None:
                                        s.collision_margin)
         return apply_cloud(scene, msg, frames, robot, resolution=s.point_cloud_resolution,
                            max_range=s.point_cloud_max_range, padding=s.point_cloud_padding,
-                           cm=cm, what=f"point cloud on {topic}")[0]
+                           cm=cm, what=f"point cloud on {topic}",
+                           static=frame_transform(s.point_cloud_frame_transform))[0]
     newest = _Newest(state, f"point cloud on {topic}", apply)
 
     def on_cloud(msg):
