@@ -11,6 +11,9 @@ surfaces with 5 mm of noise (a map made by a depth camera: ragged and hollow); t
 - **solves**: the same goals (a known answer 1.5 cm clear of both worlds), collision-aware,
   against the 20 primitives and against the map: batch rate and one goal at a time (median,
   p90), on the bundled panda and on example-robot-data's Panda fitted from its meshes;
+- **scene worker**: what the node does after a map arrives, beside requests: the links that
+  are within the margin of an obstacle in nearly every configuration, and the first pass's
+  cover of the world (a model of 256 spheres or more);
 - **meshes**: an open shelf given as one mesh, held in 5 mm cells (``voxels.mesh_cells``).
 
     python bench/bench_worlds.py [--goals 200] [--out bench/results/worlds.txt]
@@ -96,7 +99,9 @@ def octomap_of(world, sensed: bool):
 def solves(rep, robots, prims, mapped, n_goals):
     """The same goals against the primitives and the map, per robot: batch, one goal."""
     from ros2_ik import IKConfig, IKSolver, fk_frames
+    from ros2_ik.api.solver import world_warnings
     from ros2_ik.ik.collision import clearance, default_collision_model
+    from ros2_ik.ik.cover import first_pass
 
     m0, tip0 = robots[0][1], robots[0][3]
     cm0 = default_collision_model(m0)
@@ -127,6 +132,15 @@ def solves(rep, robots, prims, mapped, n_goals):
             rep.say(f"    {label}, {wname}: {rate:,.0f} solves/s ({row[wname][3]:.1f} % "
                     f"solved); one goal {row[wname][1]:.2f} / {row[wname][2]:.2f} ms "
                     "(median / p90)")
+        # what the node's scene worker does when a map arrives (not in a request's time)
+        cmx = cm if cm is not None else default_collision_model(m)
+        t0 = time.perf_counter()
+        world_warnings(m, cmx, mapped, 0.01)
+        t1 = time.perf_counter()
+        first_pass(m, cmx, mapped, cfg.collision_cover, 0.01)
+        t2 = time.perf_counter()
+        rep.say(f"    {label}: after a map, the scene worker's checks: links always near an "
+                f"obstacle {t1 - t0:.2f} s, the first pass's cover {t2 - t1:.2f} s")
         a, b = row["20 primitives"], row["the map"]
         rep.say(f"    {label}: the map costs {a[0] / b[0]:.1f}x the batch time, "
                 f"{b[1] / a[1]:.1f}x / {b[2] / a[2]:.1f}x one goal (median / p90) of the 20 "

@@ -600,12 +600,20 @@ def always_touching(model: Model, cm: CollisionModel, world: World, *, margin: f
     skip = allowed_mask(cm, world)
     lb = place_points(np, T[:, tb.anchor], tb.lb_c)  # (N, C, 3)
     out = []
+    orad = bounding_radius(packed)
     for c in range(len(cm.link_names)):
         if cm.static[c]:
             continue
-        d, _ = sdf(packed, lb[:, c])  # (N, O): the bound's centre
+        # the obstacles' bounding spheres first (a lower bound of the distance), the signed
+        # distances of the bound's centre only for those often near by it
+        far = np.linalg.norm(lb[:, c, None] - packed[None, :, 10:13], axis=-1) - orad
+        cand = np.nonzero(((orad < 0) | (np.mean(far - tb.lb_r[c] < margin, axis=0) >= always))
+                          & ~skip[:, c])[0]
+        if not cand.size:
+            continue
+        d, _ = sdf(packed[cand], lb[:, c])  # (N, O'): the bound's centre
         often = np.mean(d - tb.lb_r[c] < margin, axis=0) >= always
-        for o in np.nonzero(often & ~skip[:, c])[0]:
+        for o in cand[often]:
             sl = cm.spheres_of(c)
             cen = place_points(np, T[:, int(tb.anchor[c])][:, None], cm.center[sl])  # (N, s, 3)
             ds, _ = sdf_rows(packed[o], cen)

@@ -114,26 +114,33 @@ def _cover_only_obstacles(model: Model, cm: CollisionModel, fine: frozenset, rea
     from ..kinematics.fk import fk  # noqa: PLC0415
     from ..model.cover import link_cover  # noqa: PLC0415
     from .collision import allowed_mask  # noqa: PLC0415
+    from ..world import bounding_radius  # noqa: PLC0415
     from .collision_geometry import place_points, sdf_rows  # noqa: PLC0415
 
     packed, skip = world.packed(), allowed_mask(cm, world)
-    T = None
+    orad = bounding_radius(packed)
+    q = model.random_q(np.random.default_rng(4), SAMPLES)
+    if mount[1] is not None:
+        q[:, mount[0]] = mount[1][np.arange(SAMPLES) % len(mount[1])]
+    T = fk(model, q, check=False)
     out = set()
     for c, name in enumerate(cm.link_names):
         s = cm.spheres_of(c)
         if cm.static[c] or name in fine or s.stop <= s.start:
             continue
-        for o in np.nonzero(~skip[:, c])[0]:
+        cc, rr, holder = link_cover(cm.center[s], cm.radius[s], reach)
+        Tl = T[:, int(cm.links[c])][:, None]
+        # an obstacle whose bounding sphere is rarely within the margin of the cover's bound
+        # opens nothing (a lower bound of every cover sphere's distance): not measured
+        mid = 0.5 * ((cc - rr[:, None]).min(axis=0) + (cc + rr[:, None]).max(axis=0))
+        rad = float(np.max(np.linalg.norm(cc - mid, axis=1) + rr))
+        far = np.linalg.norm(place_points(np, Tl, mid[None]) - packed[None, :, 10:13],
+                             axis=-1) - (orad + rad)  # (N, O)
+        cand = (orad < 0) | (np.mean(far < margin, axis=0) >= OFTEN)
+        for o in np.nonzero(cand & ~skip[:, c])[0]:
             key = (reach, margin, c, packed[o].tobytes(), mount[2])
             hit = kept.get(key)
             if hit is None:
-                if T is None:
-                    q = model.random_q(np.random.default_rng(4), SAMPLES)
-                    if mount[1] is not None:
-                        q[:, mount[0]] = mount[1][np.arange(SAMPLES) % len(mount[1])]
-                    T = fk(model, q, check=False)
-                cc, rr, holder = link_cover(cm.center[s], cm.radius[s], reach)
-                Tl = T[:, int(cm.links[c])][:, None]
                 near = sdf_rows(packed[o], place_points(np, Tl, cc))[0] - rr < margin  # (N, k)
                 hit = set()
                 for k in np.nonzero(np.mean(near, axis=0) >= OFTEN)[0]:
