@@ -192,7 +192,8 @@ def test_a_map_past_the_cell_limit_is_refused_naming_its_extent():
 def test_answers_against_a_map_are_clear_of_octomaps_own_cells():
     """A shelf-like map in front of a panda: every collision-aware SUCCESS keeps the margin
     from every occupied leaf's cube as OctoMap lists them (point-to-cube distances, not the
-    boxes the solver was given), and clear goals are solved."""
+    boxes the solver was given) and from coal's octree of the same cells, and clear goals are
+    solved."""
     t = octomap.OcTree(RES)
     g = np.arange(-0.4, 0.4, RES / 2)
     for z in (0.25, 0.55):  # two boards 2 cm thick, 35 cm deep, 80 cm wide, at x 0.45-0.8
@@ -243,6 +244,28 @@ def test_answers_against_a_map_are_clear_of_octomaps_own_cells():
         (success[free].mean(), success[inside].mean())
     got = clear(np.asarray(r.q)[success])
     assert got.min() >= margin - 1e-6, got.min()
+    # and by coal: its own octree of OctoMap's cells (a coarse leaf as its fine cells), every
+    # sphere of every answer at least the margin from it
+    coal = pytest.importorskip("coal", reason="coal (the test judge) is not installed")
+    fine = []
+    for x, y, z, e in ref:
+        k = int(round(e / RES))
+        a = (np.arange(k) + 0.5) * RES - 0.5 * e
+        fine.append(np.stack(np.meshgrid(a + x, a + y, a + z, indexing="ij"), -1).reshape(-1, 3))
+    tree = coal.makeOctree(np.concatenate(fine), RES)
+    Tq = np.asarray(fk_frames(m, np.asarray(r.q)[success], list(m.link_names)))
+    P = np.asarray(sphere_centers(m, cm, Tq))
+    worst, at_map = np.inf, coal.Transform3s()
+    for i in range(len(P)):
+        for j in range(P.shape[1]):
+            Ts = coal.Transform3s()
+            Ts.setTranslation(P[i, j])
+            res = coal.DistanceResult()
+            d = coal.distance(tree, at_map, coal.Sphere(float(cm.radius[j])), Ts,
+                              coal.DistanceRequest(), res)
+            worst = min(worst, d)
+    assert worst >= margin - 1e-6, worst
+    assert abs(worst - got.min()) < 1e-6, (worst, got.min())  # the two judges agree
 
 
 _LARGE = r"""
