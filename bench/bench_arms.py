@@ -7,7 +7,11 @@ SRDFs and meshes, each in a process of its own, printed as a table:
 - collision-aware solves (32 seeds, a 1 cm margin, a table the robot stands on, a box and a
   post) of goals whose known answer is 1.5 cm clear on the meshes, free and 0-10 cm above the
   table: the success rate, the solves a second, and how many SUCCESS collide on the meshes
-  judged by Pinocchio + coal (``test/test_real_robots.Judge``: 0 expected).
+  judged by Pinocchio + coal (``test/test_real_robots.Judge``: 0 expected). The table's top
+  is the lowest point of the links rigid with the base (an arm's foot; a humanoid's torso),
+  the box and the post stand on it; the joints a solve holds (the other arm, a hand) are
+  seeded where the known answer has them (the robot's state: clear), the solved ones at
+  mid-range.
 
     python bench/bench_arms.py [--robots panda ur5 ...] [--free 100] [--near 60]
                                [--cache DIR] [--out bench/results/arms.txt]
@@ -55,7 +59,7 @@ ARMS = {
     "tiago_pro_left": ("tiago_pro_description/robots/tiago_pro.urdf",
                        None, "torso_lift_link", "arm_left_tool_link"),
     "baxter_left": ("baxter_description/urdf/baxter.urdf",
-                    "baxter_description/srdf/baxter_manipulation.srdf", "torso", "left_hand"),
+                    "baxter_description/srdf/baxter_manipulation.srdf", "torso", "left_gripper"),
     "pr2_right": ("pr2_description/urdf/pr2.urdf",
                   "pr2_description/srdf/pr2.srdf", "torso_lift_link", "r_gripper_tool_frame"),
     "romeo_left": ("romeo_description/urdf/romeo.urdf",
@@ -69,13 +73,24 @@ ARMS = {
 }
 
 
+def _lifted(pose, z: float):
+    """``pose`` moved up by ``z``."""
+    out = np.array(pose)
+    out[2, 3] += z
+    return out
+
+
 def one(name: str, n_free: int, n_near: int) -> dict:
     """The row of one robot (run in a process of its own: its peak memory is its own)."""
     import test_real_robots as T  # noqa: N812 - the judge and the world of the real-robot tier
 
     from ros2_ik import IKConfig, IKSolver
     from ros2_ik.ik.collision import default_collision_model
+    from ros2_ik.ik.collision_geometry import sphere_centers
+    from ros2_ik.ik.seeds import movable_coordinates
+    from ros2_ik.kinematics.fk import fk
     from ros2_ik.model import Model
+    from ros2_ik.world import Obstacle, World
     from ros2_ik.model.collision import full_tree, sphere_placements
     from ros2_ik.model.meshes import element_shape
     from ros2_ik.model.spheres import overshoot
@@ -105,7 +120,15 @@ def one(name: str, n_free: int, n_near: int) -> dict:
                 worst = max(worst, overshoot(np.asarray(cm.center[sl]),
                                              np.asarray(cm.radius[sl]), np.concatenate(V)))
         row["overshoot_mm"] = round(1e3 * worst, 2)
-        judge = T.Judge(T.ROBOTS / urdf, {}, base=base)
+        # the table under what the robot stands on: the lowest point of the links rigid with
+        # the base (an arm's foot: about 0; a torso's bottom for a humanoid's arm)
+        P = np.asarray(sphere_centers(m, cm, fk(m, m.neutral_q()[None])))[0]
+        still = cm.static[cm.sphere_link]
+        table = float((P[still, 2] - cm.radius[still]).min()) if still.any() else 0.0
+        row["table_z"] = round(table, 3)
+        world = World([Obstacle(o.id, o.shape, o.size, _lifted(o.pose, table), o.touch)
+                       for o in T.WORLD])
+        judge = T.Judge(T.ROBOTS / urdf, {}, base=base, world=world)
         moving = {cm.link_names[c] for c in range(len(cm.link_names)) if not cm.static[c]}
         pairs = [(cm.link_names[a], cm.link_names[b]) for a, b in cm.pairs.tolist()]
 
@@ -115,13 +138,20 @@ def one(name: str, n_free: int, n_near: int) -> dict:
         cfg = IKConfig(num_seeds=32, stall_iterations=5, avoid_collisions=True,
                        collision_margin=T.MARGIN, timeout=None)
         s = IKSolver(m, [tip], cfg, collision=cm)
+        mov = movable_coordinates(m, [tip])
+        row["held"] = int((~mov).sum())
         for key, near, n in (("free", False, n_free), ("near_table", True, n_near)):
-            G = T._goals(m, tip, cm, judged, n, seed=31 + near, near_table=near)
+            G, Qk = T._goals(m, tip, cm, judged, n, seed=31 + near, near_table=near,
+                             world=world, table=table, with_q=True)
             if not len(G):
                 row[key] = "no goals"
                 continue
+            # the joints a solve holds (the other arm, a hand) where the robot has them: the
+            # known answer's values (clear); the solved ones from mid-range
+            seeds = np.array(Qk)
+            seeds[:, mov] = m.neutral_q()[mov]
             t = time.perf_counter()
-            r = s.solve(G, world=T.WORLD)
+            r = s.solve(G, seeds=seeds, world=world)
             dt = time.perf_counter() - t
             ok = np.asarray(r.success)
             bad = sum(1 for i in np.nonzero(ok)[0] if not judged(r.q[i], T.MARGIN - T.SLACK))

@@ -62,7 +62,7 @@ WORLD = World().add(
 class Judge:
     """Pinocchio's FK and coal's distances on a URDF's collision meshes."""
 
-    def __init__(self, urdf: Path, extra: dict, base: str | None = None):
+    def __init__(self, urdf: Path, extra: dict, base: str | None = None, world=WORLD):
         self.model = pin.buildModelFromUrdf(str(urdf))
         self.geom = pin.buildGeomFromUrdf(self.model, str(urdf), pin.GeometryType.COLLISION,
                                           package_dirs=[str(SHARE)])
@@ -79,7 +79,7 @@ class Judge:
             pin.framesForwardKinematics(self.model, self.data, pin.neutral(self.model))
             B = self.data.oMf[self.model.getFrameId(base)].copy()
         self.world = {}
-        for ob in WORLD:
+        for ob in world:
             shape = {"box": lambda o: coal.Box(*o.size), "cylinder":
                      lambda o: coal.Cylinder(o.size[0], o.size[1]),
                      "halfspace": lambda o: coal.Halfspace(np.array([0.0, 0, 1]), 0.0)}[
@@ -156,22 +156,24 @@ def robot(request):
     return request.param, m, tip, cm, judged
 
 
-def _goals(m, tip, cm, judged, n, seed, near_table=False):
+def _goals(m, tip, cm, judged, n, seed, near_table=False, world=WORLD, table=0.0,
+           with_q=False):
     """Goals whose known answer is clear by >= 1.5 cm on the meshes (judged), ``n`` at most;
-    with ``near_table`` the tip 0-10 cm above the table."""
+    with ``near_table`` the tip 0-10 cm above the table (its top at z = ``table``); with
+    ``with_q``, (goals, their known answers)."""
     rng = np.random.default_rng(seed)
     Q = m.random_q(rng, 40_000 if near_table else 1500)
     T = np.asarray(fk_frames(m, Q, [tip]))[:, 0]
     keep = np.ones(len(Q), dtype=bool)
     if near_table:
-        keep &= (T[:, 2, 3] >= 0.0) & (T[:, 2, 3] <= 0.10)
+        keep &= (T[:, 2, 3] >= table) & (T[:, 2, 3] <= table + 0.10)
     # the spheres first (cheap; they cover the meshes), then the judge (pairs checked for
     # contact only need not be 1.5 cm apart: their allowance made 1.5 cm)
     idx = np.nonzero(keep)[0]
     cm = cm.with_allowances([(a, b, 0.015) for a, b, _ in cm.allowances])
-    idx = idx[clearance(m, cm, Q[idx], WORLD, reach=0.02)[0] >= 0.015]
+    idx = idx[clearance(m, cm, Q[idx], world, reach=0.02)[0] >= 0.015]
     out = [i for i in idx[:int(1.4 * n) + 20] if judged(Q[i], 0.015)][:n]
-    return T[out]
+    return (T[out], Q[out]) if with_q else T[out]
 
 
 def test_the_spheres_cover_the_meshes_and_overshoot_at_most_5_mm(robot):
