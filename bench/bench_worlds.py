@@ -120,6 +120,15 @@ def solves(rep, robots, prims, mapped, n_goals):
     for label, m, cm, tip in robots:
         cfg = IKConfig(num_seeds=32, stall_iterations=5, avoid_collisions=True,
                        collision_margin=0.01, timeout=None)
+        # what the node's scene worker does when a map arrives (not in a request's time)
+        cmx = cm if cm is not None else default_collision_model(m)
+        t0 = time.perf_counter()
+        world_warnings(m, cmx, mapped, 0.01)
+        t1 = time.perf_counter()
+        first_pass(m, cmx, mapped, cfg.collision_cover, 0.01)
+        t2 = time.perf_counter()
+        rep.say(f"    {label}: after a map, the scene worker's checks: links always near an "
+                f"obstacle {t1 - t0:.2f} s, the first pass's cover {t2 - t1:.2f} s")
         s = IKSolver(m, [tip], cfg, collision=cm)
         row = {}
         for wname, world in (("20 primitives", prims), ("the map", mapped)):
@@ -137,15 +146,6 @@ def solves(rep, robots, prims, mapped, n_goals):
             rep.say(f"    {label}, {wname}: {rate:,.0f} solves/s ({row[wname][3]:.1f} % "
                     f"solved); one goal {row[wname][1]:.2f} / {row[wname][2]:.2f} ms "
                     "(median / p90)")
-        # what the node's scene worker does when a map arrives (not in a request's time)
-        cmx = cm if cm is not None else default_collision_model(m)
-        t0 = time.perf_counter()
-        world_warnings(m, cmx, mapped, 0.01)
-        t1 = time.perf_counter()
-        first_pass(m, cmx, mapped, cfg.collision_cover, 0.01)
-        t2 = time.perf_counter()
-        rep.say(f"    {label}: after a map, the scene worker's checks: links always near an "
-                f"obstacle {t1 - t0:.2f} s, the first pass's cover {t2 - t1:.2f} s")
         a, b = row["20 primitives"], row["the map"]
         rep.say(f"    {label}: the map costs {a[0] / b[0]:.1f}x the batch time, "
                 f"{b[1] / a[1]:.1f}x / {b[2] / a[2]:.1f}x one goal (median / p90) of the 20 "
