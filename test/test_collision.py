@@ -638,6 +638,14 @@ def test_a_world_of_many_obstacles_is_checked_through_a_tree_of_bounding_boxes()
                                atol=1e-12)
 
 
+def test_the_check_of_no_configurations_is_empty():
+    m = load_robot("panda")
+    cm = collision_model(m)
+    for world in (None, _all_shapes_world(), _cells_world()):
+        d, k, _ = clearance(m, cm, np.zeros((0, m.nq)), world)
+        assert d.shape == (0,) and k.shape == (0,) and k.dtype == np.int64
+
+
 def test_links_within_the_margin_of_an_obstacle_in_every_configuration_are_all_found():
     """always_touching (the node's warning: no clear answer exists) in a world of hundreds of
     boxes and a collar around the panda's shoulder: the links it names are exactly those a

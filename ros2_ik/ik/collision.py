@@ -491,7 +491,7 @@ def clearance(model: Model, cm: CollisionModel, q, world: World | None = None, *
     xp = get_xp(q)
     q = xp.atleast_2d(xp.asarray(q, dtype=xp.float64))
     T = fk(model, q, check=False)
-    outs_d, outs_k = [], []
+    outs_d, outs_k = [np.zeros(0)], [np.zeros(0, dtype=np.int64)]  # (an empty batch: empty)
     # exact everywhere: every obstacle is looked at down to the spheres, so fewer
     # configurations at once in a large world (memory stays bounded)
     n_obs = len(world) if world is not None else 0

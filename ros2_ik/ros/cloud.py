@@ -78,8 +78,8 @@ def cloud_points(msg, what: str = "point cloud") -> np.ndarray:
 def frame_transform(text: str):
     """``point_cloud.frame_transform`` parsed: None for '', else ``(frame, parent, T (4, 4))``
     from ``"frame parent x y z qx qy qz qw"`` (the pose of the cloud's frame in ``parent``, as
-    ``static_transform_publisher`` takes it). A malformed one is a ``ValueError`` saying
-    what is wrong."""
+    ``static_transform_publisher`` gives it, though with the cloud's frame first). A
+    malformed one is a ``ValueError`` saying what is wrong."""
     from ..kinematics.se3 import pq_to_pose  # noqa: PLC0415
     from ..world import MAX_SIZE  # noqa: PLC0415
 

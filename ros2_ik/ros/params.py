@@ -159,8 +159,8 @@ PARAMS: tuple[ParamSpec, ...] = (
               "start-up."),
     ParamSpec("point_cloud.frame_transform", "", "A static transform for a cloud's frame (no "
               "tf here): 'frame parent x y z qx qy qz qw', the pose of the cloud's frame in "
-              "parent (the base frame, a link of the robot or an alias) as "
-              "static_transform_publisher takes it; '' = none."),
+              "parent (the base frame, a link of the robot or an alias); note the order: the "
+              "cloud's frame first, unlike static_transform_publisher's; '' = none."),
     ParamSpec("point_cloud.resolution", 0.02, "Edge of the cells a cloud's points are held "
               "in: each cell holding a point is an obstacle.", range=(0.001, 1.0), units="m"),
     ParamSpec("point_cloud.max_range", 3.0, "Points farther than this from the sensor are "

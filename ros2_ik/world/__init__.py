@@ -116,7 +116,7 @@ class ObstacleTree:
 
 def obstacle_boxes(packed) -> tuple[np.ndarray, np.ndarray]:
     """(lo (O, 3), hi (O, 3)): an axis-aligned box holding each obstacle of :meth:`World.packed`
-    rows (a box's own extent, the bounding sphere's for the other shapes; a half-space's is
+    rows (a box's, a cylinder's and a capsule's own extent, a sphere's; a half-space's is
     everything)."""
     ob = np.asarray(packed)
     c = ob[:, 10:13]
@@ -124,6 +124,12 @@ def obstacle_boxes(packed) -> tuple[np.ndarray, np.ndarray]:
     ext = np.repeat(bounding_radius(ob)[:, None], 3, axis=1)
     box = ob[:, 0] == SHAPE_CODES["box"]
     ext[box] = np.einsum("oij,oj->oi", np.abs(R[box]), ob[box, 13:16])
+    # a cylinder's and a capsule's own extent about their axis (R's third column)
+    for shape in ("cylinder", "capsule"):
+        k = ob[:, 0] == SHAPE_CODES[shape]
+        a, r, h = R[k][:, :, 2], ob[k, 13:14], ob[k, 14:15]
+        disc = r * np.sqrt(np.clip(1.0 - a * a, 0.0, 1.0)) if shape == "cylinder" else r
+        ext[k] = h * np.abs(a) + disc
     half = ob[:, 0] == SHAPE_CODES["halfspace"]
     ext[half] = np.inf
     return c - ext, c + ext
