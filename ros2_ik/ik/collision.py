@@ -366,9 +366,7 @@ class CollisionObjective(Objective):
         if kept is None:
             tree, free = self.tree, ~self.skip[:, c]
             alone = tree.order[:tree.alone]
-            n_free = np.concatenate([[0], np.cumsum(free[tree.order])])
-            kept = self._per_link[c] = (alone[free[alone]],
-                                        n_free[tree.end] > n_free[tree.first])
+            kept = self._per_link[c] = (alone[free[alone]], tree.holds(free))
         return kept
 
     def _world_pairs(self, xp, T, tb, lb, c, thr, acc, jac, ii, oo):

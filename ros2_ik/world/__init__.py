@@ -101,6 +101,14 @@ class ObstacleTree:
     def __len__(self) -> int:
         return len(self.first)
 
+    def holds(self, mask) -> np.ndarray:
+        """(K, ...) bool per node: does it hold an obstacle where ``mask`` (O, ...), indexed
+        as :meth:`World.packed`, is true."""
+        m = np.asarray(mask, dtype=bool)[self.order]
+        n = np.concatenate([np.zeros((1,) + m.shape[1:], dtype=np.int64),
+                            np.cumsum(m, axis=0)])
+        return n[self.end] > n[self.first]
+
     @property
     def depth(self) -> int:
         """Nodes on the longest path from the root to a leaf (0: no tree)."""

@@ -147,8 +147,7 @@ def pack_scene(cc: CollisionChain, cm: CollisionModel, world=None) -> PackedScen
         nodes[:, 2], nodes[:, 3] = tree.left, tree.right
         nodes[:, 4:7], nodes[:, 7:10] = tree.lo, tree.hi
         # per node and link: none of its obstacles is checked against the link
-        n_free = np.concatenate([np.zeros((1, C)), np.cumsum(~skip[tree.order], axis=0)])
-        nskip = (n_free[tree.end] == n_free[tree.first]).astype(np.float64)
+        nskip = (~tree.holds(~skip)).astype(np.float64)
     head = np.zeros(HEAD)
     head[:6] = C, G, S, len(cm.pairs), tree.alone if O else 0, K
     data = np.concatenate([packed.ravel(), head, links.ravel(), groups.ravel(),
