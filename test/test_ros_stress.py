@@ -58,21 +58,26 @@ def test_concurrent_clients_lose_no_answer_while_action_runs_and_model_swaps():
         traj = {"done": 0, "failed": [], "fed": threading.Event()}
 
         def trajectories():
+            step = "started"
             try:
                 while not stop.is_set():
+                    step = "goal sent"
                     handle = client.send_goal(goal, feedback=lambda fb: traj["fed"].set(),
                                               timeout=30)
+                    step = "result asked"
                     fut = handle.get_result_async()
                     while not fut.done() and not stop.is_set():
                         time.sleep(0.05)
                     if not fut.done():
+                        step = "cancel sent"
                         client.cancel(handle, timeout=30)
+                    step = "result awaited"
                     res = Client.wait_future(fut, 60)
                     if not res.result.message and res.result.error_code.val != 1:
                         traj["failed"].append(f"empty result, status {res.status}")
                     traj["done"] += 1
             except Exception as exc:  # noqa: BLE001  (reported by the test below)
-                traj["failed"].append(repr(exc))
+                traj["failed"].append(f"{step} (trajectory {traj['done'] + 1}): {exc!r}")
 
         runner = threading.Thread(target=trajectories, daemon=True)
         runner.start()
@@ -99,7 +104,7 @@ def test_concurrent_clients_lose_no_answer_while_action_runs_and_model_swaps():
         stop.set()
         runner.join(90)
         assert not runner.is_alive(), "a trajectory result never came"
-        assert not traj["failed"], traj["failed"]
+        assert not traj["failed"], (traj["failed"], node.log_text()[-4000:])
         assert node.alive()
     finally:
         for p in procs:
