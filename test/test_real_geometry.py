@@ -190,3 +190,30 @@ def test_a_real_concave_link_s_spheres_reach_at_most_5_mm_past_its_mesh():
     assert coverage(c, r, surface_points([s], seed=5)) <= 0.0
     assert overshoot(c, r, s.vertices) <= 0.005 + 1e-9
     assert mesh_overshoot(c, r, [s]) <= 0.005 + 1e-6
+
+
+def test_heavy_meshes_are_measured_against_each_other_at_their_corners():
+    """The SO-101's wrist and moving jaw (71,310 and 141,350 triangles: more corners than the
+    lattice may hold) are measured by :func:`meshes_within` at their triangles' corners (the
+    lattice step once looped for ever looking for a coarser lattice), and the answer is a
+    fraction; the lattice step of such a mesh is at most its longest edge."""
+    from ros2_ik.ik.collision import meshes_within
+    from ros2_ik.model.collision import collision_model, full_tree, link_shapes
+    from ros2_ik.model.concavity import lattice_step
+
+    root = SHARE / "example-robot-data/robots/so_arm_description"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m = Model.from_urdf((root / "urdf/so101.urdf").read_text(), base="base_link",
+                            tips=["gripper_frame_link"])
+        # (spheres given: the meshes are what is measured here, not a fit)
+        cm = collision_model(m, spheres={d.link: [[0.0, 0.0, 0.0, 0.01]]
+                                         for d in m.desc.collisions})
+    shapes = link_shapes(m, "moving_jaw_so101_v1_link", [str(SHARE)], full_tree(m))
+    assert sum(len(s.faces) for s in shapes) > 50_000
+    step = lattice_step(shapes, 0.002, 50_000)
+    tri = np.concatenate([np.asarray(s.vertices)[np.asarray(s.faces)] for s in shapes])
+    assert step <= 1.25 * float(np.linalg.norm(tri - np.roll(tri, 1, axis=1), axis=2).max())
+    (f,) = meshes_within(m, cm, [("wrist_link", "moving_jaw_so101_v1_link")], 0.01,
+                         [str(SHARE)])
+    assert f is not None and 0.0 <= f <= 1.0

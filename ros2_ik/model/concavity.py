@@ -92,11 +92,18 @@ def lattice_points(shapes, step: float) -> np.ndarray:
     return np.concatenate(parts)
 
 
-def _lattice_size(shapes, step: float) -> float:
-    n = 0.0
+def _edges(shapes) -> list:
+    """Each shape's longest triangle edge per triangle [m]."""
+    out = []
     for s in shapes:
         tri = np.asarray(s.vertices, dtype=np.float64)[np.asarray(s.faces)]
-        edge = np.max(np.linalg.norm(tri - np.roll(tri, 1, axis=1), axis=2), axis=1)
+        out.append(np.max(np.linalg.norm(tri - np.roll(tri, 1, axis=1), axis=2), axis=1))
+    return out
+
+
+def _lattice_size(edges, step: float) -> float:
+    n = 0.0
+    for edge in edges:
         k = np.maximum(1, np.ceil(edge / step))
         n += float(np.sum((k + 1) * (k + 2) / 2))
     return n
@@ -104,8 +111,13 @@ def _lattice_size(shapes, step: float) -> float:
 
 def lattice_step(shapes, step: float = LATTICE, most: int = MAX_LATTICE) -> float:
     """The lattice step of a link: ``step`` (:data:`LATTICE`), or more for a link whose
-    lattice would hold more than ``most`` (:data:`MAX_LATTICE`) points."""
-    while _lattice_size(shapes, step) > most:
+    lattice would hold more than ``most`` (:data:`MAX_LATTICE`) points; at most the longest
+    triangle edge (each triangle's corners alone: a mesh of more than ``most / 3`` triangles
+    keeps those, bounded by the mesh's own size, :data:`~ros2_ik.model.
+    collision_spheres.MAX_PLACED_VERTICES`)."""
+    edges = _edges(shapes)
+    longest = max((float(e.max()) for e in edges if len(e)), default=step)
+    while step < longest and _lattice_size(edges, step) > most:
         step *= 1.25
     return step
 
