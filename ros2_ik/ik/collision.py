@@ -663,19 +663,23 @@ def always_within(model: Model, cm: CollisionModel, within: float) -> list:
 #: configurations at which the meshes of a pair whose spheres nearly always overlap are
 #: measured (:func:`meshes_within`)
 MESH_SAMPLES = 64
-#: surface points of one link's meshes at most, for :func:`meshes_within` (their spacing
-#: grows from 2 mm to keep within it)
+#: [m] the spacing of the surface points :func:`meshes_within` measures between, and the
+#: distance at which two meshes count as touching
+MESH_SPACING = 0.002
+#: surface points of one link's meshes at most, for :func:`meshes_within`, besides its
+#: triangles' corners (their spacing grows from 2 mm to keep within it)
 MESH_POINTS = 50_000
 
 
 def meshes_within(model: Model, cm: CollisionModel, pairs, within: float,
                   search_path=()) -> list:
     """For each collision link pair ``(a, b)`` (names): the fraction of :data:`MESH_SAMPLES`
-    random configurations at which their URDF meshes come within ``within`` [m] (at least the
-    surface samples' spacing) of each other, measured between points on their surfaces (at
-    most 2 mm apart, or more for a very large link; a distance between such points is never
-    less than the meshes' own, so a pair is found near only where it is), or None where a
-    link has no geometry that can be read (its spheres were given: they are its geometry)."""
+    random configurations at which their URDF meshes come within ``within`` [m] (at least
+    :data:`MESH_SPACING`) of each other, measured between points on their surfaces (at most
+    2 mm apart, or more for a very large link, whose points then come within less often; a
+    distance between such points is never less than the meshes' own, so a pair is found near
+    only where it is), or None where a link has no geometry that can be read (its spheres
+    were given: they are its geometry)."""
     from scipy.spatial import cKDTree  # noqa: PLC0415
 
     from ..model.collision import full_tree, link_shapes  # noqa: PLC0415
@@ -686,7 +690,7 @@ def meshes_within(model: Model, cm: CollisionModel, pairs, within: float,
     for name in {n for p in pairs for n in p}:
         shapes = link_shapes(model, name, search_path, full)
         if shapes:
-            steps[name] = lattice_step(shapes, 0.002, MESH_POINTS)
+            steps[name] = lattice_step(shapes, MESH_SPACING, MESH_POINTS, corners=False)
             points[name] = np.unique(lattice_points(shapes, steps[name]), axis=0)
     q = model.random_q(np.random.default_rng(2), MESH_SAMPLES)
     T = fk(model, q, check=False)
@@ -696,7 +700,9 @@ def meshes_within(model: Model, cm: CollisionModel, pairs, within: float,
             out.append(None)
             continue
         la, lb = int(cm.links[cm.index(a)]), int(cm.links[cm.index(b)])
-        lim = max(float(within), steps[a], steps[b])
+        # (a coarser lattice is not given more room: its points come within less often
+        # than the meshes do, so a pair is never found near for the lattice's sake)
+        lim = max(float(within), MESH_SPACING)
         tree = cKDTree(points[b])  # (b's points in b's frame; a's placed there)
         near = 0
         for k in range(len(q)):

@@ -101,23 +101,25 @@ def _edges(shapes) -> list:
     return out
 
 
-def _lattice_size(edges, step: float) -> float:
+def _lattice_size(edges, step: float, corners: bool = True) -> float:
     n = 0.0
     for edge in edges:
         k = np.maximum(1, np.ceil(edge / step))
-        n += float(np.sum((k + 1) * (k + 2) / 2))
+        n += float(np.sum((k + 1) * (k + 2) / 2)) - (0 if corners else 3 * len(edge))
     return n
 
 
-def lattice_step(shapes, step: float = LATTICE, most: int = MAX_LATTICE) -> float:
+def lattice_step(shapes, step: float = LATTICE, most: int = MAX_LATTICE,
+                 corners: bool = True) -> float:
     """The lattice step of a link: ``step`` (:data:`LATTICE`), or more for a link whose
-    lattice would hold more than ``most`` (:data:`MAX_LATTICE`) points; at most the longest
-    triangle edge (each triangle's corners alone: a mesh of more than ``most / 3`` triangles
-    keeps those, bounded by the mesh's own size, :data:`~ros2_ik.model.
+    lattice would hold more than ``most`` (:data:`MAX_LATTICE`) points (with ``corners``
+    false, more than ``most`` besides the triangles' corners, which a mesh of many small
+    triangles cannot do without); at most the longest triangle edge (each triangle's corners
+    alone: their number is bounded by the mesh's own size, :data:`~ros2_ik.model.
     collision_spheres.MAX_PLACED_VERTICES`)."""
     edges = _edges(shapes)
     longest = max((float(e.max()) for e in edges if len(e)), default=step)
-    while step < longest and _lattice_size(edges, step) > most:
+    while step < longest and _lattice_size(edges, step, corners) > most:
         step *= 1.25
     return step
 
