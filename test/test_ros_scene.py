@@ -337,6 +337,16 @@ def test_the_scenes_octomap_is_its_occupied_cells_replaced_and_allowed(robot, bi
         assert words in sb.unsupported[0][1]
         assert not apply_planning_scene(sb, _octomap_scene(data, binary), f, robot,
                                         []).unsupported
+    # a diff whose map a newer waiting diff replaces: its map is not decoded (the last one
+    # stays), the rest of it is applied
+    notes: list = []
+    late = _octomap_scene(data, binary, origin=(0.9, 0, 0.3))
+    late.world.collision_objects = [_co("late", CollisionObject.ADD,
+                                        [(_prim(SolidPrimitive.SPHERE, (0.1,)), (1, 1, 1))])]
+    sk = apply_planning_scene(s2, late, f, robot, notes, octomap_superseded=True)
+    assert [sk.world[i].pose.tolist() for i in sk.world.ids if i.startswith("<octomap>/")] == \
+        [s2.world[i].pose.tolist() for i in ids2] and "late" in sk.world
+    assert any("not decoded (a newer map waits" in n for n in notes), notes
     # an origin whose orientation was left unset (all zero) is the identity, as MoveIt
     unset = _octomap_scene(data, binary, origin=(0.5, 0, 0.3))
     unset.world.octomap.origin.orientation.w = 0.0
@@ -398,3 +408,44 @@ def test_world_for_and_collision_model_for_leave_the_base_model_alone(robot):
     cm2 = collision_model_for(cm, s, robot.model)
     assert cm2 is cm and world_for(s, cm) is s.world
     assert collision_model(load_robot("panda")).num_spheres == cm.num_spheres
+
+
+def test_the_scene_worker_skips_a_diff_s_map_only_when_a_newer_one_waits():
+    """move_group sends a map with every sensor update: of the planning-scene diffs waiting
+    on the scene worker, only the last one's map is decoded (each earlier one is told that a
+    newer map waits); a change without a map never counts."""
+    import threading
+    import types
+
+    from ros2_ik.ros.handlers.world import SceneState
+
+    logs: list = []
+    w = types.SimpleNamespace(
+        robot=lambda: None, settings=lambda: types.SimpleNamespace(
+            collision_base_frame_aliases=""),
+        log=lambda *a: logs.append(a), stats=types.SimpleNamespace(set_scene=lambda *a: None))
+    state = SceneState(w)
+    try:
+        gate, seen = threading.Event(), []
+
+        def hold(scene, frames, robot, notes):
+            assert gate.wait(60)
+            return scene
+
+        def record(tag):
+            def apply(scene, frames, robot, notes):
+                seen.append((tag, state.map_superseded))
+                return scene
+            return apply
+        state.submit("hold", hold)
+        for tag, has_map in (("a", True), ("b", False), ("c", True), ("d", True),
+                             ("e", False)):
+            state.submit(tag, record(tag), carries_map=has_map)
+        gate.set()
+        assert state.wait_idle(60)
+        assert seen == [("a", True), ("b", False), ("c", True), ("d", False), ("e", False)]
+        # (one alone is decoded)
+        state.submit("f", record("f"), carries_map=True)
+        assert state.wait_idle(60) and seen[-1] == ("f", False)
+    finally:
+        state.close()

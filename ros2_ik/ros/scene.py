@@ -535,9 +535,12 @@ def _acm(msg, what: str) -> Acm:
 
 def apply_planning_scene(scene: Scene, msg, frames, robot, notes: list, *,
                          octomap_ok: bool = False,
-                         mesh_resolution: float = MESH_RESOLUTION) -> Scene:
+                         mesh_resolution: float = MESH_RESOLUTION,
+                         octomap_superseded: bool = False) -> Scene:
     """``scene`` changed by a moveit_msgs/PlanningScene (a diff, or a full scene that
-    replaces it; see the module docstring)."""
+    replaces it; see the module docstring). ``octomap_superseded``: a newer diff with a map
+    waits to be applied next, so a diff's map is not decoded (the last map stays until that
+    one replaces it; the rest of the diff is applied)."""
     diff = bool(getattr(msg, "is_diff", False))
     # (a whole scene replaces its own parts; a point cloud is not one of them)
     new = scene if diff else Scene(
@@ -576,7 +579,9 @@ def apply_planning_scene(scene: Scene, msg, frames, robot, notes: list, *,
         scale[str(ls.link_name)] = v
     om = getattr(w, "octomap", None)
     data = getattr(getattr(om, "octomap", None), "data", ())
-    if len(data) and octomap_ok:
+    if len(data) and diff and octomap_superseded:
+        notes.append("world.octomap: not decoded (a newer map waits, applied next)")
+    elif len(data) and octomap_ok:
         notes.append("world.octomap: left out of the world (collision.ignore_octomap is true): "
                      "its voxels are not avoided")
         new = replace_cells(new, OCTOMAP).with_unsupported("octomap", None)

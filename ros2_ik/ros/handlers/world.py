@@ -54,6 +54,11 @@ class SceneState:
         self.on_change = lambda scene: None
         self._queue: collections.deque = collections.deque()
         self._wake = threading.Condition()
+        #: planning-scene messages with an octomap that wait in the queue; while the worker
+        #: applies one, whether a newer map waits behind it (that one is then not decoded:
+        #: the newer map replaces it a moment later)
+        self._maps_waiting = 0
+        self.map_superseded = False
         self._closed = False
         self._thread = threading.Thread(target=self._run, daemon=True, name="ros2_ik-scene")
         self._thread.start()
@@ -63,11 +68,12 @@ class SceneState:
         return self.scene.world
 
     # ------------------------------------------------------------------ the worker
-    def submit(self, what: str, apply, done=None, frames=None) -> None:
+    def submit(self, what: str, apply, done=None, frames=None, carries_map: bool = False) -> None:
         """Queue ``apply(scene, frames, robot, notes) -> scene``; ``done(error or None)`` is
         called on the worker once it ran. From the executor thread (the model and joint states
         in use are taken now), or from another with ``frames`` = (robot, joint-states
-        snapshot, aliases) taken there."""
+        snapshot, aliases) taken there. ``carries_map``: the change holds an octomap (while
+        it is applied, :attr:`map_superseded` says whether a newer one waits)."""
         with self._wake:
             if len(self._queue) >= QUEUE_MAX:
                 self._error(f"{what} not applied: {QUEUE_MAX} scene messages wait already; "
@@ -75,7 +81,9 @@ class SceneState:
                 if done is not None:
                     done(RequestError(codes.FAILURE, "the scene queue is full"))
                 return
-            self._queue.append((what, apply, frames or self._frames_snapshot(), done))
+            self._queue.append((what, apply, frames or self._frames_snapshot(), done,
+                                carries_map))
+            self._maps_waiting += bool(carries_map)
             self._wake.notify()
 
     def _frames_snapshot(self):
@@ -93,7 +101,10 @@ class SceneState:
                     self._wake.wait()
                 if self._closed:
                     return
-                what, apply, (robot, seeds, aliases), done = self._queue.popleft()
+                what, apply, (robot, seeds, aliases), done, carries_map = \
+                    self._queue.popleft()
+                self._maps_waiting -= bool(carries_map)
+                self.map_superseded = bool(carries_map) and self._maps_waiting > 0
             q, known = None, False
             if robot is not None:
                 try:
@@ -270,10 +281,14 @@ def register(w) -> SceneState:
 
     def on_scene(msg, topic):
         octo, res = ignore_octomap(), mesh_resolution()
+        # (a diff's map that a newer diff's map will replace before any request could use
+        # it is not decoded: move_group sends one with every sensor update)
+        has_map = bool(msg.is_diff) and len(msg.world.octomap.octomap.data) > 0
         state.submit(f"{topic} ({'diff' if msg.is_diff else 'full scene'})",
                      lambda scene, frames, robot, notes: apply_planning_scene(
                          scene, msg, frames, robot, notes, octomap_ok=octo,
-                         mesh_resolution=res))
+                         mesh_resolution=res, octomap_superseded=state.map_superseded),
+                     carries_map=has_map)
 
     w.node.create_subscription(CollisionObject, "collision_object", on_object, 100)
     w.node.create_subscription(AttachedCollisionObject, "attached_collision_object",
