@@ -4,7 +4,8 @@ big endian, padded points and rows, NaN points), placed by their frame, cut to r
 robot's own points removed at its current state, held as the cells they fall in; a cloud that
 cannot be read is an error naming the field; and through the node over DDS: a cloud on
 ``point_cloud.topic`` avoided by GetPositionIK, each success judged on the URDF's geometry
-against the cubes of the cells the published points fall in."""
+against the cubes of the cells the published points fall in, and by coal (its octree of
+those cells against the URDF's geometry as Pinocchio reads it)."""
 
 from __future__ import annotations
 
@@ -278,6 +279,18 @@ def test_a_cloud_on_the_topic_is_avoided_through_the_node():
         assert len(ok) >= 8, [c for c, _ in out]
         for s in ok:
             assert geometry_clear(m, cm, s, judge, 0.01 - 1e-6)
+    # and by coal: its octree of the cloud's cells against the URDF's geometry as Pinocchio
+    # reads it (test/coal_judge.py)
+    coal = pytest.importorskip("coal", reason="coal (the test judge) is not installed")
+    from coal_judge import UrdfJudge, octree_of_cells
+
+    from ros2_ik import robots
+
+    tree = octree_of_cells(coal, [(*((c + 0.5) * RES), RES) for c in cells], RES)
+    moving = {cm.link_names[c] for c in range(len(cm.link_names)) if not cm.static[c]}
+    urdf = UrdfJudge(robots.urdf_string("panda"), links=moving)
+    d = min(urdf.distance(m.q_names, s, tree) for s in ok)
+    assert d >= 0.01 - 1e-6, d
 
 
 def test_many_cells_are_drawn_as_one_marker():

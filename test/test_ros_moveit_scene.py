@@ -3,7 +3,9 @@ generates (test/interfaces): objects published as move_group publishes them, att
 objects, a bad message refused with the object and the field in the log and the diagnostics,
 and GetPositionIK (avoid_collisions) answered clear of all of it, each success judged by an
 independent check on the URDF's own geometry (test_collision.geometry_clear: points sampled on
-the primitives, containment written there, not the solver's spheres)."""
+the primitives, containment written there, not the solver's spheres); answers against an
+octomap also by coal (its octree of OctoMap's own cells against the URDF's geometry as
+Pinocchio reads it: test/coal_judge.py)."""
 
 from __future__ import annotations
 
@@ -29,6 +31,8 @@ from ros2_ik.kinematics import fk_frames, pose_to_pq
 from ros2_ik.model.collision import collision_model
 from ros2_ik.ros import codes
 from ros2_ik.world import Obstacle, World
+from coal_judge import UrdfJudge, octree_of_cells
+from ros2_ik import robots
 from ros_testing import serving_node
 from test_collision import geometry_clear
 
@@ -300,3 +304,14 @@ def test_an_octomap_in_the_scene_is_avoided(ros):
     assert ok.mean() >= 0.8 and near.any(), (st, near)
     for i in np.nonzero(ok)[0]:
         assert geometry_clear(m, cm, sol[i], judge, MARGIN - 1e-6), i
+    # and by coal: its octree of OctoMap's cells against the URDF's geometry as Pinocchio
+    # reads it (a second judge that shares nothing with the node)
+    coal = pytest.importorskip("coal", reason="coal (the test judge) is not installed")
+    tree = octree_of_cells(coal, [(*c, s) for c, s in leaves], res)
+    moving = {cm.link_names[c] for c in range(len(cm.link_names)) if not cm.static[c]}
+    urdf = UrdfJudge(robots.urdf_string("panda"), links=moving)
+    d = [urdf.distance(m.q_names, sol[i], tree) for i in np.nonzero(ok)[0]]
+    assert min(d) >= MARGIN - 1e-6, min(d)
+    # (the judge sees the block: the hand in it, solved without collisions, is inside)
+    st_in, sol_in = _ik(ros, inside[:1], avoid=False)
+    assert st_in[0] == codes.SUCCESS and urdf.distance(m.q_names, sol_in[0], tree) < 0.0

@@ -1,0 +1,65 @@
+"""An independent judge of answers against voxels: coal's octree of OctoMap's own occupied
+cells and a URDF's collision geometry as Pinocchio reads it (coal shapes and meshes), never
+the boxes or spheres the solver was given. For the tests that send maps through the node."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def octree_of_cells(coal, cells, resolution: float):
+    """coal's octree of occupied cells ``[(x, y, z, edge), ...]`` (OctoMap's leaves: a coarse
+    leaf as its cells of ``resolution``)."""
+    fine = []
+    for x, y, z, e in cells:
+        k = int(round(e / resolution))
+        a = (np.arange(k) + 0.5) * resolution - 0.5 * e
+        fine.append(np.stack(np.meshgrid(a + x, a + y, a + z, indexing="ij"), -1)
+                    .reshape(-1, 3))
+    return coal.makeOctree(np.concatenate(fine), float(resolution))
+
+
+class UrdfJudge:
+    """Distances from a URDF's collision geometry (Pinocchio's FK and geometry model) at a
+    configuration given by joint names and values (the other joints at Pinocchio's neutral
+    values) to a coal collision object placed in the URDF's root frame."""
+
+    def __init__(self, urdf_text: str, links=None):
+        import coal  # noqa: F401  (Pinocchio's geometry is coal's)
+        import pinocchio as pin
+
+        self.pin = pin
+        self.model = pin.buildModelFromXML(urdf_text)
+        self.geom = pin.buildGeomFromUrdfString(self.model, urdf_text,
+                                                pin.GeometryType.COLLISION)
+        self.data = self.model.createData()
+        self.gdata = pin.GeometryData(self.geom)
+        self.link = [self.model.frames[g.parentFrame].name for g in self.geom.geometryObjects]
+        self.keep = [k for k, n in enumerate(self.link) if links is None or n in links]
+        assert self.keep, "no collision geometry on the links judged"
+
+    def distance(self, names, q, obj) -> float:
+        """The least distance of the judged links' geometry to ``obj`` at configuration
+        (``names``, ``q``) (negative: penetrating)."""
+        import coal
+
+        pin = self.pin
+        qp = pin.neutral(self.model)
+        for n, v in zip(names, q):
+            if self.model.existJointName(n):
+                j = self.model.joints[self.model.getJointId(n)]
+                if j.nq == 2:
+                    qp[j.idx_q], qp[j.idx_q + 1] = np.cos(v), np.sin(v)
+                else:
+                    qp[j.idx_q] = v
+        pin.updateGeometryPlacements(self.model, self.data, self.geom, self.gdata, qp)
+        at = coal.Transform3s()
+        worst = np.inf
+        for k in self.keep:
+            M = self.gdata.oMg[k]
+            res = coal.DistanceResult()
+            d = coal.distance(self.geom.geometryObjects[k].geometry,
+                              coal.Transform3s(M.rotation, M.translation), obj, at,
+                              coal.DistanceRequest(), res)
+            worst = min(worst, float(d))
+        return worst
