@@ -247,12 +247,9 @@ def test_answers_against_a_map_are_clear_of_octomaps_own_cells():
     # and by coal: its own octree of OctoMap's cells (a coarse leaf as its fine cells), every
     # sphere of every answer at least the margin from it
     coal = pytest.importorskip("coal", reason="coal (the test judge) is not installed")
-    fine = []
-    for x, y, z, e in ref:
-        k = int(round(e / RES))
-        a = (np.arange(k) + 0.5) * RES - 0.5 * e
-        fine.append(np.stack(np.meshgrid(a + x, a + y, a + z, indexing="ij"), -1).reshape(-1, 3))
-    tree = coal.makeOctree(np.concatenate(fine), RES)
+    from coal_judge import octree_of_cells
+
+    tree = octree_of_cells(coal, ref, RES)
     Tq = np.asarray(fk_frames(m, np.asarray(r.q)[success], list(m.link_names)))
     P = np.asarray(sphere_centers(m, cm, Tq))
     worst, at_map = np.inf, coal.Transform3s()
