@@ -157,10 +157,12 @@ def robot(request):
 
 
 def _goals(m, tip, cm, judged, n, seed, near_table=False, world=WORLD, table=0.0,
-           with_q=False):
+           with_q=False, spheres_first=True):
     """Goals whose known answer is clear by >= 1.5 cm on the meshes (judged), ``n`` at most;
     with ``near_table`` the tip 0-10 cm above the table (its top at z = ``table``); with
-    ``with_q``, (goals, their known answers)."""
+    ``with_q``, (goals, their known answers). ``spheres_first``: only configurations whose
+    spheres too are 1.5 cm clear go to the judge (cheap); else every one (the goals a fit
+    looser than the meshes cannot answer are among them)."""
     rng = np.random.default_rng(seed)
     Q = m.random_q(rng, 40_000 if near_table else 1500)
     T = np.asarray(fk_frames(m, Q, [tip]))[:, 0]
@@ -170,9 +172,11 @@ def _goals(m, tip, cm, judged, n, seed, near_table=False, world=WORLD, table=0.0
     # the spheres first (cheap; they cover the meshes), then the judge (pairs checked for
     # contact only need not be 1.5 cm apart: their allowance made 1.5 cm)
     idx = np.nonzero(keep)[0]
-    cm = cm.with_allowances([(a, b, 0.015) for a, b, _ in cm.allowances])
-    idx = idx[clearance(m, cm, Q[idx], world, reach=0.02)[0] >= 0.015]
-    out = [i for i in idx[:int(1.4 * n) + 20] if judged(Q[i], 0.015)][:n]
+    if spheres_first:
+        cm = cm.with_allowances([(a, b, 0.015) for a, b, _ in cm.allowances])
+        idx = idx[clearance(m, cm, Q[idx], world, reach=0.02)[0] >= 0.015]
+    out = [i for i in idx[:int((1.4 if spheres_first else 4) * n) + 20]
+           if judged(Q[i], 0.015)][:n]
     return (T[out], Q[out]) if with_q else T[out]
 
 
