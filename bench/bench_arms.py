@@ -137,12 +137,9 @@ def one(name: str, n_free: int, n_near: int) -> dict:
         row["table_z"] = round(table, 3)
         world = World([Obstacle(o.id, o.shape, o.size, _lifted(o.pose, table), o.touch)
                        for o in T.WORLD])
-        judge = T.Judge(T.ROBOTS / urdf, {}, base=base, world=world)
-        moving = {cm.link_names[c] for c in range(len(cm.link_names)) if not cm.static[c]}
-        pairs = [(cm.link_names[a], cm.link_names[b]) for a, b in cm.pairs.tolist()]
-
-        def judged(q, d):
-            return judge.clear_by(m.q_names, q, moving, pairs, d)
+        # the promise, judged on the meshes: ``d`` from the world and the checked pairs, but
+        # the pairs checked for contact only (an allowance), which must not touch
+        judged = T.judging(T.Judge(T.ROBOTS / urdf, {}, base=base, world=world), m, cm)
 
         cfg = IKConfig(num_seeds=32, stall_iterations=5, avoid_collisions=True,
                        collision_margin=T.MARGIN, timeout=None)
