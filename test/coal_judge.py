@@ -45,13 +45,14 @@ class UrdfJudge:
 
         pin = self.pin
         qp = pin.neutral(self.model)
+        unknown = [n for n in names if not self.model.existJointName(n)]
+        assert not unknown, f"joints the URDF judged has not: {unknown}"
         for n, v in zip(names, q):
-            if self.model.existJointName(n):
-                j = self.model.joints[self.model.getJointId(n)]
-                if j.nq == 2:
-                    qp[j.idx_q], qp[j.idx_q + 1] = np.cos(v), np.sin(v)
-                else:
-                    qp[j.idx_q] = v
+            j = self.model.joints[self.model.getJointId(n)]
+            if j.nq == 2:
+                qp[j.idx_q], qp[j.idx_q + 1] = np.cos(v), np.sin(v)
+            else:
+                qp[j.idx_q] = v
         pin.updateGeometryPlacements(self.model, self.data, self.geom, self.gdata, qp)
         at = coal.Transform3s()
         worst = np.inf

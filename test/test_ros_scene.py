@@ -413,10 +413,13 @@ def test_world_for_and_collision_model_for_leave_the_base_model_alone(robot):
 def test_the_scene_worker_skips_a_diff_s_map_only_when_a_newer_one_waits():
     """move_group sends a map with every sensor update: of the planning-scene diffs waiting
     on the scene worker, only the last one's map is decoded (each earlier one is told that a
-    newer map waits); a change without a map never counts."""
+    newer map waits); a change without a map never counts; a map left for a newer message
+    that is then refused is applied alone (never lost), and dropped once a newer map is
+    applied."""
     import threading
     import types
 
+    from ros2_ik.ros import codes
     from ros2_ik.ros.handlers.world import SceneState
 
     logs: list = []
@@ -447,5 +450,32 @@ def test_the_scene_worker_skips_a_diff_s_map_only_when_a_newer_one_waits():
         # (one alone is decoded)
         state.submit("f", record("f"), carries_map=True)
         assert state.wait_idle(60) and seen[-1] == ("f", False)
+
+        # a map left for a newer message that is then refused is applied alone: never lost
+        def left(scene, frames, robot, notes):
+            assert state.map_superseded
+            state.map_fallback = lambda sc, fr: sc.bumped()  # (its map)
+            return scene
+
+        def refused(scene, frames, robot, notes):
+            raise RequestError(codes.INVALID_REQUEST, "link_padding[0] is bad")
+        gate.clear()
+        state.submit("hold", hold)
+        state.submit("g", left, carries_map=True)
+        state.submit("h", refused, carries_map=True)
+        version = state.scene.version
+        gate.set()
+        assert state.wait_idle(60)
+        said = " ".join(str(a) for a in logs)
+        assert "h not applied: link_padding[0] is bad" in said, said
+        assert "the map of an earlier diff, left for h" in said, said
+        assert state.scene.version > version and state.map_fallback is None
+        # and one that a newer applied map replaced is dropped
+        gate.clear()
+        state.submit("hold", hold)
+        state.submit("i", left, carries_map=True)
+        state.submit("j", record("j"), carries_map=True)
+        gate.set()
+        assert state.wait_idle(60) and state.map_fallback is None
     finally:
         state.close()

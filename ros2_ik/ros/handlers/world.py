@@ -26,7 +26,7 @@ from ...world import World, world_from_yaml
 from .. import codes
 from ..codes import RequestError
 from ..scene import (Scene, apply_attached_object, apply_collision_object,
-                     apply_planning_scene)
+                     apply_planning_scene, replace_octomap)
 from ..world_input import Frames, apply_update
 
 __all__ = ["SceneState", "register", "QUEUE_MAX"]
@@ -59,6 +59,10 @@ class SceneState:
         #: the newer map replaces it a moment later)
         self._maps_waiting = 0
         self.map_superseded = False
+        #: ``fn(scene, frames) -> scene`` applying the map of the last diff whose map was not
+        #: decoded (set by that diff's change): applied instead when the newer map's message
+        #: is refused, so a map is never lost to a message that was not applied
+        self.map_fallback = None
         self._closed = False
         self._thread = threading.Thread(target=self._run, daemon=True, name="ros2_ik-scene")
         self._thread.start()
@@ -112,39 +116,59 @@ class SceneState:
                     known = _every_joint_given(robot.model, seeds)
                 except Exception:  # noqa: BLE001 - no joint states yet: the neutral state
                     q = None
+            frames = Frames(robot, q, aliases, q_known=known)
             notes: list = []
-            err = None
-            try:
-                new = apply(self.scene, Frames(robot, q, aliases, q_known=known), robot, notes)
-            except RequestError as exc:
-                err = exc
-            except IKError as exc:
-                err = RequestError(codes.INVALID_REQUEST, str(exc))
-            except Exception as exc:  # noqa: BLE001 - never let a message stop the node
-                err = RequestError(codes.FAILURE, f"{type(exc).__name__}: {exc}")
+            new, err = self._apply(apply, frames, robot, notes)
+            # a map left for this message's newer one: dropped once a map is applied, applied
+            # alone when this message (a map's) is refused
+            fallback = None
+            if carries_map and not self.map_superseded:
+                fallback, self.map_fallback = self.map_fallback, None
             try:
                 if err is not None:
                     self._error(f"{what} not applied: {err.message}; the planning scene stays "
                                 f"at version {self.scene.version}")
-                else:
-                    for t in dict.fromkeys(notes):
-                        self.w.log("info", t)
-                    if new is not self.scene:
-                        self.scene = new
-                        self.w.stats.set_scene(new, "", self._touching(robot, new))
-                        self.w.log("info", f"planning scene version {new.version}: "
-                                           f"{len(new.world)} obstacles, {len(new.attached)} "
-                                           f"attached objects ({what})")
-                        for source, why in new.unsupported:
-                            self.w.log("error", f"{why}; collision-aware answers are "
-                                                f"COLLISION_CHECKING_UNAVAILABLE until a good "
-                                                f"{source} comes")
-                        self.on_change(new)
+                    if fallback is not None:
+                        what, notes = f"the map of an earlier diff, left for {what}", []
+                        new, err2 = self._apply(lambda sc, fr, rb, nt: fallback(sc, fr), frames,
+                                                robot, notes)
+                        if err2 is not None:
+                            self._error(f"{what} not applied: {err2.message}")
+                            new = self.scene
+                if err is None or fallback is not None:
+                    self._adopt(new, notes, robot, what)
             except Exception as exc:  # noqa: BLE001 - the worker never dies; said
                 self._error(f"{what}: {type(exc).__name__}: {exc} after it was applied")
             finally:
                 if done is not None:
                     done(err)
+
+    def _apply(self, apply, frames, robot, notes):
+        """(the scene ``apply`` makes of the current one, None) or (None, the RequestError
+        saying why it was refused)."""
+        try:
+            return apply(self.scene, frames, robot, notes), None
+        except RequestError as exc:
+            return None, exc
+        except IKError as exc:
+            return None, RequestError(codes.INVALID_REQUEST, str(exc))
+        except Exception as exc:  # noqa: BLE001 - never let a message stop the node
+            return None, RequestError(codes.FAILURE, f"{type(exc).__name__}: {exc}")
+
+    def _adopt(self, new, notes, robot, what: str) -> None:
+        """Make ``new`` the planning scene (logged, diagnosed, markers), its notes logged."""
+        for t in dict.fromkeys(notes):
+            self.w.log("info", t)
+        if new is self.scene:
+            return
+        self.scene = new
+        self.w.stats.set_scene(new, "", self._touching(robot, new))
+        self.w.log("info", f"planning scene version {new.version}: {len(new.world)} obstacles, "
+                           f"{len(new.attached)} attached objects ({what})")
+        for source, why in new.unsupported:
+            self.w.log("error", f"{why}; collision-aware answers are "
+                                f"COLLISION_CHECKING_UNAVAILABLE until a good {source} comes")
+        self.on_change(new)
 
     def _touching(self, robot, scene) -> list:
         """What the scene's world makes unsolvable for the robot (links that touch an obstacle
@@ -284,10 +308,15 @@ def register(w) -> SceneState:
         # (a diff's map that a newer diff's map will replace before any request could use
         # it is not decoded: move_group sends one with every sensor update)
         has_map = bool(msg.is_diff) and len(msg.world.octomap.octomap.data) > 0
-        state.submit(f"{topic} ({'diff' if msg.is_diff else 'full scene'})",
-                     lambda scene, frames, robot, notes: apply_planning_scene(
-                         scene, msg, frames, robot, notes, octomap_ok=octo,
-                         mesh_resolution=res, octomap_superseded=state.map_superseded),
+
+        def apply(scene, frames, robot, notes):
+            skip = has_map and state.map_superseded
+            if skip and not octo:  # (its map applied alone if the newer one's message fails)
+                state.map_fallback = lambda sc, fr: replace_octomap(sc, msg.world.octomap,
+                                                                    fr).bumped()
+            return apply_planning_scene(scene, msg, frames, robot, notes, octomap_ok=octo,
+                                        mesh_resolution=res, octomap_superseded=skip)
+        state.submit(f"{topic} ({'diff' if msg.is_diff else 'full scene'})", apply,
                      carries_map=has_map)
 
     w.node.create_subscription(CollisionObject, "collision_object", on_object, 100)
@@ -377,8 +406,6 @@ def _octomaps(w, state: SceneState) -> None:
     import types  # noqa: PLC0415
 
     from geometry_msgs.msg import Pose  # noqa: PLC0415
-
-    from ..scene import replace_octomap  # noqa: PLC0415
 
     def apply(scene, frames, robot, msg):
         with_pose = types.SimpleNamespace(header=msg.header, origin=Pose(), octomap=msg)
