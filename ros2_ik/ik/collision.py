@@ -686,23 +686,23 @@ def meshes_within(model: Model, cm: CollisionModel, pairs, within: float,
     from ..model.concavity import lattice_points, lattice_step  # noqa: PLC0415
 
     full = full_tree(model)
-    points, steps = {}, {}
+    points = {}
     for name in {n for p in pairs for n in p}:
         shapes = link_shapes(model, name, search_path, full)
         if shapes:
-            steps[name] = lattice_step(shapes, MESH_SPACING, MESH_POINTS, corners=False)
-            points[name] = np.unique(lattice_points(shapes, steps[name]), axis=0)
+            step = lattice_step(shapes, MESH_SPACING, MESH_POINTS, corners=False)
+            points[name] = np.unique(lattice_points(shapes, step), axis=0)
     q = model.random_q(np.random.default_rng(2), MESH_SAMPLES)
     T = fk(model, q, check=False)
+    # (a coarser lattice is not given more room: its points come within less often than the
+    # meshes do, so a pair is never found near for the lattice's sake)
+    lim = max(float(within), MESH_SPACING)
     out = []
     for a, b in pairs:
         if a not in points or b not in points:
             out.append(None)
             continue
         la, lb = int(cm.links[cm.index(a)]), int(cm.links[cm.index(b)])
-        # (a coarser lattice is not given more room: its points come within less often
-        # than the meshes do, so a pair is never found near for the lattice's sake)
-        lim = max(float(within), MESH_SPACING)
         tree = cKDTree(points[b])  # (b's points in b's frame; a's placed there)
         near = 0
         for k in range(len(q)):
