@@ -454,7 +454,7 @@ def test_the_scene_worker_skips_a_diff_s_map_only_when_a_newer_one_waits():
         # a map left for a newer message that is then refused is applied alone: never lost
         def left(scene, frames, robot, notes):
             assert state.map_superseded
-            state.map_fallback = lambda sc, fr: sc.bumped()  # (its map)
+            state.map_fallback = lambda sc, fr, rb, nt: sc.bumped()  # (its map)
             return scene
 
         def refused(scene, frames, robot, notes):

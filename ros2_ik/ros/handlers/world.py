@@ -59,9 +59,10 @@ class SceneState:
         #: the newer map replaces it a moment later)
         self._maps_waiting = 0
         self.map_superseded = False
-        #: ``fn(scene, frames) -> scene`` applying the map of the last diff whose map was not
-        #: decoded (set by that diff's change): applied instead when the newer map's message
-        #: is refused, so a map is never lost to a message that was not applied
+        #: ``apply(scene, frames, robot, notes) -> scene`` (as :meth:`submit` takes) applying
+        #: the map of the last diff whose map was not decoded (set by that diff's change):
+        #: applied instead when the newer map's message is refused, so a map is never lost to
+        #: a message that was not applied
         self.map_fallback = None
         self._closed = False
         self._thread = threading.Thread(target=self._run, daemon=True, name="ros2_ik-scene")
@@ -130,8 +131,7 @@ class SceneState:
                                 f"at version {self.scene.version}")
                     if fallback is not None:
                         what, notes = f"the map of an earlier diff, left for {what}", []
-                        new, err2 = self._apply(lambda sc, fr, rb, nt: fallback(sc, fr), frames,
-                                                robot, notes)
+                        new, err2 = self._apply(fallback, frames, robot, notes)
                         if err2 is not None:
                             self._error(f"{what} not applied: {err2.message}")
                             new = self.scene
@@ -312,8 +312,8 @@ def register(w) -> SceneState:
         def apply(scene, frames, robot, notes):
             skip = has_map and state.map_superseded
             if skip and not octo:  # (its map applied alone if the newer one's message fails)
-                state.map_fallback = lambda sc, fr: replace_octomap(sc, msg.world.octomap,
-                                                                    fr).bumped()
+                state.map_fallback = lambda sc, fr, rb, nt: replace_octomap(
+                    sc, msg.world.octomap, fr).bumped()
             return apply_planning_scene(scene, msg, frames, robot, notes, octomap_ok=octo,
                                         mesh_resolution=res, octomap_superseded=skip)
         state.submit(f"{topic} ({'diff' if msg.is_diff else 'full scene'})", apply,
