@@ -38,6 +38,13 @@ class UrdfJudge:
         self.keep = [k for k, n in enumerate(self.link) if links is None or n in links]
         assert self.keep, "no collision geometry on the links judged"
 
+    @classmethod
+    def of_moving_links(cls, urdf_text: str, cm) -> "UrdfJudge":
+        """The judge of the links a solve checks against the world: ``cm``'s (a
+        :class:`~ros2_ik.model.CollisionModel`) links not rigid with the base."""
+        return cls(urdf_text, links={cm.link_names[c] for c in range(len(cm.link_names))
+                                     if not cm.static[c]})
+
     def distance(self, names, q, obj) -> float:
         """The least distance of the judged links' geometry to ``obj`` at configuration
         (``names``, ``q``) (negative: penetrating)."""

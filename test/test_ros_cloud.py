@@ -287,8 +287,7 @@ def test_a_cloud_on_the_topic_is_avoided_through_the_node():
     from ros2_ik import robots
 
     tree = octree_of_cells(coal, [(*((c + 0.5) * RES), RES) for c in cells], RES)
-    moving = {cm.link_names[c] for c in range(len(cm.link_names)) if not cm.static[c]}
-    urdf = UrdfJudge(robots.urdf_string("panda"), links=moving)
+    urdf = UrdfJudge.of_moving_links(robots.urdf_string("panda"), cm)
     d = min(urdf.distance(m.q_names, s, tree) for s in ok)
     assert d >= 0.01 - 1e-6, d
     # (the judge sees the block: the hand solved into it without collisions is inside)

@@ -308,8 +308,7 @@ def test_an_octomap_in_the_scene_is_avoided(ros):
     # reads it (a second judge that shares nothing with the node)
     coal = pytest.importorskip("coal", reason="coal (the test judge) is not installed")
     tree = octree_of_cells(coal, [(*c, s) for c, s in leaves], res)
-    moving = {cm.link_names[c] for c in range(len(cm.link_names)) if not cm.static[c]}
-    urdf = UrdfJudge(robots.urdf_string("panda"), links=moving)
+    urdf = UrdfJudge.of_moving_links(robots.urdf_string("panda"), cm)
     d = [urdf.distance(m.q_names, sol[i], tree) for i in np.nonzero(ok)[0]]
     assert min(d) >= MARGIN - 1e-6, min(d)
     # (the judge sees the block: the hand in it, solved without collisions, is inside)
