@@ -1085,6 +1085,53 @@ def test_meshes_of_many_triangles_are_not_found_near_for_their_lattice_s_sake(tm
     assert 0.5 < f <= 1.0, f
 
 
+def test_a_mesh_wholly_inside_another_is_found_within_it(tmp_path):
+    """A rod inside a closed housing, its surface 3 cm from the housing's walls everywhere:
+    the surfaces never come within 1 cm, yet the meshes interpenetrate (one solid holds the
+    other), so the pair is near in every configuration (what MoveIt's setup assistant calls
+    always colliding), and left out as such; the same rod beside the housing, 3 cm from its
+    wall, is never near. A housing open on one side (no solid) holds nothing."""
+    import warnings
+
+    import trimesh
+
+    from ros2_ik.ik.collision import default_collision_model, meshes_within
+
+    d = tmp_path / "housepkg"
+    d.mkdir()
+    trimesh.creation.box((0.3, 0.1, 0.4)).export(d / "house.stl")
+    open_box = trimesh.creation.box((0.3, 0.1, 0.4))
+    open_box.update_faces(open_box.face_normals[:, 2] < 0.5)  # (its lid taken off)
+    open_box.export(d / "open.stl")
+    trimesh.creation.box((0.02, 0.02, 0.3)).export(d / "rod.stl")
+    search = [str(d.parent)]
+
+    def robot(house: str, y: float) -> Model:
+        return Model.from_urdf(f"""<robot name="house_rod">
+  <link name="base"/>
+  <link name="house"><collision><geometry><mesh filename="package://housepkg/{house}"/>
+    </geometry></collision></link>
+  <link name="rod"><collision><origin xyz="0 {y} 0"/><geometry>
+    <mesh filename="package://housepkg/rod.stl"/></geometry></collision></link>
+  <joint name="hold" type="fixed"><parent link="base"/><child link="house"/></joint>
+  <joint name="slide" type="prismatic"><parent link="base"/><child link="rod"/>
+    <axis xyz="1 0 0"/><limit lower="-0.1" upper="0.1" effort="1" velocity="1"/></joint>
+</robot>""", base="base", tips=["rod"])
+
+    balls = {"house": [[0.0, 0.0, 0.0, 0.3]], "rod": [[0.0, 0.0, 0.0, 0.16]]}
+    inside, beside, open_ = robot("house.stl", 0.0), robot("house.stl", 0.09), \
+        robot("open.stl", 0.0)
+    for m, f in ((inside, 1.0), (beside, 0.0), (open_, 0.0)):
+        cm = collision_model(m, spheres=balls)
+        assert meshes_within(m, cm, [("house", "rod")], 0.01, search) == [f]
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        dm = default_collision_model(inside, within=0.01, search_path=search, spheres=balls)
+    said = " ".join(str(x.message) for x in w if issubclass(x.category, CollisionWarning))
+    assert "left out" in said and "'house'-'rod'" in said, said
+    assert len(dm.pairs) == 0 and ("house", "rod", "Always") in dm.disabled
+
+
 def test_a_pair_is_left_out_only_where_its_meshes_agree(tmp_path):
     """Spheres that overlap in every configuration leave a pair out only where the meshes are
     within the margin too (parts in contact by construction). A rod in a fork's gap, its mesh

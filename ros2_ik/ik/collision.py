@@ -669,29 +669,35 @@ MESH_SPACING = 0.002
 #: surface points of one link's meshes at most, for :func:`meshes_within`, besides its
 #: triangles' corners (their spacing grows from 2 mm to keep within it)
 MESH_POINTS = 50_000
+#: surface points of each link :func:`meshes_within` tests for lying inside the other
+CONTAINED_POINTS = 1024
 
 
 def meshes_within(model: Model, cm: CollisionModel, pairs, within: float,
                   search_path=()) -> list:
     """For each collision link pair ``(a, b)`` (names): the fraction of :data:`MESH_SAMPLES`
     random configurations at which their URDF meshes come within ``within`` [m] (at least
-    :data:`MESH_SPACING`) of each other, measured between points on their surfaces (at most
-    2 mm apart, or more for a very large link, whose points then come within less often; a
-    distance between such points is never less than the meshes' own, so a pair is found near
-    only where it is), or None where a link has no geometry that can be read (its spheres
-    were given: they are its geometry)."""
+    :data:`MESH_SPACING`) of each other or one lies partly inside the other, or None where a
+    link has no geometry that can be read (its spheres were given: they are its geometry).
+    Measured between points on their surfaces (at most 2 mm apart, or more for a very large
+    link, whose points then come within less often; a distance between such points is never
+    less than the meshes' own) and, where those are apart, by whether points of either lie
+    inside the other's solid (:func:`ros2_ik.model.concavity.solid`: positive only well
+    inside; a link wholly inside another, whose surfaces never meet), so a pair is found near
+    only where it is."""
     from scipy.spatial import cKDTree  # noqa: PLC0415
 
     from ..model.collision import full_tree, link_shapes  # noqa: PLC0415
-    from ..model.concavity import lattice_points, lattice_step  # noqa: PLC0415
+    from ..model.concavity import lattice_points, lattice_step, solid  # noqa: PLC0415
 
     full = full_tree(model)
-    points = {}
+    points, solids = {}, {}
     for name in {n for p in pairs for n in p}:
         shapes = link_shapes(model, name, search_path, full)
         if shapes:
             step = lattice_step(shapes, MESH_SPACING, MESH_POINTS, corners=False)
             points[name] = np.unique(lattice_points(shapes, step), axis=0)
+            solids[name] = solid(shapes, points[name], step)
     q = model.random_q(np.random.default_rng(2), MESH_SAMPLES)
     T = fk(model, q, check=False)
     # (a coarser lattice is not given more room: its points come within less often than the
@@ -704,12 +710,19 @@ def meshes_within(model: Model, cm: CollisionModel, pairs, within: float,
             continue
         la, lb = int(cm.links[cm.index(a)]), int(cm.links[cm.index(b)])
         tree = cKDTree(points[b])  # (b's points in b's frame; a's placed there)
+        # (some of each link's points for the inside tests: one is enough for a link wholly
+        # inside the other)
+        pa = points[a][::max(1, len(points[a]) // CONTAINED_POINTS)]
+        pb = points[b][::max(1, len(points[b]) // CONTAINED_POINTS)]
         near = 0
         for k in range(len(q)):
             R = np.linalg.inv(T[k, lb]) @ T[k, la]
             d, _ = tree.query(points[a] @ R[:3, :3].T + R[:3, 3], k=1,
                               distance_upper_bound=lim)
-            near += bool(np.any(d <= lim))
+            near += bool(
+                np.any(d <= lim)
+                or np.any(solids[b](pa @ R[:3, :3].T + R[:3, 3]) > 0.0)
+                or np.any(solids[a]((pb - R[:3, 3]) @ R[:3, :3]) > 0.0))
         out.append(near / len(q))
     return out
 

@@ -29,7 +29,7 @@ import math
 
 import numpy as np
 
-__all__ = ["solid_depth", "SolidDepth", "mesh_overshoot", "lattice_points", "lattice_step",
+__all__ = ["solid_depth", "solid", "SolidDepth", "mesh_overshoot", "lattice_points", "lattice_step",
            "LATTICE", "MAX_LATTICE", "MAX_VOXELS", "SHALLOW"]
 
 #: lattice step on the triangles [m] (the distance's error is step / sqrt(3))
@@ -124,11 +124,11 @@ def lattice_step(shapes, step: float = LATTICE, most: int = MAX_LATTICE,
     return step
 
 
-def solid_depth(shapes, hull_depth, P=None, step=None) -> SolidDepth | None:
+def solid(shapes, P=None, step=None) -> SolidDepth:
     """:class:`SolidDepth` of the link made of ``shapes`` (:class:`~ros2_ik.model.spheres.
-    Shape`), or None when the link fills its convex hull (``hull_depth(X)``: depth in the
-    hull, >= 0 inside) but for the voxels' and the lattice's error. ``P``, ``step``: the
-    link's :func:`lattice_points` and their step, when already made."""
+    Shape`): positive only inside its solid (closed cavities and small holes filled; an open
+    mesh has no inside). ``P``, ``step``: the link's :func:`lattice_points` and their step,
+    when already made."""
     from scipy import ndimage  # noqa: PLC0415
 
     if P is None:
@@ -145,7 +145,16 @@ def solid_depth(shapes, hull_depth, P=None, step=None) -> SolidDepth | None:
     grown = ndimage.binary_dilation(surf, structure=np.ones((3, 3, 3), dtype=bool))
     inside = ndimage.binary_fill_holes(grown) & ~grown
     del surf, grown
-    depth = SolidDepth(P, step, origin, pitch, inside)
+    return SolidDepth(P, step, origin, pitch, inside)
+
+
+def solid_depth(shapes, hull_depth, P=None, step=None) -> SolidDepth | None:
+    """:func:`solid` of the link made of ``shapes``, or None when the link fills its convex
+    hull (``hull_depth(X)``: depth in the hull, >= 0 inside) but for the voxels' and the
+    lattice's error. ``P``, ``step``: the link's :func:`lattice_points` and their step, when
+    already made."""
+    depth = solid(shapes, P, step)
+    origin, pitch, inside = depth.origin, depth.pitch, depth.inside
     # does the solid leave the hull empty anywhere? (voxel centres in the hull, far outside)
     idx = np.argwhere(~inside)
     idx = idx[::max(1, len(idx) // 200_000)]  # (a sample is enough to tell)
