@@ -19,6 +19,37 @@ def octree_of_cells(coal, cells, resolution: float):
     return coal.makeOctree(np.concatenate(fine), float(resolution))
 
 
+def meshes_as_read(geom) -> list:
+    """Each mesh of Pinocchio's geometry model ``geom`` that coal's loader reads otherwise than
+    the file says (its area off by more than 1 % from trimesh's reading: coal 3.0.3 misplaces
+    the triangles of a COLLADA file's second ``<polylist>``, as in iCub's head) replaced, in
+    place, by the file's triangles as trimesh reads them (scaled as the URDF says); the paths
+    replaced. A judge that misread a mesh would judge another robot than the URDF's."""
+    import coal
+    import trimesh
+
+    out = []
+    for g in geom.geometryObjects:
+        G = g.geometry
+        if not g.meshPath or not hasattr(G, "num_tris"):
+            continue
+        V = np.asarray(G.vertices())
+        F = np.array([[t[0], t[1], t[2]] for t in (G.tri_indices(k) for k in range(G.num_tris))])
+        mesh = trimesh.load(g.meshPath, force="mesh")
+        mesh.apply_scale(np.asarray(g.meshScale, dtype=np.float64))
+        area = trimesh.Trimesh(V, F, process=False).area
+        if abs(area - mesh.area) <= 0.01 * max(area, mesh.area):
+            continue
+        b = coal.BVHModelOBBRSS()
+        b.beginModel(len(mesh.faces), len(mesh.vertices))
+        b.addVertices(np.asarray(mesh.vertices, dtype=np.float64))
+        b.addTriangles(np.asarray(mesh.faces, dtype=np.int32))
+        b.endModel()
+        g.geometry = b
+        out.append(g.meshPath)
+    return out
+
+
 class UrdfJudge:
     """Distances from a URDF's collision geometry (Pinocchio's FK and geometry model) at a
     configuration given by joint names and values (the other joints at Pinocchio's neutral
@@ -32,6 +63,7 @@ class UrdfJudge:
         self.model = pin.buildModelFromXML(urdf_text)
         self.geom = pin.buildGeomFromUrdfString(self.model, urdf_text,
                                                 pin.GeometryType.COLLISION)
+        self.replaced = meshes_as_read(self.geom)
         self.data = self.model.createData()
         self.gdata = pin.GeometryData(self.geom)
         self.link = [self.model.frames[g.parentFrame].name for g in self.geom.geometryObjects]

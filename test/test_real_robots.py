@@ -35,6 +35,8 @@ except metadata.PackageNotFoundError:
     pytest.skip("example-robot-data is not installed; run make setup", allow_module_level=True)
 ROBOTS = SHARE / "example-robot-data" / "robots"
 
+from coal_judge import meshes_as_read  # noqa: E402
+
 from ros2_ik import IKConfig, IKSolver, fk_frames  # noqa: E402
 from ros2_ik.ik.collision import clearance, default_collision_model  # noqa: E402
 from ros2_ik.model import Model  # noqa: E402
@@ -66,6 +68,8 @@ class Judge:
         self.model = pin.buildModelFromUrdf(str(urdf))
         self.geom = pin.buildGeomFromUrdf(self.model, str(urdf), pin.GeometryType.COLLISION,
                                           package_dirs=[str(SHARE)])
+        # (the meshes as their files say: coal misreads some COLLADA files)
+        self.replaced = meshes_as_read(self.geom)
         self.data = self.model.createData()
         self.gdata = pin.GeometryData(self.geom)
         self.idx = {self.model.names[j]: self.model.joints[j].idx_q
@@ -372,3 +376,54 @@ def test_the_documented_constructor_says_when_a_pair_is_never_clear():
     said = [str(x.message) for x in w if issubclass(x.category, CollisionWarning)]
     assert len(said) == 1 and "'wrist_2_link'-'ee_link'" in said[0], said
     assert s.collision_warnings == said
+
+
+def test_the_judge_and_ros2_ik_read_a_mesh_as_its_file_says():
+    """iCub's head (a COLLADA file of two ``<polylist>``s, one per material): its triangles as
+    the file gives them (read here with ElementTree, a third reading) are the ones ros2_ik
+    models and the judge measures; coal's own loader misplaces the second list's (its area
+    3.6 times the file's), so the judge replaces that mesh (the iCub's arm could otherwise
+    never be judged clear of its head)."""
+    import xml.etree.ElementTree as ET
+
+    from ros2_ik.model.urdf import parse_urdf
+
+    def area(V, F):
+        T = np.asarray(V, dtype=np.float64)[np.asarray(F)]
+        return 0.5 * float(np.linalg.norm(np.cross(T[:, 1] - T[:, 0], T[:, 2] - T[:, 0]),
+                                          axis=1).sum())
+
+    urdf = ROBOTS / "icub_description/robots/icub_reduced.urdf"
+    dae = ROBOTS / "icub_description/meshes/upmc/collision/icub_simple_collision_head.dae"
+    root = ET.parse(dae).getroot()
+    ns = {"c": root.tag.split("}")[0][1:]}
+    (geo,) = root.findall(".//c:geometry", ns)
+    V = np.array(geo.find(".//c:float_array", ns).text.split(), dtype=float).reshape(-1, 3)
+    F = []
+    for pl in geo.findall(".//c:polylist", ns):
+        assert set(pl.find("c:vcount", ns).text.split()) == {"3"}
+        stride = len(pl.findall("c:input", ns))
+        F.append(np.array(pl.find("c:p", ns).text.split(), dtype=int).reshape(-1, stride)[:, 0]
+                 .reshape(-1, 3))
+    assert len(F) == 2
+    want = area(V, np.concatenate(F))
+    # ros2_ik's reading
+    from ros2_ik.model.meshes import element_shape
+
+    (d,) = [c for c in parse_urdf(urdf.read_text()).collisions if c.link == "head"]
+    shape, _ = element_shape(d, [str(SHARE)])
+    assert area(shape.vertices, shape.faces) == pytest.approx(want, rel=1e-6)
+    # coal's, and the judge's
+    model = pin.buildModelFromUrdf(str(urdf))
+    geom = pin.buildGeomFromUrdf(model, str(urdf), pin.GeometryType.COLLISION,
+                                 package_dirs=[str(SHARE)])
+    (g,) = [g for g in geom.geometryObjects if g.name.startswith("head")]
+
+    def coal_area(G):
+        return area(np.asarray(G.vertices()),
+                    [[t[0], t[1], t[2]] for t in (G.tri_indices(k) for k in range(G.num_tris))])
+    misread = abs(coal_area(g.geometry) - want) > 0.01 * want  # (coal 3.0.3: 3.6 times)
+    judge = Judge(urdf, {})
+    assert bool([p for p in judge.replaced if p.endswith(dae.name)]) == misread
+    (k,) = [k for k, n in enumerate(judge.link) if n == "head"]
+    assert coal_area(judge.geom.geometryObjects[k].geometry) == pytest.approx(want, rel=1e-6)
