@@ -70,6 +70,8 @@ GAP = 0.6 * SPACING
 RESERVE = 0.0006
 #: changes whenever the fit's rules change (part of the cache key)
 FIT_VERSION = 10
+#: a link fitted to its mesh (``to_mesh``) body by body when it has at most this many
+MAX_BODIES = 32
 #: [m] a hull's facets this close merged (a finely tessellated mesh's thousands of facets: the
 #: planes are then moved out to the vertices and the radii kept within the bound of the hull
 #: itself, less what the merged polytope reaches past it)
@@ -129,11 +131,34 @@ def _key(shapes, delta: float) -> str:
     return h.hexdigest()[:32]
 
 
+def _bodies(shapes) -> list:
+    """The separate bodies of a link made of ``shapes``: each primitive, and each connected
+    piece of each mesh (trimesh's split, its vertices merged); ``shapes`` themselves where
+    that would be more than :data:`MAX_BODIES`."""
+    import trimesh  # noqa: PLC0415 - the collision model only
+
+    out = []
+    for s in shapes:
+        if s.primitive is not None:
+            out.append(s)
+        else:
+            parts = trimesh.Trimesh(s.vertices, s.faces, process=True).split(
+                only_watertight=False)
+            out += [Shape(np.asarray(p.vertices, dtype=np.float64),
+                          np.asarray(p.faces, dtype=np.int64)) for p in parts] or [s]
+        if len(out) > MAX_BODIES:
+            return list(shapes)
+    return out
+
+
 def fit_link(shapes, delta: float = OVERSHOOT, *, cache: bool = True, to_mesh: bool = False):
     """Spheres ``(centers (k, 3), radii (k,))`` covering the link made of ``shapes``
     (:class:`Shape`, in the link frame) with an overshoot of at most ``delta`` [m] past its
     convex hull (see the module docstring), and with ``to_mesh`` past its own mesh too (a
-    concave link: :mod:`ros2_ik.model.concavity`); kept in :func:`cache_dir` when ``cache``."""
+    concave link: :mod:`ros2_ik.model.concavity`; a link of several separate bodies, boxes
+    or a mesh's disconnected pieces, is then fitted body by body, each within its own hull
+    and solid, as long as there are at most :data:`MAX_BODIES`); kept in :func:`cache_dir`
+    when ``cache``."""
     shapes = [s for s in shapes if len(s.vertices) and len(s.faces)]
     if not shapes:
         return np.zeros((0, 3)), np.zeros(0)
@@ -143,6 +168,13 @@ def fit_link(shapes, delta: float = OVERSHOOT, *, cache: bool = True, to_mesh: b
     if len(shapes) == 1 and shapes[0].primitive is not None and shapes[0].primitive[0] == "sphere":
         kind, T, a = shapes[0].primitive
         return T[None, :3, 3].copy(), np.array([float(a[0])])
+    if to_mesh:  # body by body: no sphere reaches into the gap between two
+        bodies = _bodies(shapes)
+        if len(bodies) > 1:
+            fits = [fit_link([b], delta, cache=cache, to_mesh=True) for b in bodies]
+            c, r = np.concatenate([f[0] for f in fits]), np.concatenate([f[1] for f in fits])
+            order = np.lexsort((c[:, 2], c[:, 1], c[:, 0]))
+            return np.ascontiguousarray(c[order]), np.ascontiguousarray(r[order])
     key = _key(shapes, float(delta)) + ("m" if to_mesh else "")
     path = cache_dir() / f"{key}.npy"
     if cache:
