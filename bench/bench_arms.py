@@ -75,11 +75,14 @@ ARMS = {
 }
 
 
-def _lifted(pose, z: float):
-    """``pose`` moved up by ``z``."""
+def _lifted(pose, z: float, level):
+    """``pose`` (in the level frame: the base's origin, the URDF root's axes) moved up by
+    ``z``, in the base frame (``level``: the base <- level rotation, 3x3)."""
     out = np.array(pose)
     out[2, 3] += z
-    return out
+    L = np.eye(4)
+    L[:3, :3] = level
+    return L @ out
 
 
 def one(name: str, n_free: int, n_near: int) -> dict:
@@ -122,20 +125,25 @@ def one(name: str, n_free: int, n_near: int) -> dict:
                 worst = max(worst, overshoot(np.asarray(cm.center[sl]),
                                              np.asarray(cm.radius[sl]), np.concatenate(V)))
         row["overshoot_mm"] = round(1e3 * worst, 2)
+        # "up" is the URDF root's z (a humanoid's torso frame may lie on its side: iCub's
+        # chest has z sideways): heights along it, the world level with it
+        Tb = fk(full, full.neutral_q()[None], check=False)[0, full.link_index(base)]
+        level = Tb[:3, :3].T  # (base <- level: the root's axes at the base's origin)
+        up = level[:, 2]
         # the table under what the robot stands on: the lowest point of the links rigid with
         # the base (an arm's foot: about 0; a torso's bottom for a humanoid's arm)
         P = np.asarray(sphere_centers(m, cm, fk(m, m.neutral_q()[None])))[0]
         still = cm.static[cm.sphere_link]
-        table = float((P[still, 2] - cm.radius[still]).min()) if still.any() else 0.0
+        table = float((P[still] @ up - cm.radius[still]).min()) if still.any() else 0.0
         # a humanoid's feet are out of its hand's reach: the table is then where the hand
         # reaches down to (the tip's 10th lowest percentile of height; the links rigid with
         # the base, which the table may cut, are never checked against the world)
         tip_z = np.asarray(fk_frames(m, m.random_q(np.random.default_rng(5), 4000),
-                                     [tip]))[:, 0, 2, 3]
+                                     [tip]))[:, 0, :3, 3] @ up
         if np.mean(tip_z <= table + 0.10) < 0.05:
             table = float(np.quantile(tip_z, 0.10))
         row["table_z"] = round(table, 3)
-        world = World([Obstacle(o.id, o.shape, o.size, _lifted(o.pose, table), o.touch)
+        world = World([Obstacle(o.id, o.shape, o.size, _lifted(o.pose, table, level), o.touch)
                        for o in T.WORLD])
         # the promise, judged on the meshes: ``d`` from the world and the checked pairs, but
         # the pairs checked for contact only (an allowance), which must not touch
@@ -150,7 +158,8 @@ def one(name: str, n_free: int, n_near: int) -> dict:
             # (judged on the meshes alone: a goal whose known answer only the spheres
             # find near is one the user has, and counts)
             G, Qk = T._goals(m, tip, cm, judged, n, seed=31 + near, near_table=near,
-                             world=world, table=table, with_q=True, spheres_first=False)
+                             world=world, table=table, with_q=True, spheres_first=False,
+                             up=up)
             if not len(G):
                 row[key] = "no goals"
                 continue

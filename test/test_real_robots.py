@@ -161,18 +161,20 @@ def robot(request):
 
 
 def _goals(m, tip, cm, judged, n, seed, near_table=False, world=WORLD, table=0.0,
-           with_q=False, spheres_first=True):
+           with_q=False, spheres_first=True, up=(0.0, 0.0, 1.0)):
     """Goals whose known answer is clear by >= 1.5 cm on the meshes (judged), ``n`` at most;
     with ``near_table`` the tip 0-10 cm above the table (its top at z = ``table``); with
     ``with_q``, (goals, their known answers). ``spheres_first``: only configurations whose
     spheres too are 1.5 cm clear go to the judge (cheap); else every one (the goals a fit
-    looser than the meshes cannot answer are among them)."""
+    looser than the meshes cannot answer are among them). ``up``: the direction heights are
+    measured along, in the base frame."""
     rng = np.random.default_rng(seed)
     Q = m.random_q(rng, 40_000 if near_table else 1500)
     T = np.asarray(fk_frames(m, Q, [tip]))[:, 0]
     keep = np.ones(len(Q), dtype=bool)
     if near_table:
-        keep &= (T[:, 2, 3] >= table) & (T[:, 2, 3] <= table + 0.10)
+        z = T[:, :3, 3] @ np.asarray(up, dtype=np.float64)
+        keep &= (z >= table) & (z <= table + 0.10)
     # the spheres first (cheap; they cover the meshes), then the judge (pairs checked for
     # contact only need not be 1.5 cm apart: their allowance made 1.5 cm)
     idx = np.nonzero(keep)[0]
