@@ -1129,9 +1129,11 @@ def test_meshes_of_many_triangles_are_not_found_near_for_their_lattice_s_sake(tm
 def test_a_mesh_wholly_inside_another_is_found_within_it(tmp_path):
     """A rod inside a closed housing, its surface 3 cm from the housing's walls everywhere:
     the surfaces never come within 1 cm, yet the meshes interpenetrate (one solid holds the
-    other), so the pair is near in every configuration (what MoveIt's setup assistant calls
-    always colliding), and left out as such; the same rod beside the housing, 3 cm from its
-    wall, is never near. A housing open on one side (no solid) holds nothing."""
+    other), so the pair is near in every configuration and left out as in contact by
+    construction (FCL, which measures meshes as surfaces, would call them apart; their spheres
+    overlap in every configuration, so checking the pair would fail every answer); the same
+    rod beside the housing, 3 cm from its wall, is never near. A housing open on one side (no
+    solid) holds nothing."""
     import warnings
 
     import trimesh
