@@ -19,6 +19,13 @@ def octree_of_cells(coal, cells, resolution: float):
     return coal.makeOctree(np.concatenate(fine), float(resolution))
 
 
+def coal_triangles(G):
+    """(vertices (n, 3), triangles (m, 3)) of a coal BVH mesh ``G``."""
+    return np.asarray(G.vertices()), np.array(
+        [[t[0], t[1], t[2]] for t in (G.tri_indices(k) for k in range(G.num_tris))],
+        dtype=np.int64).reshape(-1, 3)
+
+
 def meshes_as_read(geom) -> list:
     """Each mesh of Pinocchio's geometry model ``geom`` that coal's loader reads otherwise than
     the file says (its area off by more than 1 % from trimesh's reading: coal 3.0.3 misplaces
@@ -33,11 +40,9 @@ def meshes_as_read(geom) -> list:
         G = g.geometry
         if not g.meshPath or not hasattr(G, "num_tris"):
             continue
-        V = np.asarray(G.vertices())
-        F = np.array([[t[0], t[1], t[2]] for t in (G.tri_indices(k) for k in range(G.num_tris))])
         mesh = trimesh.load(g.meshPath, force="mesh")
         mesh.apply_scale(np.asarray(g.meshScale, dtype=np.float64))
-        area = trimesh.Trimesh(V, F, process=False).area
+        area = trimesh.Trimesh(*coal_triangles(G), process=False).area
         if abs(area - mesh.area) <= 0.01 * max(area, mesh.area):
             continue
         b = coal.BVHModelOBBRSS()

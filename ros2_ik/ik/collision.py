@@ -685,8 +685,6 @@ def meshes_within(model: Model, cm: CollisionModel, pairs, within: float,
     inside the other's solid (:func:`ros2_ik.model.concavity.solid`: positive only well
     inside; a link wholly inside another, whose surfaces never meet), so a pair is found near
     only where it is."""
-    from scipy.spatial import cKDTree  # noqa: PLC0415
-
     from ..model.collision import full_tree, link_shapes  # noqa: PLC0415
     from ..model.concavity import lattice_points, lattice_step, solid  # noqa: PLC0415
 
@@ -709,7 +707,7 @@ def meshes_within(model: Model, cm: CollisionModel, pairs, within: float,
             out.append(None)
             continue
         la, lb = int(cm.links[cm.index(a)]), int(cm.links[cm.index(b)])
-        tree = cKDTree(points[b])  # (b's points in b's frame; a's placed there)
+        tree = solids[b].tree  # (b's points in b's frame; a's placed there)
         # (some of each link's points for the inside tests: one is enough for a link wholly
         # inside the other)
         pa = points[a][::max(1, len(points[a]) // CONTAINED_POINTS)]

@@ -172,9 +172,8 @@ def fit_link(shapes, delta: float = OVERSHOOT, *, cache: bool = True, to_mesh: b
         bodies = _bodies(shapes)
         if len(bodies) > 1:
             fits = [fit_link([b], delta, cache=cache, to_mesh=True) for b in bodies]
-            c, r = np.concatenate([f[0] for f in fits]), np.concatenate([f[1] for f in fits])
-            order = np.lexsort((c[:, 2], c[:, 1], c[:, 0]))
-            return np.ascontiguousarray(c[order]), np.ascontiguousarray(r[order])
+            return _ordered(np.concatenate([f[0] for f in fits]),
+                            np.concatenate([f[1] for f in fits]))
     key = _key(shapes, float(delta)) + ("m" if to_mesh else "")
     path = cache_dir() / f"{key}.npy"
     if cache:
@@ -381,7 +380,11 @@ def _fit(shapes, delta: float, to_mesh: bool = False):
             continue
         c2, r2 = _cover(Q, grid, depth, N, b, reach)
         c, r = np.concatenate([c, c2]), np.concatenate([r, r2 + SLACK])
-    r = r + RESERVE
+    return _ordered(c, r + RESERVE)
+
+
+def _ordered(c, r):
+    """Spheres (centres, radii) in the order of their centres (x, then y, then z)."""
     order = np.lexsort((c[:, 2], c[:, 1], c[:, 0]))
     return np.ascontiguousarray(c[order]), np.ascontiguousarray(r[order])
 
